@@ -1,0 +1,13 @@
+// The subcommands of the corral CLI. Each file cli/<name>_command.cc adds one subcommand to
+// the CLI11 app; its callback parses flags into runtime:: structs, calls runtime::, and
+// stores the process exit code in *exit_code. No isolation logic lives here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace corral::cli {
+
+void AddRunCommand(CLI::App& app, int* exit_code);
+void AddCheckCommand(CLI::App& app, int* exit_code);
+
+}  // namespace corral::cli

@@ -1,0 +1,171 @@
+#include "jail/child.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "jail/hardening.h"
+#include "jail/mounts.h"
+#include "jail/process_title.h"
+#include "jail/setup_record.h"
+#include "jail/syscalls.h"
+
+namespace corral::jail {
+
+namespace {
+
+// Exit status of a child whose setup failed; the parent reads the record, not this.
+constexpr int kSetupFailedExit = 125;
+// Fds the child juggles stdio through, out of the way of 0/1/2.
+constexpr int kStdioScratchFd = 100;
+
+bool CheckLifeline(const JailPlan& plan, int setup_fd) {
+  if (!plan.die_with_parent) return true;
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kLifeline, errno, "PR_SET_PDEATHSIG");
+    return false;
+  }
+  // The parent may have died before the prctl took effect. It holds the other end of
+  // setup_fd, so a hang-up there means it is gone.
+  pollfd pfd{setup_fd, 0, 0};
+  if (::poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP) != 0) return false;
+  return true;
+}
+
+// dup2 through scratch fds so that, e.g., a stdout_fd of 0 is not clobbered by stdin.
+bool SetUpStdio(const SpawnRequest& request, int setup_fd) {
+  const int sources[3] = {request.stdin_fd, request.stdout_fd, request.stderr_fd};
+  int scratch[3];
+  for (int i = 0; i < 3; ++i) {
+    scratch[i] = ::fcntl(sources[i], F_DUPFD_CLOEXEC, kStdioScratchFd);
+    if (scratch[i] < 0) {
+      ReportSetupFailure(setup_fd, SetupStep::kStdio, errno, "dup stdio");
+      return false;
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (::dup2(scratch[i], i) < 0) {
+      ReportSetupFailure(setup_fd, SetupStep::kStdio, errno, "dup2 stdio");
+      return false;
+    }
+    ::close(scratch[i]);
+  }
+  return true;
+}
+
+bool JoinCgroup(const SpawnRequest& request, int setup_fd) {
+  for (int fd : request.cgroup_attach_fds) {
+    // "0" means "the writing process" in both cgroup v1 and v2.
+    if (::write(fd, "0", 1) != 1) {
+      ReportSetupFailure(setup_fd, SetupStep::kCgroupAttach, errno, "write 0 to cgroup.procs");
+      return false;
+    }
+  }
+  // Only now, inside the jail's cgroup, so that the cgroup namespace's root is that cgroup
+  // and /proc/self/cgroup shows "/" rather than the host's cgroup path.
+  if (request.plan->new_cgroup_ns && ::unshare(CLONE_NEWCGROUP) != 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kCgroupNamespace, errno, "unshare(CLONE_NEWCGROUP)");
+    return false;
+  }
+  return true;
+}
+
+bool SetUpUtsAndNet(const JailPlan& plan, int setup_fd) {
+  if (!plan.hostname.empty() &&
+      ::sethostname(plan.hostname.c_str(), plan.hostname.size()) != 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kHostname, errno, "sethostname");
+    return false;
+  }
+  return !plan.loopback_up || BringUpLoopback(setup_fd);
+}
+
+// The init keeps uid 0 (so the command, uid 1000, can neither signal nor ptrace it) but
+// loses every capability and gets no_new_privs and the same seccomp filter.
+bool HardenInit(const JailPlan& plan, int setup_fd) {
+  if (!LockSecurebitsAndDropBounding(setup_fd) || !ClearCapabilities(setup_fd)) return false;
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kInit, errno, "init no_new_privs");
+    return false;
+  }
+  int err = InstallSeccomp(plan.seccomp);
+  if (err != 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kInit, err, "init seccomp");
+    return false;
+  }
+  return true;
+}
+
+void SendReport(int status_fd, int wait_status) {
+  InitReport report{wait_status, 0};
+  (void)::send(status_fd, &report, sizeof report, MSG_NOSIGNAL);
+}
+
+// PID 1. One-shot: waits for the command, reports its status, exits (the kernel then
+// SIGKILLs everything left in the namespace: daemons, double-forked grandchildren).
+// Persistent: reaps forever.
+[[noreturn]] void RunInit(const JailPlan& plan, pid_t command, int setup_fd, int status_fd) {
+  SetProcessTitle("corral-init");
+  sigset_t all;
+  sigfillset(&all);
+  ::sigprocmask(SIG_BLOCK, &all, nullptr);
+  if (!HardenInit(plan, setup_fd)) {
+    ::kill(command, SIGKILL);
+    ::_exit(kSetupFailedExit);
+  }
+  // Keep only status_fd: holding the command's stdout pipe or the setup channel open
+  // would keep the parent from seeing EOF on them.
+  sys::CloseRange(0, static_cast<unsigned>(status_fd) - 1, 0);
+  sys::CloseRange(static_cast<unsigned>(status_fd) + 1, ~0U, 0);
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::wait4(-1, &status, 0, nullptr);
+    if (pid == command) {
+      SendReport(status_fd, status);
+      if (plan.init_mode == InitMode::kOneShot) ::_exit(0);
+    }
+    if (pid < 0 && errno == ECHILD) {
+      if (plan.init_mode == InitMode::kOneShot) ::_exit(0);
+      // Persistent and childless: sleep until an orphan is reparented to us and exits.
+      siginfo_t info;
+      sigset_t chld;
+      sigemptyset(&chld);
+      sigaddset(&chld, SIGCHLD);
+      ::sigwaitinfo(&chld, &info);
+    }
+  }
+}
+
+}  // namespace
+
+void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
+  const JailPlan& plan = *request.plan;
+  if (!CheckLifeline(plan, setup_fd) || !SetUpStdio(request, setup_fd) ||
+      !JoinCgroup(request, setup_fd) || !BuildRoot(plan, setup_fd) ||
+      !SetUpUtsAndNet(plan, setup_fd)) {
+    ::_exit(kSetupFailedExit);
+  }
+  pid_t command = static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
+  if (command < 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kFork, errno, "fork command");
+    ::_exit(kSetupFailedExit);
+  }
+  if (command == 0) {
+    ::close(status_fd);
+    HardenAndExec(plan, setup_fd);
+    ::_exit(kSetupFailedExit);
+  }
+  RunInit(plan, command, setup_fd, status_fd);
+}
+
+}  // namespace corral::jail

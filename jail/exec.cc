@@ -1,0 +1,104 @@
+// The last stretch of a jail child: hardening in a fixed order, then execve.
+#include <linux/close_range.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "jail/child_text.h"
+#include "jail/hardening.h"
+#include "jail/setup_record.h"
+#include "jail/syscalls.h"
+
+namespace corral::jail {
+
+void ResetSignals() {
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    ::sigaction(sig, &dfl, nullptr);  // fails harmlessly for glibc-reserved signals
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+namespace {
+
+void ReportExecFailure(int report_fd, int err, const char* name) {
+  char what[512];
+  ChildText(what, sizeof what).Add("execve ").Add(name);
+  ReportSetupFailure(report_fd, SetupStep::kExecve, err, what);
+}
+
+// execvp without the allocation: tries each PATH entry, remembering EACCES so that
+// "found but not executable" (126) is not reported as "not found" (127).
+void ExecCommand(const JailPlan& plan, int report_fd) {
+  const char* name = plan.argv[0];
+  if (std::strchr(name, '/') != nullptr) {
+    ::execve(name, plan.argv.data(), plan.envp.data());
+    ReportExecFailure(report_fd, errno, name);
+    return;
+  }
+  int result = ENOENT;
+  for (const std::string& dir : plan.path_dirs) {
+    char path[4096];
+    ChildText text(path, sizeof path);
+    text.Add(dir.c_str()).Add("/").Add(name);
+    ::execve(path, plan.argv.data(), plan.envp.data());
+    int err = errno;
+    if (err == ENOENT || err == ENOTDIR) continue;
+    result = err;
+    if (err != EACCES) break;  // ENOEXEC, E2BIG, ...: the file exists, stop looking
+  }
+  ReportExecFailure(report_fd, result, name);
+}
+
+}  // namespace
+
+void HardenAndExec(const JailPlan& plan, int report_fd) {
+  ResetSignals();
+  // A new session: the command has no controlling terminal, so it cannot TIOCSTI
+  // keystrokes into the caller's shell.
+  if (::setsid() < 0 && errno != EPERM) {
+    ReportSetupFailure(report_fd, SetupStep::kIds, errno, "setsid");
+    return;
+  }
+  if (!LockSecurebitsAndDropBounding(report_fd) || !SwitchIds(plan, report_fd) ||
+      !ClearCapabilities(report_fd)) {
+    return;
+  }
+  // The uid change above cleared any parent-death signal.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+    ReportSetupFailure(report_fd, SetupStep::kLifeline, errno, "PR_SET_PDEATHSIG");
+    return;
+  }
+  if (!ApplyRlimits(plan, report_fd)) return;
+  if (::chdir(plan.workdir.c_str()) != 0) {
+    char what[512];
+    ChildText(what, sizeof what).Add("chdir ").Add(plan.workdir.c_str());
+    ReportSetupFailure(report_fd, SetupStep::kChdir, errno, what);
+    return;
+  }
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    ReportSetupFailure(report_fd, SetupStep::kNoNewPrivs, errno, "PR_SET_NO_NEW_PRIVS");
+    return;
+  }
+  // CLOEXEC rather than close: report_fd must stay usable until execve succeeds.
+  if (sys::CloseRange(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    ReportSetupFailure(report_fd, SetupStep::kCloseFds, errno, "close_range");
+    return;
+  }
+  int err = InstallSeccomp(plan.seccomp);
+  if (err != 0) {
+    ReportSetupFailure(report_fd, SetupStep::kSeccomp, err, "install seccomp filter");
+    return;
+  }
+  ExecCommand(plan, report_fd);
+}
+
+}  // namespace corral::jail

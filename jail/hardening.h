@@ -1,0 +1,41 @@
+// The identity and hardening steps of a jail child, and the exec that ends them.
+//
+// Each function runs in the child after clone()/fork(), makes syscalls only, and on
+// failure reports a SetupRecord on `report_fd` and returns false. They are shared by the
+// two ways into a jail: a fresh one-shot jail (jail/child.cc) and, later, an exec into a
+// persistent sandbox, which enters existing namespaces and then runs the same steps.
+//
+// Order matters and is fixed by HardenAndExec():
+//   securebits + bounding set (needs CAP_SETPCAP, so before the uid change)
+//   -> ids (setgroups, setresgid, setresuid: clears permitted/effective caps)
+//   -> capset to zero (covers uid 0 with unsafe.allow_root) and ambient clear
+//   -> parent-death signal (the uid change cleared it)
+//   -> rlimits -> chdir -> no_new_privs -> mark fds CLOEXEC -> seccomp -> execve.
+#pragma once
+
+#include "jail/plan.h"
+
+namespace corral::jail {
+
+// jail/caps.cc
+bool LockSecurebitsAndDropBounding(int report_fd);
+bool ClearCapabilities(int report_fd);
+
+// jail/ids.cc
+bool SwitchIds(const JailPlan& plan, int report_fd);
+
+// jail/rlimits.cc
+bool ApplyRlimits(const JailPlan& plan, int report_fd);
+
+// jail/net.cc
+bool BringUpLoopback(int report_fd);
+
+// jail/exec.cc: resets signal state, then runs every step above and execs the command.
+// Returns only on failure (after reporting); the caller then _exit()s.
+void HardenAndExec(const JailPlan& plan, int report_fd);
+
+// Restores default signal dispositions (including SIG_IGN inherited from the parent,
+// which execve would keep) and unblocks every signal.
+void ResetSignals();
+
+}  // namespace corral::jail

@@ -1,0 +1,165 @@
+#include "jail/mounts.h"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "jail/child_text.h"
+#include "jail/setup_record.h"
+#include "jail/syscalls.h"
+
+namespace corral::jail {
+
+Result<UniqueFd> PrepareBindTree(const std::string& host_path, bool read_only) {
+  UniqueFd tree(sys::OpenTree(AT_FDCWD, host_path.c_str(),
+                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
+                                  AT_SYMLINK_NOFOLLOW));
+  if (!tree) return Error::FromErrno(errno, "open_tree " + host_path);
+  uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  if (read_only) attrs |= MOUNT_ATTR_RDONLY;
+  // AT_RECURSIVE: a submount of a read-only tree (say /usr/local on its own filesystem)
+  // must not stay writable, which a classic MS_REMOUNT|MS_RDONLY would leave it.
+  if (sys::MountSetattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, attrs, 0, MS_PRIVATE) !=
+      0) {
+    return Error::FromErrno(errno, "mount_setattr " + host_path);
+  }
+  return tree;
+}
+
+namespace {
+
+// Every failure path reports and returns false; this keeps each call site to one line.
+bool Fail(int report_fd, const MountOp& op, const char* what_if_no_description) {
+  int err = errno;
+  ReportSetupFailure(report_fd, SetupStep::kMount, err,
+                     op.description.empty() ? what_if_no_description : op.description.c_str());
+  return false;
+}
+
+bool MakeMountPoint(const MountOp& op) {
+  if (op.source_is_dir) {
+    return ::mkdir(op.path.c_str(), 0755) == 0 || errno == EEXIST;
+  }
+  // An existing file (say /proc/kcore, being masked) is a mount point as it is; opening
+  // it for writing could fail or have effects.
+  struct stat st;
+  if (::lstat(op.path.c_str(), &st) == 0) return true;
+  int fd = ::open(op.path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+bool WriteAll(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool CreateFile(const MountOp& op) {
+  int fd = ::open(op.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                  op.mode);
+  if (fd < 0) return false;
+  bool ok = WriteAll(fd, op.data);
+  int err = errno;
+  ::close(fd);
+  errno = err;
+  return ok;
+}
+
+// Makes an existing directory read-only by mounting a read-only copy of it over itself.
+bool MakeReadOnly(const MountOp& op) {
+  int tree = sys::OpenTree(AT_FDCWD, op.path.c_str(),
+                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+  if (tree < 0) return false;
+  bool ok = sys::MountSetattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE,
+                              MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0,
+                              MS_PRIVATE) == 0 &&
+            sys::MoveMount(tree, "", AT_FDCWD, op.path.c_str(), MOVE_MOUNT_F_EMPTY_PATH) == 0;
+  int err = errno;
+  ::close(tree);
+  errno = err;
+  return ok;
+}
+
+bool RunOp(const MountOp& op) {
+  switch (op.kind) {
+    case MountOp::Kind::kTmpfs:
+      return (::mkdir(op.path.c_str(), 0755) == 0 || errno == EEXIST) &&
+             ::mount("tmpfs", op.path.c_str(), "tmpfs",
+                     op.flags | (op.read_only ? MS_RDONLY : 0), op.data.c_str()) == 0;
+    case MountOp::Kind::kBind:
+      return MakeMountPoint(op) && sys::MoveMount(op.source_fd, "", AT_FDCWD, op.path.c_str(),
+                                                  MOVE_MOUNT_F_EMPTY_PATH) == 0;
+    case MountOp::Kind::kMkdir:
+      return (::mkdir(op.path.c_str(), op.mode) == 0 || errno == EEXIST) &&
+             ::chmod(op.path.c_str(), op.mode) == 0;
+    case MountOp::Kind::kFile:
+      return CreateFile(op);
+    case MountOp::Kind::kSymlink:
+      return ::symlink(op.data.c_str(), op.path.c_str()) == 0;
+    case MountOp::Kind::kDevice:
+      return ::mknod(op.path.c_str(), S_IFCHR | op.mode, op.device) == 0;
+    case MountOp::Kind::kProc:
+      return (::mkdir(op.path.c_str(), 0555) == 0 || errno == EEXIST) &&
+             ::mount("proc", op.path.c_str(), "proc", op.flags, nullptr) == 0;
+    case MountOp::Kind::kDevpts:
+      return (::mkdir(op.path.c_str(), 0755) == 0 || errno == EEXIST) &&
+             ::mount("devpts", op.path.c_str(), "devpts", op.flags, op.data.c_str()) == 0;
+    case MountOp::Kind::kReadOnly:
+      return MakeReadOnly(op);
+    case MountOp::Kind::kRemountReadOnly:
+      return sys::MountSetattr(AT_FDCWD, op.path.c_str(), 0, MOUNT_ATTR_RDONLY, 0) == 0;
+  }
+  errno = EINVAL;
+  return false;
+}
+
+// pivot_root(".", ".") stacks the old root on top of the new one; detaching "." then
+// removes it, so no path in the jail leads back to the host's root.
+bool PivotInto(const JailPlan& plan, int report_fd) {
+  char what[512];
+  ChildText(what, sizeof what).Add("pivot_root into ").Add(plan.staging_dir.c_str());
+  if (::chdir(plan.staging_dir.c_str()) != 0 || sys::PivotRoot(".", ".") != 0 ||
+      ::umount2(".", MNT_DETACH) != 0 || ::chdir("/") != 0) {
+    ReportSetupFailure(report_fd, SetupStep::kPivotRoot, errno, what);
+    return false;
+  }
+  if (plan.read_only_root &&
+      sys::MountSetattr(AT_FDCWD, "/", 0, MOUNT_ATTR_RDONLY, 0) != 0) {
+    ReportSetupFailure(report_fd, SetupStep::kPivotRoot, errno, "remount / read-only");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool BuildRoot(const JailPlan& plan, int report_fd) {
+  // The namespace starts as a copy of the host's, with the host's shared propagation;
+  // without this, every mount below would appear on the host too.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    ReportSetupFailure(report_fd, SetupStep::kMount, errno, "make / private");
+    return false;
+  }
+  // Device nodes and generated files get exactly the modes in the plan.
+  mode_t old_umask = ::umask(0);
+  for (const MountOp& op : plan.mounts) {
+    if (!RunOp(op)) {
+      ::umask(old_umask);
+      return Fail(report_fd, op, op.path.c_str());
+    }
+  }
+  ::umask(old_umask);
+  return PivotInto(plan, report_fd);
+}
+
+}  // namespace corral::jail

@@ -1,0 +1,29 @@
+// The jail's root filesystem.
+//
+// Parent half: PrepareBindTree() turns a host path into a detached, fully configured mount
+// tree (open_tree + mount_setattr), owned by the plan. Doing this in the parent matters
+// twice: the host path is resolved once, before clone, so it cannot be swapped later; and
+// open_tree(OPEN_TREE_CLONE) of a host mount only works from the host's mount namespace.
+//
+// Child half: BuildRoot() makes the mount namespace private, executes the plan's MountOps
+// under the staging directory, pivots into it and detaches the old root. Syscalls only.
+#pragma once
+
+#include <string>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "jail/plan.h"
+
+namespace corral::jail {
+
+// Parent: a detached recursive copy of `host_path`, made nosuid+nodev, read-only if asked,
+// and private (so nothing mounted beneath it in the jail can propagate back to the host).
+// Symlinks in `host_path` itself are not followed.
+Result<UniqueFd> PrepareBindTree(const std::string& host_path, bool read_only);
+
+// Child: builds the root and pivots into it. On failure reports a SetupRecord on
+// `report_fd` and returns false.
+bool BuildRoot(const JailPlan& plan, int report_fd);
+
+}  // namespace corral::jail

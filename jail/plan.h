@@ -1,0 +1,95 @@
+// JailPlan: everything a jail child needs, fully resolved in the parent before clone().
+//
+// The planner (runtime/planner.h) builds it; jail::Spawn() clones a child that only *reads*
+// it. Every string the child passes to a syscall, every message it may report, every
+// compiled filter is prepared here, so the child allocates nothing and looks nothing up.
+// Immutable once built. Owns the O_PATH fds of bind-mount sources (opened in the parent so
+// that a path swapped after validation cannot redirect a mount).
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "jail/seccomp.h"
+
+namespace corral::jail {
+
+// One step of building the jail's root, executed in order by the child (jail/mounts.h).
+// Paths are absolute paths in the child's mount namespace *before* pivot_root, i.e. under
+// the staging directory where the new root is mounted.
+struct MountOp {
+  enum class Kind {
+    kTmpfs,      // mount a tmpfs at `path` with options `data`
+    kBind,       // bind the tree of `source_fd` at `path` (recursive)
+    kMkdir,      // mkdir `path` (EEXIST is fine)
+    kFile,       // create `path` holding `data` (generated or snapshotted content)
+    kSymlink,    // symlink `path` -> `data`
+    kDevice,     // mknod character device `path` with `device`
+    kProc,       // mount a fresh procfs at `path`
+    kDevpts,     // mount a private devpts instance at `path` with options `data`
+    kReadOnly,   // bind `path` over itself read-only (recursively); path need not be a mount
+    kRemountReadOnly,  // make the mount at `path` (a mount point) read-only, not its submounts
+  };
+  Kind kind = Kind::kMkdir;
+  std::string path;
+  std::string data;
+  int source_fd = -1;        // kBind: O_PATH fd owned by JailPlan::source_fds
+  bool read_only = false;    // kBind, kTmpfs: mount read-only
+  bool source_is_dir = true; // kBind: the mount point must be a directory (else a file)
+  mode_t mode = 0755;        // kMkdir, kFile, kDevice
+  dev_t device = 0;          // kDevice
+  unsigned long flags = 0;   // kTmpfs/kProc/kDevpts: MS_NOSUID | MS_NODEV | MS_NOEXEC
+  std::string description;   // for errors: "bind-mount /srv/skills -> /mnt/skills"
+};
+
+// How the init (PID 1) behaves.
+enum class InitMode {
+  kOneShot,     // fork the command, exit with it (the kernel then kills the namespace)
+  kPersistent,  // hold the namespaces and reap orphans until killed (corral create)
+};
+
+struct JailPlan {
+  // --- namespaces (jail/spawn.cc) ---
+  unsigned long clone_flags = 0;  // CLONE_NEW* passed to clone3 (never CLONE_NEWCGROUP)
+  bool new_cgroup_ns = false;     // unshare(CLONE_NEWCGROUP) after joining the cgroup
+  bool die_with_parent = true;    // PR_SET_PDEATHSIG(SIGKILL) on the init
+  InitMode init_mode = InitMode::kOneShot;
+
+  // --- root (jail/mounts.cc) ---
+  std::string staging_dir;          // where the new root is built before pivot_root
+  std::vector<MountOp> mounts;      // in order
+  std::vector<UniqueFd> source_fds; // owners of MountOp::source_fd
+  bool read_only_root = true;       // make "/" read-only after pivot_root
+
+  // --- identity and environment of the command (jail/ids.cc, jail/exec.cc) ---
+  std::string hostname;  // empty = leave as is (no UTS namespace)
+  bool loopback_up = false;
+  uid_t uid = 1000;
+  gid_t gid = 1000;
+  std::vector<std::pair<int, rlimit>> rlimits;  // only ever lowered (planner clamps)
+  std::string workdir = "/";
+
+  std::vector<std::string> argv_storage;
+  std::vector<std::string> envp_storage;
+  std::vector<std::string> path_dirs;  // PATH entries searched when argv[0] has no '/'
+  // NULL-terminated views into the storage above; rebuilt by FinalizePointers().
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+
+  SeccompProgram seccomp;  // empty = no filter
+
+  // Fills argv/envp from the storage vectors. Call after the storage is final.
+  void FinalizePointers();
+
+  JailPlan() = default;
+  JailPlan(JailPlan&&) = default;
+  JailPlan& operator=(JailPlan&&) = default;
+  JailPlan(const JailPlan&) = delete;
+  JailPlan& operator=(const JailPlan&) = delete;
+};
+
+}  // namespace corral::jail

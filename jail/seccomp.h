@@ -1,0 +1,40 @@
+// Seccomp: profiles in the OCI/Docker JSON format, compiled in the parent with libseccomp
+// into a classic-BPF program that the jail child installs as its last step before execve.
+//
+// Parent half: CompileSeccompProfile / BuiltinSeccompProfile (allocate, use libseccomp).
+// Child half:  InstallSeccomp (one syscall; no allocation).
+#pragma once
+
+#include <linux/filter.h>
+
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace corral::jail {
+
+// A compiled filter for the native architecture. Empty = no filter ("unconfined").
+struct SeccompProgram {
+  std::vector<sock_filter> instructions;
+  bool empty() const { return instructions.empty(); }
+};
+
+// Names of the profiles built into the binary (from seccomp-profiles/*.json).
+std::vector<std::string> BuiltinSeccompProfileNames();
+// The JSON text of a built-in profile, or kNotFound.
+Result<std::string> BuiltinSeccompProfileText(const std::string& name);
+
+// Compiles OCI/Docker seccomp JSON (`defaultAction`, `defaultErrnoRet`, `architectures`,
+// `syscalls[{names, action, errnoRet, args[{index, value, valueTwo, op}]}]`).
+// `origin` names the profile in errors ("seccomp profile /x.json: syscalls[3].action: ...").
+// The filter checks the architecture first; calls from any other ABI (32-bit int 0x80,
+// x32) are killed. Syscall names this libseccomp/arch does not know are skipped.
+Result<SeccompProgram> CompileSeccompProfile(const std::string& json_text,
+                                             const std::string& origin);
+
+// Child side: sets the filter with seccomp(SECCOMP_SET_MODE_FILTER). Requires
+// no_new_privs. Returns 0 or an errno value. Async-signal-safe.
+int InstallSeccomp(const SeccompProgram& program);
+
+}  // namespace corral::jail

@@ -1,0 +1,134 @@
+#include "jail/spawn.h"
+
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <utility>
+
+#include "jail/child.h"
+#include "jail/syscalls.h"
+
+namespace corral::jail {
+
+JailProcess::JailProcess(pid_t pid, UniqueFd pidfd, UniqueFd setup_fd, UniqueFd status_fd)
+    : pid_(pid),
+      pidfd_(std::move(pidfd)),
+      setup_fd_(std::move(setup_fd)),
+      status_fd_(std::move(status_fd)) {}
+
+JailProcess::~JailProcess() {
+  if (pid_ > 0) {
+    Kill(SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+JailProcess::JailProcess(JailProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      pidfd_(std::move(other.pidfd_)),
+      setup_fd_(std::move(other.setup_fd_)),
+      status_fd_(std::move(other.status_fd_)) {}
+
+JailProcess& JailProcess::operator=(JailProcess&& other) noexcept {
+  if (this != &other) {
+    if (pid_ > 0) {
+      Kill(SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    pid_ = std::exchange(other.pid_, -1);
+    pidfd_ = std::move(other.pidfd_);
+    setup_fd_ = std::move(other.setup_fd_);
+    status_fd_ = std::move(other.status_fd_);
+  }
+  return *this;
+}
+
+Result<std::optional<SetupFailure>> JailProcess::AwaitSetup(int timeout_ms) {
+  auto result = ReadSetupResult(setup_fd_.get(), timeout_ms);
+  setup_fd_.Reset();
+  return result;
+}
+
+std::optional<InitReport> JailProcess::TakeReport() {
+  InitReport report;
+  ssize_t n = ::recv(status_fd_.get(), &report, sizeof report, MSG_DONTWAIT);
+  if (n != static_cast<ssize_t>(sizeof report)) return std::nullopt;
+  return report;
+}
+
+void JailProcess::Kill(int sig) {
+  if (pid_ <= 0) return;
+  // The pidfd cannot hit a recycled pid; fall back to kill() only without one.
+  if (pidfd_.valid()) {
+    sys::PidfdSendSignal(pidfd_.get(), sig);
+  } else {
+    ::kill(pid_, sig);
+  }
+}
+
+Result<int> JailProcess::Reap(struct rusage* usage) {
+  if (pid_ <= 0) return Error(ErrorCode::kInternal, "jail init already reaped");
+  int status = 0;
+  pid_t got;
+  do {
+    got = ::wait4(pid_, &status, 0, usage);
+  } while (got < 0 && errno == EINTR);
+  if (got < 0) return Error::FromErrno(errno, "wait4 jail init");
+  pid_ = -1;
+  return status;
+}
+
+namespace {
+
+// clone3 when the kernel has it (CLONE_INTO_CGROUP needs it), else clone(2). Both are
+// used fork-style: no new stack, the child continues on a copy of ours.
+pid_t CloneJail(const SpawnRequest& request, int* pidfd) {
+  clone_args args{};
+  args.flags = request.plan->clone_flags | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(pidfd);
+  args.exit_signal = SIGCHLD;
+  if (request.cgroup_fd >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(request.cgroup_fd);
+  }
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid >= 0 || errno != ENOSYS || request.cgroup_fd >= 0) return static_cast<pid_t>(pid);
+  // Legacy clone: CLONE_PIDFD stores the fd through the parent_tid argument.
+  return static_cast<pid_t>(::syscall(SYS_clone, request.plan->clone_flags | CLONE_PIDFD |
+                                                     SIGCHLD,
+                                      nullptr, pidfd, nullptr, 0));
+}
+
+}  // namespace
+
+Result<JailProcess> Spawn(const SpawnRequest& request) {
+  int setup[2];
+  int status[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, setup) != 0) {
+    return Error::FromErrno(errno, "socketpair");
+  }
+  UniqueFd setup_parent(setup[0]), setup_child(setup[1]);
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, status) != 0) {
+    return Error::FromErrno(errno, "socketpair");
+  }
+  UniqueFd status_parent(status[0]), status_child(status[1]);
+
+  int pidfd = -1;
+  pid_t pid = CloneJail(request, &pidfd);
+  if (pid < 0) return Error::FromErrno(errno, "clone jail");
+  if (pid == 0) {
+    ::close(setup_parent.get());
+    ::close(status_parent.get());
+    RunJailChild(request, setup_child.get(), status_child.get());
+  }
+  return JailProcess(pid, UniqueFd(pidfd), std::move(setup_parent), std::move(status_parent));
+}
+
+}  // namespace corral::jail

@@ -1,0 +1,93 @@
+// HostInfo: the kernel and host facts corral depends on, probed once per process by
+// ProbeHost() and then only read (by the planner, `corral check`, the daemon). Host facts
+// are never written back into a JailSpec.
+//
+// ProbeHost runs in the parent. Some probes fork a short-lived child (to try unshare(2)
+// or to drop to an unprivileged uid); each child is reaped before ProbeHost returns, and
+// namespaces it created die with it. Call it before starting threads where possible.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "cgroups/cgroup.h"
+
+namespace corral::runtime {
+
+struct NamespaceSupport {
+  std::string name;          // "pid", "mnt", "uts", "ipc", "net", "cgroup", "user", "time"
+  bool present = false;      // /proc/self/ns/<name> exists
+  bool unshare_ok = false;   // unshare(CLONE_NEW*) worked in a forked child
+  int unshare_errno = 0;     // why it did not (0 if it did)
+};
+
+// Newer syscalls, probed with invalid arguments: only ENOSYS counts as missing.
+struct SyscallSupport {
+  bool clone3 = false;
+  bool pidfd_open = false;
+  bool close_range = false;
+  bool open_tree = false;
+  bool mount_setattr = false;
+};
+
+struct CgroupSupport {
+  std::optional<cgroups::HierarchyInfo> hierarchies;  // cgroups::Detect(ManagerOptions{})
+  std::string detect_error;                           // set when Detect failed
+  // The driver "auto" resolves to (hierarchies->driver), or why none works.
+  std::optional<cgroups::Driver> auto_driver;
+  std::string auto_error;
+  // When no driver works: what the host's hierarchy lacks among memory, cpu, pids (and
+  // freezer, which the v1 driver needs to kill reliably).
+  std::vector<std::string> missing_controllers;
+  bool v1_memsw = false;     // v1 memory.memsw.limit_in_bytes (swap accounting) exists
+  bool writable = false;     // we may create cgroups in the hierarchies the driver uses
+  bool clone_into_cgroup = false;  // clone3(CLONE_INTO_CGROUP) usable with that driver
+};
+
+struct HostInfo {
+  std::string kernel_release;  // uname -r
+  std::string machine;         // uname -m
+  uid_t euid = 0;
+  bool is_root = false;        // euid 0
+  long online_cpus = 0;
+
+  std::vector<NamespaceSupport> namespaces;  // in the order listed above
+  const NamespaceSupport* FindNamespace(const std::string& name) const;
+
+  // Unprivileged user namespaces. The sysctls are unset when the file does not exist
+  // (unprivileged_userns_clone is a Debian/Ubuntu patch).
+  std::optional<int64_t> unprivileged_userns_clone;
+  std::optional<int64_t> max_user_namespaces;
+  bool unprivileged_userns_ok = false;  // a child at uid/gid 65534 could unshare(CLONE_NEWUSER)
+  int unprivileged_userns_errno = 0;
+
+  bool seccomp_filter = false;               // SECCOMP_MODE_FILTER is compiled in
+  std::vector<std::string> seccomp_actions;  // /proc/sys/kernel/seccomp/actions_avail
+  bool HasSeccompAction(const std::string& action) const;
+
+  int landlock_abi = 0;        // 0 = no Landlock
+  int landlock_errno = 0;      // ENOSYS: not built; EOPNOTSUPP: built but disabled at boot
+
+  CgroupSupport cgroups;
+  bool overlayfs = false;      // "overlay" in /proc/filesystems
+  SyscallSupport syscalls;
+
+  bool no_new_privs = false;       // PR_GET_NO_NEW_PRIVS works
+  bool cap_sys_resource = false;   // CAP_SYS_RESOURCE in our bounding set
+  bool cap_sys_admin = false;      // CAP_SYS_ADMIN in our effective set
+  std::optional<bool> swap_enabled;  // any entry in /proc/swaps
+};
+
+// Probes everything above. Individual probe failures are recorded in the fields; an
+// error is returned only if the host cannot be identified at all (uname fails).
+Result<HostInfo> ProbeHost();
+
+// Short description of an errno value for reports: "EPERM (Operation not permitted)".
+std::string ErrnoText(int err);
+
+}  // namespace corral::runtime

@@ -1,0 +1,53 @@
+// RunOutcome: what happened to one command, for the library, the CLI (`--json`) and later
+// the HTTP API. The JSON shape is documented in README.md ("Outcome").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jail/setup_record.h"
+
+namespace corral::runtime {
+
+enum class RunStatus { kExited, kSignaled, kTimedOut, kOomKilled, kSetupFailed };
+const char* RunStatusName(RunStatus status);  // "exited", "timed_out", ...
+
+// Which limit fired, if any.
+enum class LimitKind { kMemory, kPids, kWallTime, kCpuTime, kOutput, kFileSize };
+const char* LimitName(LimitKind limit);  // "memory", "wall_time", ...
+
+struct StreamOutcome {
+  std::string text;         // captured bytes (head + marker + tail when truncated)
+  int64_t bytes = 0;        // everything the command wrote
+  int64_t dropped_bytes = 0;
+};
+
+struct RunOutcome {
+  RunStatus status = RunStatus::kExited;
+  int exit_code = 0;              // the command's exit status when status == kExited
+  std::optional<int> signal;      // the signal that ended the command
+  std::optional<LimitKind> limit;
+  double wall_ms = 0;
+  double cpu_user_ms = 0;
+  double cpu_system_ms = 0;
+  std::optional<int64_t> memory_peak_bytes;
+  std::optional<int64_t> pids_peak;
+  bool captured = false;  // stdout/stderr below are meaningful only when captured
+  StreamOutcome stdout_stream;
+  StreamOutcome stderr_stream;
+  std::optional<jail::SetupFailure> setup_error;
+  std::optional<int> interrupted_by;  // SIGINT/SIGTERM/SIGHUP received by corral itself
+  std::vector<std::string> warnings;  // e.g. limits skipped under unsafe.allow_missing_limits
+};
+
+// Exit code convention of `docker run`, plus timeout(1)'s 124:
+// 125 setup failure, 126 not executable, 127 not found, 124 timed out, 128+N signal N
+// (137 for an OOM kill), else the command's own status.
+int CliExitCode(const RunOutcome& outcome);
+
+// One JSON object (invalid UTF-8 in captured output is replaced with U+FFFD).
+std::string OutcomeToJson(const RunOutcome& outcome);
+
+}  // namespace corral::runtime

@@ -1,0 +1,619 @@
+// cgroups: the v1 and v2 drivers against a fake cgroupfs in a temp dir: a fake mountinfo
+// and directories whose interface files are regular files, created by the mkdir hook the
+// way the kernel would. Checks what the drivers write, parse, create and remove. Killing
+// cannot be faked; the integration and VM tests cover it.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+
+#include "base/files.h"
+#include "cgroups/cgroup.h"
+#include "cgroups/internal.h"
+#include "tests/support/temp_dir.h"
+
+namespace corral::cgroups {
+namespace {
+
+using internal::JoinPath;
+using internal::PathExists;
+
+// A fake cgroupfs: hierarchies under a temp dir, described by a mountinfo.
+class FakeCgroupFs {
+ public:
+  struct Hierarchy {
+    std::string mount;  // e.g. "/sys/fs/cgroup/memory"
+    bool v2;
+    std::vector<std::string> controllers;  // v1: mounted; v2: offered by the root
+  };
+
+  explicit FakeCgroupFs(std::vector<Hierarchy> hierarchies) : hier_(std::move(hierarchies)) {
+    std::string mountinfo;
+    int id = 30;
+    for (const auto& h : hier_) {
+      std::string opts = "rw";
+      for (const auto& c : h.controllers) opts += "," + c;
+      mountinfo += std::to_string(id++) + " 1 0:1 / " + h.mount + " rw - " +
+                   (h.v2 ? "cgroup2 cgroup2 rw" : "cgroup cgroup " + opts) + "\n";
+      EXPECT_TRUE(dir_.MakeDirs(h.mount.substr(1)));
+      EXPECT_TRUE(Populate(Path(h.mount)));
+      if (h.v2) Write(h.mount + "/cgroup.controllers", Join(h.controllers));
+    }
+    EXPECT_TRUE(dir_.WriteFile("mountinfo", mountinfo));
+  }
+
+  ManagerOptions Options(const std::string& driver = "auto") {
+    ManagerOptions o;
+    o.driver = driver;
+    o.mountinfo_path = dir_.Join("mountinfo");
+    o.fs_root_override = dir_.path();
+    o.kernel_release = "6.1.0";
+    o.mkdir_hook = [this](const std::string& d) { return Populate(d); };
+    o.rmdir_hook = [](const std::string& d) { return Rmdir(d); };
+    return o;
+  }
+
+  // Absolute path of a path inside the fake (given from its "/").
+  std::string Path(const std::string& p) const { return dir_.path() + p; }
+  std::string Read(const std::string& p) const {
+    auto r = ReadFile(Path(p));
+    return r ? Trim(*r) : "<missing " + p + ">";
+  }
+  void Write(const std::string& p, const std::string& content) {
+    ASSERT_TRUE(dir_.WriteFile(p.substr(1), content));
+  }
+  void Remove(const std::string& p) { ASSERT_EQ(::unlink(Path(p).c_str()), 0) << p; }
+  bool Exists(const std::string& p) const { return PathExists(Path(p)); }
+
+ private:
+  static std::string Join(const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
+    return out;
+  }
+
+  // What the kernel creates in a new cgroup directory.
+  Status Populate(const std::string& dir) {
+    const Hierarchy* h = nullptr;
+    for (const auto& c : hier_) {
+      if (dir.rfind(Path(c.mount), 0) == 0 && (!h || c.mount.size() > h->mount.size())) h = &c;
+    }
+    if (!h) return Error(ErrorCode::kInternal, "fake cgroupfs: no hierarchy for " + dir);
+    std::map<std::string, std::string> files = {{"cgroup.procs", ""}};
+    std::vector<std::string> controllers = h->controllers;
+    if (h->v2) {
+      if (dir != Path(h->mount)) {
+        // A child offers what its parent enabled in cgroup.subtree_control.
+        auto parent = ReadFile(JoinPath(dir.substr(0, dir.rfind('/')), "cgroup.subtree_control"));
+        controllers.clear();
+        for (auto w : internal::SplitWords(parent ? *parent : "")) {
+          controllers.push_back(w[0] == '+' ? w.substr(1) : w);
+        }
+      }
+      files.insert({{"cgroup.controllers", Join(controllers)},
+                    {"cgroup.subtree_control", ""},
+                    {"cgroup.events", "populated 0\nfrozen 0\n"},
+                    {"cgroup.kill", ""},
+                    {"cgroup.freeze", "0"}});
+    }
+    for (const auto& c : controllers) {
+      if (c == "memory" && h->v2) {
+        files.insert({{"memory.max", "max"}, {"memory.swap.max", "max"},
+                      {"memory.current", "0"}, {"memory.peak", "0"},
+                      {"memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"}});
+      } else if (c == "memory") {
+        files.insert({{"memory.limit_in_bytes", "9223372036854771712"},
+                      {"memory.memsw.limit_in_bytes", "9223372036854771712"},
+                      {"memory.usage_in_bytes", "0"}, {"memory.max_usage_in_bytes", "0"},
+                      {"memory.failcnt", "0"}, {"memory.use_hierarchy", "1"},
+                      {"memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n"}});
+      } else if (c == "cpu" && h->v2) {
+        files.insert({{"cpu.max", "max 100000"},
+                      {"cpu.stat", "usage_usec 0\nuser_usec 0\nsystem_usec 0\n"}});
+      } else if (c == "cpu") {
+        files.insert({{"cpu.cfs_period_us", "100000"}, {"cpu.cfs_quota_us", "-1"}});
+      } else if (c == "cpuacct") {
+        files.insert({{"cpuacct.usage_user", "0"}, {"cpuacct.usage_sys", "0"},
+                      {"cpuacct.stat", "user 0\nsystem 0\n"}});
+      } else if (c == "pids" && dir != Path(h->mount)) {
+        files.insert({{"pids.max", "max"}, {"pids.current", "0"}, {"pids.events", "max 0\n"}});
+      } else if (c == "freezer" && dir != Path(h->mount)) {
+        files.insert({{"freezer.state", "THAWED"}});
+      }
+    }
+    for (const auto& [name, content] : files) {
+      RETURN_IF_ERROR(dir_.WriteFile(JoinPath(dir, name).substr(dir_.path().size() + 1), content));
+    }
+    return Ok();
+  }
+
+  // rmdir as cgroupfs does it: EBUSY with processes inside, interface files go away.
+  static Status Rmdir(const std::string& dir) {
+    auto procs = ReadFile(JoinPath(dir, "cgroup.procs"));
+    if (!procs && procs.error().sys_errno() == ENOENT && !PathExists(dir)) {
+      return Error::FromErrno(ENOENT, dir);
+    }
+    if (procs && !Trim(*procs).empty()) return Error::FromErrno(EBUSY, dir);
+    auto subdirs = internal::ListSubdirs(dir);
+    if (!subdirs || !subdirs->empty()) return Error::FromErrno(ENOTEMPTY, dir);
+    RETURN_IF_ERROR(test::RemoveTree(dir));
+    return Ok();
+  }
+
+  test::TempDir dir_;
+  std::vector<Hierarchy> hier_;
+};
+
+FakeCgroupFs ComountedV1() {
+  return FakeCgroupFs({{"/sys/fs/cgroup/memory", false, {"memory"}},
+                       {"/sys/fs/cgroup/cpu,cpuacct", false, {"cpu", "cpuacct"}},
+                       {"/sys/fs/cgroup/pids", false, {"pids"}},
+                       {"/sys/fs/cgroup/freezer", false, {"freezer"}}});
+}
+
+FakeCgroupFs PureV2(std::vector<std::string> controllers = {"cpuset", "cpu", "io", "memory",
+                                                           "pids"}) {
+  return FakeCgroupFs({{"/sys/fs/cgroup", true, std::move(controllers)}});
+}
+
+Limits SomeLimits() {
+  Limits l;
+  l.memory_bytes = 64 << 20;
+  l.cpus = 0.5;
+  l.pids = 32;
+  return l;
+}
+
+std::unique_ptr<CgroupManager> MustCreate(ManagerOptions o) {
+  auto mgr = CgroupManager::Create(o);
+  EXPECT_TRUE(mgr) << mgr.error().message();
+  return mgr ? std::move(*mgr) : nullptr;
+}
+
+// ---- v1 ----
+
+TEST(CgroupsV1Test, CreatesOneDirectoryPerHierarchyAndWritesLimits) {
+  FakeCgroupFs fs = ComountedV1();
+  auto mgr = MustCreate(fs.Options());
+  ASSERT_TRUE(mgr);
+  EXPECT_EQ(mgr->driver(), Driver::kV1);
+  for (const char* h : {"memory", "cpu,cpuacct", "pids", "freezer"}) {
+    EXPECT_TRUE(fs.Exists(std::string("/sys/fs/cgroup/") + h + "/corral")) << h;
+  }
+  auto cg = mgr->CreateCgroup("run-1-1");
+  ASSERT_TRUE(cg) << cg.error().message();
+  EXPECT_EQ((*cg)->name(), "run-1-1");
+  ASSERT_EQ((*cg)->paths().size(), 4u);
+  EXPECT_EQ((*cg)->paths()[1], fs.Path("/sys/fs/cgroup/cpu,cpuacct/corral/run-1-1"));
+  EXPECT_EQ((*cg)->clone_into_fd(), -1);
+  auto fds = (*cg)->attach_fds();
+  ASSERT_EQ(fds.size(), 4u);
+  for (int fd : fds) EXPECT_GE(fd, 0);
+
+  auto warnings = (*cg)->ApplyLimits(SomeLimits(), false);
+  ASSERT_TRUE(warnings) << warnings.error().message();
+  EXPECT_TRUE(warnings->empty());
+  const std::string mem = "/sys/fs/cgroup/memory/corral/run-1-1/";
+  const std::string cpu = "/sys/fs/cgroup/cpu,cpuacct/corral/run-1-1/";
+  EXPECT_EQ(fs.Read(mem + "memory.limit_in_bytes"), "67108864");
+  EXPECT_EQ(fs.Read(mem + "memory.memsw.limit_in_bytes"), "67108864");
+  EXPECT_EQ(fs.Read(cpu + "cpu.cfs_period_us"), "100000");
+  EXPECT_EQ(fs.Read(cpu + "cpu.cfs_quota_us"), "50000");
+  EXPECT_EQ(fs.Read("/sys/fs/cgroup/pids/corral/run-1-1/pids.max"), "32");
+
+  // Raising an existing limit (memsw must go first on a real kernel).
+  Limits more = SomeLimits();
+  more.memory_bytes = 128 << 20;
+  ASSERT_TRUE((*cg)->ApplyLimits(more, false));
+  EXPECT_EQ(fs.Read(mem + "memory.limit_in_bytes"), "134217728");
+  EXPECT_EQ(fs.Read(mem + "memory.memsw.limit_in_bytes"), "134217728");
+
+  ASSERT_TRUE((*cg)->Destroy());
+  for (const auto& p : {"memory", "cpu,cpuacct", "pids", "freezer"}) {
+    EXPECT_FALSE(fs.Exists(std::string("/sys/fs/cgroup/") + p + "/corral/run-1-1")) << p;
+  }
+  EXPECT_TRUE((*cg)->Destroy()) << "idempotent";
+}
+
+TEST(CgroupsV1Test, SwapAccountingOffIsAWarningAndSwapCanBeAllowed) {
+  FakeCgroupFs fs = ComountedV1();
+  auto mgr = MustCreate(fs.Options());
+  ASSERT_TRUE(mgr);
+  auto cg = mgr->CreateCgroup("a");
+  ASSERT_TRUE(cg);
+  const std::string mem = "/sys/fs/cgroup/memory/corral/a/";
+  Limits with_swap;
+  with_swap.memory_bytes = 1 << 20;
+  with_swap.no_swap = false;
+  ASSERT_TRUE((*cg)->ApplyLimits(with_swap, false));
+  EXPECT_EQ(fs.Read(mem + "memory.memsw.limit_in_bytes"), "-1");
+  EXPECT_EQ(fs.Read(mem + "memory.limit_in_bytes"), "1048576");
+
+  fs.Remove(mem + "memory.memsw.limit_in_bytes");
+  Limits no_swap;
+  no_swap.memory_bytes = 2 << 20;
+  auto warnings = (*cg)->ApplyLimits(no_swap, false);
+  ASSERT_TRUE(warnings) << warnings.error().message();
+  ASSERT_EQ(warnings->size(), 1u);
+  EXPECT_NE((*warnings)[0].find("memory.memsw.limit_in_bytes missing"), std::string::npos);
+  EXPECT_EQ(fs.Read(mem + "memory.limit_in_bytes"), "2097152");
+}
+
+TEST(CgroupsV1Test, MissingControllerIsUnsupportedUnlessAllowed) {
+  FakeCgroupFs fs({{"/sys/fs/cgroup/memory", false, {"memory"}},
+                   {"/sys/fs/cgroup/freezer", false, {"freezer"}}});
+  auto mgr = MustCreate(fs.Options("v1"));
+  ASSERT_TRUE(mgr);
+  auto cg = mgr->CreateCgroup("a");
+  ASSERT_TRUE(cg);
+  auto strict = (*cg)->ApplyLimits(SomeLimits(), false);
+  ASSERT_FALSE(strict);
+  EXPECT_EQ(strict.error().code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(strict.error().message(),
+            "cpu limit: controller 'cpu' not available in cgroup v1 hierarchy");
+
+  auto lax = (*cg)->ApplyLimits(SomeLimits(), true);
+  ASSERT_TRUE(lax) << lax.error().message();
+  ASSERT_EQ(lax->size(), 2u);
+  EXPECT_EQ((*lax)[0], "cpu limit: controller 'cpu' not available in cgroup v1 hierarchy "
+                       "(skipped)");
+  EXPECT_NE((*lax)[1].find("pids limit: controller 'pids'"), std::string::npos);
+  EXPECT_EQ(fs.Read("/sys/fs/cgroup/memory/corral/a/memory.limit_in_bytes"), "67108864");
+
+  // A hierarchy without its file (kernel without CFS bandwidth control).
+  FakeCgroupFs fs2 = ComountedV1();
+  auto mgr2 = MustCreate(fs2.Options("v1"));
+  ASSERT_TRUE(mgr2);
+  auto cg2 = mgr2->CreateCgroup("b");
+  ASSERT_TRUE(cg2);
+  fs2.Remove("/sys/fs/cgroup/cpu,cpuacct/corral/b/cpu.cfs_quota_us");
+  auto r = (*cg2)->ApplyLimits(SomeLimits(), false);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("cpu limit: file cpu.cfs_quota_us missing"),
+            std::string::npos);
+}
+
+TEST(CgroupsV1Test, ParsesStats) {
+  FakeCgroupFs fs = ComountedV1();
+  auto mgr = MustCreate(fs.Options());
+  ASSERT_TRUE(mgr);
+  auto cg = mgr->CreateCgroup("s");
+  ASSERT_TRUE(cg);
+  const std::string mem = "/sys/fs/cgroup/memory/corral/s/";
+  const std::string acct = "/sys/fs/cgroup/cpu,cpuacct/corral/s/";
+  const std::string pids = "/sys/fs/cgroup/pids/corral/s/";
+  fs.Write(mem + "memory.usage_in_bytes", "4096\n");
+  fs.Write(mem + "memory.max_usage_in_bytes", "33554432\n");
+  fs.Write(mem + "memory.failcnt", "17\n");
+  fs.Write(mem + "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
+  fs.Write(acct + "cpuacct.usage_user", "1500000\n");
+  fs.Write(acct + "cpuacct.usage_sys", "2500999\n");
+  fs.Write(pids + "pids.current", "3\n");
+  fs.Write(pids + "pids.events", "max 5\n");
+  auto s = (*cg)->ReadStats();
+  ASSERT_TRUE(s) << s.error().message();
+  EXPECT_EQ(s->memory_current_bytes, 4096);
+  EXPECT_EQ(s->memory_peak_bytes, 33554432);
+  EXPECT_TRUE(s->memory_limit_hit);
+  EXPECT_EQ(s->oom_kills, 2);
+  EXPECT_EQ(s->cpu_user_usec, 1500);
+  EXPECT_EQ(s->cpu_system_usec, 2500);
+  EXPECT_EQ(s->pids_current, 3);
+  EXPECT_EQ(s->pids_peak, std::nullopt);
+  EXPECT_TRUE(s->pids_limit_hit);
+
+  // Older kernels: cpuacct.stat in USER_HZ ticks.
+  fs.Remove(acct + "cpuacct.usage_user");
+  fs.Write(acct + "cpuacct.stat", "user 7\nsystem 3\n");
+  s = (*cg)->ReadStats();
+  ASSERT_TRUE(s);
+  long hz = sysconf(_SC_CLK_TCK);
+  EXPECT_EQ(s->cpu_user_usec, 7 * 1000000 / hz);
+  EXPECT_EQ(s->cpu_system_usec, 3 * 1000000 / hz);
+
+  fs.Write(mem + "memory.failcnt", "0\n");
+  fs.Write(mem + "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n");
+  fs.Write(pids + "pids.events", "max 0\n");
+  s = (*cg)->ReadStats();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->oom_kills, 0);
+  EXPECT_FALSE(s->memory_limit_hit) << "peak below the (unlimited) limit, no failures";
+  EXPECT_FALSE(s->pids_limit_hit);
+
+  // memsw is charged first: its failcnt alone means the limit was hit.
+  fs.Write(mem + "memory.memsw.failcnt", "4\n");
+  s = (*cg)->ReadStats();
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->memory_limit_hit);
+  // Kernels that keep both failcnts at 0: a peak at the limit counts.
+  fs.Write(mem + "memory.memsw.failcnt", "0\n");
+  fs.Write(mem + "memory.limit_in_bytes", "33554432\n");
+  s = (*cg)->ReadStats();
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->memory_limit_hit);
+  fs.Write(mem + "memory.max_usage_in_bytes", "33550000\n");
+  s = (*cg)->ReadStats();
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->memory_limit_hit);
+}
+
+TEST(CgroupsV1Test, NamesExistingAndInvalid) {
+  FakeCgroupFs fs = ComountedV1();
+  auto mgr = MustCreate(fs.Options());
+  ASSERT_TRUE(mgr);
+  auto bad = mgr->CreateCgroup("../escape");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(fs.Exists("/sys/fs/cgroup/memory/escape"));
+
+  auto a = mgr->CreateCgroup("dup");
+  ASSERT_TRUE(a);
+  auto again = mgr->CreateCgroup("dup");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code(), ErrorCode::kAlreadyExists);
+
+  // Present in one hierarchy only: refused, and nothing is left in the others.
+  ASSERT_EQ(::mkdir(fs.Path("/sys/fs/cgroup/freezer/corral/half").c_str(), 0755), 0);
+  auto half = mgr->CreateCgroup("half");
+  ASSERT_FALSE(half);
+  EXPECT_EQ(half.error().code(), ErrorCode::kAlreadyExists);
+  EXPECT_FALSE(fs.Exists("/sys/fs/cgroup/memory/corral/half"));
+  EXPECT_FALSE(fs.Exists("/sys/fs/cgroup/pids/corral/half"));
+
+  auto missing = mgr->OpenCgroup("nope");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code(), ErrorCode::kNotFound);
+  auto opened = mgr->OpenCgroup("dup");
+  ASSERT_TRUE(opened);
+  EXPECT_EQ((*opened)->paths(), (*a)->paths());
+  (*opened)->Release();
+  opened->reset();
+  EXPECT_TRUE(fs.Exists("/sys/fs/cgroup/memory/corral/dup")) << "released handle kept it";
+  a->reset();
+  EXPECT_FALSE(fs.Exists("/sys/fs/cgroup/memory/corral/dup")) << "owning handle removed it";
+}
+
+TEST(CgroupsV1Test, ChildrenProcessesAndDestroyChildrenFirst) {
+  FakeCgroupFs fs = ComountedV1();
+  auto mgr = MustCreate(fs.Options());
+  ASSERT_TRUE(mgr);
+  auto sbx = mgr->CreateCgroup("sbx-1");
+  ASSERT_TRUE(sbx);
+  auto child = (*sbx)->CreateChild("exec-1");
+  ASSERT_TRUE(child) << child.error().message();
+  EXPECT_EQ((*child)->paths()[0], fs.Path("/sys/fs/cgroup/memory/corral/sbx-1/exec-1"));
+  ASSERT_FALSE((*sbx)->CreateChild("../x"));
+
+  // Pids far above any pid_max: listed, never signalled by this test.
+  fs.Write("/sys/fs/cgroup/memory/corral/sbx-1/exec-1/cgroup.procs", "2000000002\n2000000001\n");
+  fs.Write("/sys/fs/cgroup/freezer/corral/sbx-1/cgroup.procs", "2000000001\n");
+  auto procs = (*sbx)->Processes();
+  ASSERT_TRUE(procs) << procs.error().message();
+  EXPECT_EQ(*procs, (std::vector<pid_t>{2000000001, 2000000002}));
+  fs.Write("/sys/fs/cgroup/memory/corral/sbx-1/exec-1/cgroup.procs", "");
+  fs.Write("/sys/fs/cgroup/freezer/corral/sbx-1/cgroup.procs", "");
+
+  (*child)->Release();
+  ASSERT_TRUE((*sbx)->Destroy()) << "removes exec-1 first";
+  EXPECT_FALSE(fs.Exists("/sys/fs/cgroup/memory/corral/sbx-1"));
+  EXPECT_FALSE(fs.Exists("/sys/fs/cgroup/freezer/corral/sbx-1"));
+}
+
+TEST(CgroupsV1Test, SetsUseHierarchyWhereTheKernelDefaultsToFlat) {
+  FakeCgroupFs fs = ComountedV1();
+  fs.Write("/sys/fs/cgroup/memory/memory.use_hierarchy", "0");
+  ManagerOptions o = fs.Options();
+  auto populate = o.mkdir_hook;
+  // Old kernels: a new memory cgroup inherits use_hierarchy=0.
+  o.mkdir_hook = [&](const std::string& d) -> Status {
+    RETURN_IF_ERROR(populate(d));
+    if (d.find("/memory/") != std::string::npos) {
+      RETURN_IF_ERROR(corral::WriteFile(JoinPath(d, "memory.use_hierarchy"), "0"));
+    }
+    return Ok();
+  };
+  auto mgr = MustCreate(o);
+  ASSERT_TRUE(mgr);
+  EXPECT_EQ(fs.Read("/sys/fs/cgroup/memory/corral/memory.use_hierarchy"), "1");
+  auto cg = mgr->CreateCgroup("h");
+  ASSERT_TRUE(cg);
+  EXPECT_EQ(fs.Read("/sys/fs/cgroup/memory/corral/h/memory.use_hierarchy"), "1");
+}
+
+TEST(CgroupsV1Test, ReapOrphansRemovesOnlyDeadRunCgroups) {
+  FakeCgroupFs fs = ComountedV1();
+  ManagerOptions o = fs.Options();
+  o.is_live_corral = [](pid_t pid) { return pid == 200; };
+  auto mgr = MustCreate(o);
+  ASSERT_TRUE(mgr);
+  for (const char* n : {"run-100-1", "run-200-1", "sbx-x"}) {
+    auto cg = mgr->CreateCgroup(n);
+    ASSERT_TRUE(cg);
+    (*cg)->Release();
+  }
+  // A crash between two mkdirs leaves an orphan in some hierarchies only.
+  ASSERT_EQ(::mkdir(fs.Path("/sys/fs/cgroup/pids/corral/run-100-2").c_str(), 0755), 0);
+  fs.Write("/sys/fs/cgroup/pids/corral/run-100-2/cgroup.procs", "");
+
+  auto removed = mgr->ReapOrphans();
+  ASSERT_TRUE(removed) << removed.error().message();
+  EXPECT_EQ(*removed, (std::vector<std::string>{"run-100-1", "run-100-2"}));
+  EXPECT_FALSE(fs.Exists("/sys/fs/cgroup/memory/corral/run-100-1"));
+  EXPECT_FALSE(fs.Exists("/sys/fs/cgroup/freezer/corral/run-100-1"));
+  EXPECT_FALSE(fs.Exists("/sys/fs/cgroup/pids/corral/run-100-2"));
+  EXPECT_TRUE(fs.Exists("/sys/fs/cgroup/memory/corral/run-200-1"));
+  EXPECT_TRUE(fs.Exists("/sys/fs/cgroup/memory/corral/sbx-x"));
+}
+
+// ---- v2 ----
+
+TEST(CgroupsV2Test, EnablesControllersAndWritesLimits) {
+  FakeCgroupFs fs = PureV2();
+  auto mgr = MustCreate(fs.Options());
+  ASSERT_TRUE(mgr);
+  EXPECT_EQ(mgr->driver(), Driver::kV2);
+  EXPECT_EQ(fs.Read("/sys/fs/cgroup/cgroup.subtree_control"), "+memory +cpu +pids");
+  EXPECT_EQ(fs.Read("/sys/fs/cgroup/corral/cgroup.subtree_control"), "+memory +cpu +pids");
+  auto cg = mgr->CreateCgroup("run-1-1");
+  ASSERT_TRUE(cg) << cg.error().message();
+  EXPECT_EQ((*cg)->paths(), std::vector<std::string>{fs.Path("/sys/fs/cgroup/corral/run-1-1")});
+  EXPECT_GE((*cg)->clone_into_fd(), 0);
+  ASSERT_EQ((*cg)->attach_fds().size(), 1u);
+  EXPECT_GE((*cg)->attach_fds()[0], 0);
+
+  Limits l = SomeLimits();
+  l.cpus = 0.2;
+  auto warnings = (*cg)->ApplyLimits(l, false);
+  ASSERT_TRUE(warnings) << warnings.error().message();
+  EXPECT_TRUE(warnings->empty());
+  const std::string d = "/sys/fs/cgroup/corral/run-1-1/";
+  EXPECT_EQ(fs.Read(d + "memory.max"), "67108864");
+  EXPECT_EQ(fs.Read(d + "memory.swap.max"), "0");
+  EXPECT_EQ(fs.Read(d + "cpu.max"), "20000 100000");
+  EXPECT_EQ(fs.Read(d + "pids.max"), "32");
+
+  fs.Remove(d + "memory.swap.max");
+  warnings = (*cg)->ApplyLimits(l, false);
+  ASSERT_TRUE(warnings);
+  ASSERT_EQ(warnings->size(), 1u);
+  EXPECT_NE((*warnings)[0].find("memory.swap.max missing"), std::string::npos);
+
+  ASSERT_TRUE((*cg)->Destroy());
+  EXPECT_FALSE(fs.Exists(d));
+  EXPECT_EQ(fs.Read("/sys/fs/cgroup/corral/run-1-1/cgroup.kill"),
+            "<missing /sys/fs/cgroup/corral/run-1-1/cgroup.kill>");
+}
+
+TEST(CgroupsV2Test, LeavesEnabledControllersAlone) {
+  FakeCgroupFs fs = PureV2();
+  fs.Write("/sys/fs/cgroup/cgroup.subtree_control", "cpu memory pids io");
+  auto mgr = MustCreate(fs.Options());
+  ASSERT_TRUE(mgr);
+  EXPECT_EQ(fs.Read("/sys/fs/cgroup/cgroup.subtree_control"), "cpu memory pids io");
+}
+
+TEST(CgroupsV2Test, MissingControllerIsUnsupportedUnlessAllowed) {
+  FakeCgroupFs fs = PureV2({"memory", "pids"});  // no cpu: auto would refuse
+  EXPECT_FALSE(CgroupManager::Create(fs.Options()));
+  auto mgr = MustCreate(fs.Options("v2"));
+  ASSERT_TRUE(mgr);
+  EXPECT_EQ(fs.Read("/sys/fs/cgroup/cgroup.subtree_control"), "+memory +pids");
+  auto cg = mgr->CreateCgroup("a");
+  ASSERT_TRUE(cg);
+  auto strict = (*cg)->ApplyLimits(SomeLimits(), false);
+  ASSERT_FALSE(strict);
+  EXPECT_EQ(strict.error().code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(strict.error().message(),
+            "cpu limit: controller 'cpu' not available in cgroup v2 cgroup " +
+                fs.Path("/sys/fs/cgroup/corral/a"));
+  auto lax = (*cg)->ApplyLimits(SomeLimits(), true);
+  ASSERT_TRUE(lax);
+  ASSERT_EQ(lax->size(), 1u);
+  EXPECT_NE((*lax)[0].find("(skipped)"), std::string::npos);
+  EXPECT_EQ(fs.Read("/sys/fs/cgroup/corral/a/pids.max"), "32");
+}
+
+TEST(CgroupsV2Test, ParsesStats) {
+  FakeCgroupFs fs = PureV2();
+  auto mgr = MustCreate(fs.Options());
+  ASSERT_TRUE(mgr);
+  auto cg = mgr->CreateCgroup("s");
+  ASSERT_TRUE(cg);
+  const std::string d = "/sys/fs/cgroup/corral/s/";
+  fs.Write(d + "memory.current", "8192\n");
+  fs.Write(d + "memory.peak", "33554432\n");
+  fs.Write(d + "memory.events", "low 0\nhigh 0\nmax 35\noom 1\noom_kill 1\noom_group_kill 0\n");
+  fs.Write(d + "cpu.stat", "usage_usec 300\nuser_usec 200\nsystem_usec 100\nnr_periods 4\n");
+  fs.Write(d + "pids.current", "10\n");
+  fs.Write(d + "pids.peak", "10\n");
+  fs.Write(d + "pids.events", "max 1\n");
+  auto s = (*cg)->ReadStats();
+  ASSERT_TRUE(s) << s.error().message();
+  EXPECT_EQ(s->memory_current_bytes, 8192);
+  EXPECT_EQ(s->memory_peak_bytes, 33554432);
+  EXPECT_EQ(s->oom_kills, 1);
+  EXPECT_TRUE(s->memory_limit_hit);
+  EXPECT_EQ(s->cpu_user_usec, 200);
+  EXPECT_EQ(s->cpu_system_usec, 100);
+  EXPECT_EQ(s->pids_current, 10);
+  EXPECT_EQ(s->pids_peak, 10);
+  EXPECT_TRUE(s->pids_limit_hit);
+
+  fs.Remove(d + "memory.peak");
+  fs.Remove(d + "pids.peak");
+  s = (*cg)->ReadStats();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->memory_peak_bytes, std::nullopt);
+  EXPECT_EQ(s->pids_peak, std::nullopt);
+}
+
+TEST(CgroupsV2Test, KillAllUsesCgroupKillAndWaitsForEmpty) {
+  FakeCgroupFs fs = PureV2();
+  auto mgr = MustCreate(fs.Options());
+  ASSERT_TRUE(mgr);
+  auto cg = mgr->CreateCgroup("k");
+  ASSERT_TRUE(cg);
+  ASSERT_TRUE((*cg)->KillAll());
+  EXPECT_EQ(fs.Read("/sys/fs/cgroup/corral/k/cgroup.kill"), "1");
+}
+
+TEST(CgroupsV2Test, ChildGetsControllersFromItsParent) {
+  FakeCgroupFs fs = PureV2();
+  auto mgr = MustCreate(fs.Options());
+  ASSERT_TRUE(mgr);
+  auto sbx = mgr->CreateCgroup("sbx-1");
+  ASSERT_TRUE(sbx);
+  auto child = (*sbx)->CreateChild("exec-1");
+  ASSERT_TRUE(child) << child.error().message();
+  EXPECT_EQ(fs.Read("/sys/fs/cgroup/corral/sbx-1/cgroup.subtree_control"), "+memory +cpu +pids");
+  EXPECT_EQ(fs.Read("/sys/fs/cgroup/corral/sbx-1/exec-1/cgroup.controllers"), "memory cpu pids");
+  ASSERT_TRUE((*child)->ApplyLimits(SomeLimits(), false));
+  child->reset();
+  EXPECT_FALSE(fs.Exists("/sys/fs/cgroup/corral/sbx-1/exec-1"));
+  EXPECT_TRUE(fs.Exists("/sys/fs/cgroup/corral/sbx-1"));
+}
+
+TEST(CgroupsV2Test, AbsoluteParentInsideTheMount) {
+  FakeCgroupFs fs = PureV2();
+  ManagerOptions o = fs.Options();
+  o.parent = fs.Path("/sys/fs/cgroup/deleg.slice/corral");
+  auto mgr = MustCreate(o);
+  ASSERT_TRUE(mgr);
+  EXPECT_EQ(fs.Read("/sys/fs/cgroup/deleg.slice/cgroup.subtree_control"), "+memory +cpu +pids");
+  auto cg = mgr->CreateCgroup("x");
+  ASSERT_TRUE(cg);
+  EXPECT_EQ((*cg)->paths()[0], fs.Path("/sys/fs/cgroup/deleg.slice/corral/x"));
+
+  o.parent = "/deleg.slice/corral";  // the same, as a cgroup path
+  auto mgr2 = MustCreate(o);
+  ASSERT_TRUE(mgr2);
+  EXPECT_FALSE(mgr2->CreateCgroup("x")) << "already exists";
+
+  o.parent = "../up";
+  auto bad = CgroupManager::Create(o);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(CgroupsV2Test, ReapOrphans) {
+  FakeCgroupFs fs = PureV2();
+  ManagerOptions o = fs.Options();
+  o.is_live_corral = [](pid_t) { return false; };
+  auto mgr = MustCreate(o);
+  ASSERT_TRUE(mgr);
+  for (const char* n : {"run-7-1", "sbx-x"}) {
+    auto cg = mgr->CreateCgroup(n);
+    ASSERT_TRUE(cg);
+    (*cg)->Release();
+  }
+  auto removed = mgr->ReapOrphans();
+  ASSERT_TRUE(removed) << removed.error().message();
+  EXPECT_EQ(*removed, std::vector<std::string>{"run-7-1"});
+  EXPECT_FALSE(fs.Exists("/sys/fs/cgroup/corral/run-7-1"));
+  EXPECT_TRUE(fs.Exists("/sys/fs/cgroup/corral/sbx-x"));
+}
+
+}  // namespace
+}  // namespace corral::cgroups
