@@ -330,6 +330,23 @@ Status CheckArchitectures(const json& j, const std::string& path) {
   return Ok();
 }
 
+// Docker's name (Go GOARCH) for the architecture this binary runs on, e.g. "amd64".
+const char* NativeGoArch() {
+  static const std::pair<uint32_t, const char*> kGoNames[] = {
+      {SCMP_ARCH_X86_64, "amd64"},      {SCMP_ARCH_X86, "386"},
+      {SCMP_ARCH_AARCH64, "arm64"},     {SCMP_ARCH_ARM, "arm"},
+      {SCMP_ARCH_PPC64LE, "ppc64le"},   {SCMP_ARCH_PPC64, "ppc64"},
+      {SCMP_ARCH_S390X, "s390x"},       {SCMP_ARCH_S390, "s390"},
+      {SCMP_ARCH_RISCV64, "riscv64"},   {SCMP_ARCH_MIPS, "mips"},
+      {SCMP_ARCH_MIPSEL, "mipsle"},     {SCMP_ARCH_MIPS64, "mips64"},
+      {SCMP_ARCH_MIPSEL64, "mips64le"},
+  };
+  for (const auto& [token, name] : kGoNames) {
+    if (token == seccomp_arch_native()) return name;
+  }
+  return "unknown";
+}
+
 }  // namespace
 
 Result<SeccompProfileSpec> ParseSeccompProfile(const std::string& json_text) {
@@ -353,22 +370,6 @@ Result<SeccompProfileSpec> ParseSeccompProfile(const std::string& json_text) {
     }
   }
   return spec;
-}
-
-const char* NativeGoArch() {
-  static const std::pair<uint32_t, const char*> kGoNames[] = {
-      {SCMP_ARCH_X86_64, "amd64"},      {SCMP_ARCH_X86, "386"},
-      {SCMP_ARCH_AARCH64, "arm64"},     {SCMP_ARCH_ARM, "arm"},
-      {SCMP_ARCH_PPC64LE, "ppc64le"},   {SCMP_ARCH_PPC64, "ppc64"},
-      {SCMP_ARCH_S390X, "s390x"},       {SCMP_ARCH_S390, "s390"},
-      {SCMP_ARCH_RISCV64, "riscv64"},   {SCMP_ARCH_MIPS, "mips"},
-      {SCMP_ARCH_MIPSEL, "mipsle"},     {SCMP_ARCH_MIPS64, "mips64"},
-      {SCMP_ARCH_MIPSEL64, "mips64le"},
-  };
-  for (const auto& [token, name] : kGoNames) {
-    if (token == seccomp_arch_native()) return name;
-  }
-  return "unknown";
 }
 
 bool SeccompRuleApplies(const SeccompRuleSpec& rule, const KernelVersion& kernel) {

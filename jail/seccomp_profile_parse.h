@@ -42,7 +42,6 @@ struct KernelVersion {
 struct SeccompRuleFilter {
   std::vector<std::string> arches;  // Go architecture names
   std::optional<KernelVersion> min_kernel;
-  bool empty() const { return arches.empty() && !min_kernel; }
 };
 
 struct SeccompRuleSpec {
@@ -63,10 +62,8 @@ struct SeccompProfileSpec {
 // Checks that `architectures`, when present and non-empty, lists the native architecture.
 Result<SeccompProfileSpec> ParseSeccompProfile(const std::string& json_text);
 
-// Docker's name (Go GOARCH) for the architecture this binary runs on, e.g. "amd64".
-const char* NativeGoArch();
-
-// Whether `rule` applies on this host (native arch, running kernel `kernel`).
+// Whether `rule`'s includes/excludes let it apply on the native architecture with the
+// running kernel `kernel`.
 bool SeccompRuleApplies(const SeccompRuleSpec& rule, const KernelVersion& kernel);
 
 // Parses "major.minor[.patch][-suffix]" (a kernel release or Docker's minKernel).

@@ -70,7 +70,8 @@ std::string CgroupSummary(const HostInfo& host) {
 
 void AddNamespaceItems(const HostInfo& host, std::vector<CheckItem>& items) {
   for (const NamespaceSupport& ns : host.namespaces) {
-    const std::string label = ns.name + " namespace";
+    const std::string label =
+        ns.name + " namespace" + (ns.with_user_namespace ? " (inside a user namespace)" : "");
     if (ns.unshare_ok) {
       items.push_back({"ok", label});
     } else if (!ns.present) {
@@ -92,9 +93,8 @@ void AddNamespaceItems(const HostInfo& host, std::vector<CheckItem>& items) {
     items.push_back({"ok", "unprivileged user namespaces (tested as uid 65534" + detail + ")"});
   } else {
     items.push_back({host.is_root ? "info" : "MISSING",
-                     "unprivileged user namespaces (" +
-                         ErrnoText(host.unprivileged_userns_errno) + detail +
-                         "): only root can run jails"});
+                     "unprivileged user namespaces (" + ErrnoText(host.unprivileged_userns_errno) +
+                         detail + "): only root can run jails"});
   }
 }
 
@@ -124,22 +124,23 @@ void AddCgroupItems(const HostInfo& host, std::vector<CheckItem>& items) {
   const CgroupSupport& cg = host.cgroups;
   items.push_back({"info", CgroupSummary(host)});
   if (!cg.auto_driver) {
-    items.push_back({"MISSING", "cgroup limits: " + (cg.auto_error.empty() ? cg.detect_error
-                                                                          : cg.auto_error)});
+    items.push_back(
+        {"MISSING", "cgroup limits: " + (cg.auto_error.empty() ? cg.detect_error : cg.auto_error)});
     return;
   }
   const std::string driver = cgroups::DriverName(*cg.auto_driver);
   items.push_back({"ok", "memory, cpu and pids limits (cgroup " + driver + ")"});
-  items.push_back({cg.writable ? "ok" : "MISSING",
-                   std::string("cgroup hierarchies ") +
-                       (cg.writable ? "writable" : "not writable by us (need root or delegation)")});
+  items.push_back(
+      {cg.writable ? "ok" : "MISSING",
+       std::string("cgroup hierarchies ") +
+           (cg.writable ? "writable" : "not writable by us (need root or delegation)")});
   if (*cg.auto_driver == cgroups::Driver::kV1) {
     const bool swap_on = host.swap_enabled.value_or(true);
     items.push_back({cg.v1_memsw || !swap_on ? "ok" : "warn",
                      std::string("swap excluded from the memory limit") +
                          (cg.v1_memsw ? " (memory.memsw)"
-                                      : swap_on ? ": swap is on but v1 swap accounting is off"
-                                                : " (no swap on this host)")});
+                          : swap_on   ? ": swap is on but v1 swap accounting is off"
+                                      : " (no swap on this host)")});
   }
   items.push_back({cg.clone_into_cgroup ? "ok" : "info",
                    cg.clone_into_cgroup
@@ -198,12 +199,12 @@ void EvaluateIsolation(const HostInfo& host, const JailSpec& spec, CheckVerdict&
     if (support && support->unshare_ok) {
       names.push_back(ns.name);
     } else {
-      v.refusals.push_back(std::string(ns.name) + " namespace unavailable (opt-out: " +
-                           ns.opt_out + ")");
+      v.refusals.push_back(std::string(ns.name) + " namespace unavailable (opt-out: " + ns.opt_out +
+                           ")");
     }
   }
   v.enforced.push_back("namespaces: " + Join(names, " ") +
-                       (spec.namespaces.net ? " (network: loopback only)" : ""));
+                       (Contains(names, "net") ? " (network: loopback only)" : ""));
   if (!host.is_root && !host.unprivileged_userns_ok) {
     v.refusals.push_back("not root, and unprivileged user namespaces do not work here (" +
                          ErrnoText(host.unprivileged_userns_errno) + "): run as root");
@@ -228,39 +229,48 @@ void EvaluateIsolation(const HostInfo& host, const JailSpec& spec, CheckVerdict&
   }
 }
 
+// One line for a limit (or for all of them) that cannot be enforced.
+void MissingLimit(const std::string& what, const std::string& why, bool allowed, CheckVerdict& v) {
+  if (allowed) {
+    v.warnings.push_back(what + " NOT enforced: " + why + " (unsafe.allow_missing_limits)");
+  } else {
+    v.refusals.push_back(what + " cannot be enforced: " + why +
+                         "; refused unless unsafe.allow_missing_limits: true");
+  }
+}
+
 void EvaluateCgroups(const HostInfo& host, const JailSpec& spec, CheckVerdict& v) {
   const LimitsSpec& l = spec.limits;
   const bool allow = spec.unsafe.allow_missing_limits;
+  const std::pair<const char*, std::string> limits[] = {
+      {"memory", "memory " + FormatSize(l.memory_bytes) + " (no swap)"},
+      {"cpu", "cpus " + Number(l.cpus)},
+      {"pids", "pids " + std::to_string(l.pids)},
+  };
   std::string why;
   const std::optional<cgroups::Driver> driver = DriverFor(host, spec.cgroups.driver, &why);
   if (!driver && why.empty()) why = "no usable cgroup driver";
   if (driver && driver == host.cgroups.auto_driver && !host.cgroups.writable) {
     why = "the cgroup hierarchies are not writable by us (need root or a delegated subtree)";
   }
-  const std::pair<const char*, std::string> limits[] = {
-      {"memory", "memory " + FormatSize(l.memory_bytes) + " (no swap)"},
-      {"cpu", "cpus " + Number(l.cpus)},
-      {"pids", "pids " + std::to_string(l.pids)},
-  };
+  if (!why.empty()) {
+    MissingLimit("cgroup limits (" + limits[0].second + ", " + limits[1].second + ", " +
+                     limits[2].second + ")",
+                 why, allow, v);
+    return;
+  }
+  const cgroups::HierarchyInfo& h = *host.cgroups.hierarchies;
+  const std::vector<std::string>& available =
+      *driver == cgroups::Driver::kV2 ? h.v2_controllers : V1Controllers(host);
   std::vector<std::string> applied;
   for (const auto& [controller, text] : limits) {
-    std::string missing = why;
-    if (missing.empty()) {
-      const cgroups::HierarchyInfo& h = *host.cgroups.hierarchies;
-      const bool has = *driver == cgroups::Driver::kV2 ? Contains(h.v2_controllers, controller)
-                                                       : Contains(V1Controllers(host), controller);
-      if (has) {
-        applied.push_back(text);
-        continue;
-      }
-      missing = std::string("no ") + controller + " controller in cgroup " +
-                cgroups::DriverName(*driver);
-    }
-    if (allow) {
-      v.warnings.push_back(text + " NOT enforced (" + missing + "; unsafe.allow_missing_limits)");
+    if (Contains(available, controller)) {
+      applied.push_back(text);
     } else {
-      v.refusals.push_back(text + " cannot be enforced (" + missing +
-                           "): refused unless unsafe.allow_missing_limits: true");
+      MissingLimit(
+          text,
+          std::string("no ") + controller + " controller in cgroup " + cgroups::DriverName(*driver),
+          allow, v);
     }
   }
   if (!applied.empty()) {
@@ -268,8 +278,9 @@ void EvaluateCgroups(const HostInfo& host, const JailSpec& spec, CheckVerdict& v
   }
   if (driver == cgroups::Driver::kV1 && !host.cgroups.v1_memsw &&
       host.swap_enabled.value_or(true)) {
-    v.warnings.push_back("swap is on and v1 swap accounting is off: the memory limit does not "
-                         "cover swap (boot with swapaccount=1)");
+    v.warnings.push_back(
+        "swap is on and v1 swap accounting is off: the memory limit does not "
+        "cover swap (boot with swapaccount=1)");
   }
 }
 
@@ -281,8 +292,8 @@ void EvaluateAlwaysOn(const JailSpec& spec, CheckVerdict& v) {
   } else {
     v.warnings.push_back("no wall-clock limit (limits.timeout: 0)");
   }
-  std::string rlimits = "file size " + FormatSize(l.file_size_bytes) + ", open files " +
-                        std::to_string(l.open_files);
+  std::string rlimits =
+      "file size " + FormatSize(l.file_size_bytes) + ", open files " + std::to_string(l.open_files);
   if (l.cpu_time_seconds) rlimits += ", cpu time " + std::to_string(*l.cpu_time_seconds) + " s";
   v.enforced.push_back("rlimits: " + rlimits);
   v.enforced.push_back(std::string("root: ") +
@@ -401,8 +412,9 @@ nlohmann::json CheckReportJson(const HostInfo& host) {
         {"max_user_namespaces", optional_int(host.max_user_namespaces)}}},
       {"seccomp", {{"filter", host.seccomp_filter}, {"actions", host.seccomp_actions}}},
       {"landlock",
-       {{"abi", host.landlock_abi}, {"error", host.landlock_abi > 0 ? nlohmann::json(nullptr)
-                                                                    : ErrnoJson(host.landlock_errno)}}},
+       {{"abi", host.landlock_abi},
+        {"error",
+         host.landlock_abi > 0 ? nlohmann::json(nullptr) : ErrnoJson(host.landlock_errno)}}},
       {"cgroups", CgroupJson(host.cgroups)},
       {"overlayfs", host.overlayfs},
       {"syscalls",
@@ -414,8 +426,8 @@ nlohmann::json CheckReportJson(const HostInfo& host) {
       {"no_new_privs", host.no_new_privs},
       {"cap_sys_resource", host.cap_sys_resource},
       {"cap_sys_admin", host.cap_sys_admin},
-      {"swap_enabled", host.swap_enabled ? nlohmann::json(*host.swap_enabled)
-                                         : nlohmann::json(nullptr)},
+      {"swap_enabled",
+       host.swap_enabled ? nlohmann::json(*host.swap_enabled) : nlohmann::json(nullptr)},
       {"items", items},
       {"verdict",
        {{"can_run_default_config", v.can_run},

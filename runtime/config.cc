@@ -72,9 +72,10 @@ class Reader {
   bool Bool(const YAML::Node& node, const Where& where, bool* out) {
     static const std::set<std::string> kTrue = {"true", "True", "TRUE"};
     static const std::set<std::string> kFalse = {"false", "False", "FALSE"};
-    if (node.IsScalar() && !IsQuoted(node)) {
-      if (kTrue.count(node.Scalar())) return *out = true, true;
-      if (kFalse.count(node.Scalar())) return *out = false, true;
+    const bool plain = node.IsScalar() && !IsQuoted(node);
+    if (plain && (kTrue.count(node.Scalar()) || kFalse.count(node.Scalar()))) {
+      *out = kTrue.count(node.Scalar()) > 0;
+      return true;
     }
     Report(where, "expected true or false, got " + Describe(node));
     return false;
@@ -108,13 +109,11 @@ class Reader {
   }
 
   // A finite number >= min (> min when `exclusive`).
-  bool Number(const YAML::Node& node, const Where& where, double min, bool exclusive,
-              double* out) {
+  bool Number(const YAML::Node& node, const Where& where, double min, bool exclusive, double* out) {
     const std::string s = node.IsScalar() && !IsQuoted(node) ? node.Scalar() : "";
     double v = 0;
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() ||
-        end != s.data() + s.size() || !std::isfinite(v)) {
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) {
       Report(where, "expected a number, got " + Describe(node));
       return false;
     }
@@ -152,8 +151,7 @@ class Reader {
 template <typename T>
 struct Rule {
   using Apply = std::function<void(const YAML::Node&, const Where&, Reader&, T&)>;
-  Rule(std::string key, Apply apply, std::vector<std::string> children = {},
-       bool required = false)
+  Rule(std::string key, Apply apply, std::vector<std::string> children = {}, bool required = false)
       : key(std::move(key)),
         apply(std::move(apply)),
         children(std::move(children)),
@@ -346,24 +344,25 @@ Rule<T> SectionKey(const char* key, const Table<T>& table) {
 // A list of mappings, each parsed into a default-constructed E; replaces the member.
 template <typename T, typename E>
 Rule<T> ListKey(const char* key, std::vector<E> T::*member, const Table<E>& table) {
-  return {key,
-          [member, &table](const YAML::Node& n, const Where& w, Reader& r, T& t) {
-            if (n.IsNull()) return;
-            if (!n.IsSequence()) {
-              r.Report(w, "expected a list, got " + Describe(n));
-              return;
-            }
-            std::vector<E> items;
-            for (size_t i = 0; i < n.size(); ++i) {
-              const YAML::Mark mark = n[i].Mark();
-              Where at{w.path + "[" + std::to_string(i) + "]", mark.line >= 0 ? mark.line + 1 : w.line};
-              E item{};
-              ApplyTable(table, n[i], at, r, item);
-              items.push_back(std::move(item));
-            }
-            t.*member = std::move(items);
-          },
-          Suffixed(table, "[].")};
+  return {
+      key,
+      [member, &table](const YAML::Node& n, const Where& w, Reader& r, T& t) {
+        if (n.IsNull()) return;
+        if (!n.IsSequence()) {
+          r.Report(w, "expected a list, got " + Describe(n));
+          return;
+        }
+        std::vector<E> items;
+        for (size_t i = 0; i < n.size(); ++i) {
+          const YAML::Mark mark = n[i].Mark();
+          Where at{w.path + "[" + std::to_string(i) + "]", mark.line >= 0 ? mark.line + 1 : w.line};
+          E item{};
+          ApplyTable(table, n[i], at, r, item);
+          items.push_back(std::move(item));
+        }
+        t.*member = std::move(items);
+      },
+      Suffixed(table, "[].")};
 }
 
 // A mapping of NAME: value strings; replaces the member.
@@ -406,15 +405,14 @@ const Table<MountSpec>& MountTable() {
 }
 
 const Table<JailSpec>& UserTable() {
-  static const Table<JailSpec> table = {IdKey("uid", &JailSpec::uid),
-                                        IdKey("gid", &JailSpec::gid)};
+  static const Table<JailSpec> table = {IdKey("uid", &JailSpec::uid), IdKey("gid", &JailSpec::gid)};
   return table;
 }
 
 const Table<NamespaceSpec>& NamespaceTable() {
   static const Table<NamespaceSpec> table = {
-      BoolKey("pid", &NamespaceSpec::pid), BoolKey("uts", &NamespaceSpec::uts),
-      BoolKey("ipc", &NamespaceSpec::ipc), BoolKey("net", &NamespaceSpec::net),
+      BoolKey("pid", &NamespaceSpec::pid),       BoolKey("uts", &NamespaceSpec::uts),
+      BoolKey("ipc", &NamespaceSpec::ipc),       BoolKey("net", &NamespaceSpec::net),
       BoolKey("cgroup", &NamespaceSpec::cgroup),
   };
   return table;
@@ -503,14 +501,13 @@ Status LoadConfigText(const std::string& yaml, const std::string& origin, JailSp
   try {
     documents = YAML::LoadAll(yaml);
   } catch (const YAML::Exception& e) {
-    return Error(ErrorCode::kInvalidArgument, origin + ":" + std::to_string(e.mark.line + 1) +
-                                                  ":" + std::to_string(e.mark.column + 1) +
+    return Error(ErrorCode::kInvalidArgument, origin + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                                  std::to_string(e.mark.column + 1) +
                                                   ": invalid YAML: " + e.msg);
   }
   if (documents.size() > 1) {
-    return Error(ErrorCode::kInvalidArgument,
-                 origin + ": expected one YAML document, found " +
-                     std::to_string(documents.size()));
+    return Error(ErrorCode::kInvalidArgument, origin + ": expected one YAML document, found " +
+                                                  std::to_string(documents.size()));
   }
   Reader reader;
   try {
@@ -542,12 +539,12 @@ Result<MountSpec> ParseMountFlag(const std::string& flag) {
     parts.push_back(flag.substr(start, colon - start));
   }
   parts.push_back(flag.substr(start));
-  const bool mode_ok = parts.size() == 2 || (parts.size() == 3 && (parts[2] == "ro" ||
-                                                                   parts[2] == "rw"));
+  const bool mode_ok =
+      parts.size() == 2 || (parts.size() == 3 && (parts[2] == "ro" || parts[2] == "rw"));
   if (!mode_ok || parts[0].empty() || parts[1].empty()) {
-    return Error(ErrorCode::kInvalidArgument,
-                 "mount " + Quote(flag) +
-                     ": expected HOST:CONTAINER[:ro|rw], e.g. /srv/data:/data:ro");
+    return Error(
+        ErrorCode::kInvalidArgument,
+        "mount " + Quote(flag) + ": expected HOST:CONTAINER[:ro|rw], e.g. /srv/data:/data:ro");
   }
   return MountSpec{parts[0], parts[1], parts.size() == 2 || parts[2] == "ro"};
 }
@@ -560,9 +557,9 @@ Result<std::pair<std::string, std::string>> ParseEnvFlag(const std::string& flag
   }
   std::string name = flag.substr(0, eq);
   if (!IsEnvName(name)) {
-    return Error(ErrorCode::kInvalidArgument,
-                 "env " + Quote(flag) + ": NAME must match [A-Za-z_][A-Za-z0-9_]*, got " +
-                     Quote(name));
+    return Error(
+        ErrorCode::kInvalidArgument,
+        "env " + Quote(flag) + ": NAME must match [A-Za-z_][A-Za-z0-9_]*, got " + Quote(name));
   }
   return std::make_pair(std::move(name), flag.substr(eq + 1));
 }

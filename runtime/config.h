@@ -42,9 +42,9 @@ std::vector<std::string> ConfigKeyPaths();
 
 // Every problem with a merged spec, as `field.path: what is wrong (got X)`, grouped by
 // section; empty means valid. Field paths are config key paths (`limits.memory`,
-// `mounts[2].container_path`, `env[0].name`, `argv`). Looks at the host for what a spec names there: host paths
-// must exist (stat), a seccomp profile path must be a regular file, and cpus is checked
-// against the online CPUs. See config_validate.cc for the full list of rules.
+// `mounts[2].container_path`, `env[0].name`, `argv`). Looks at the host for what a spec names
+// there: host paths must exist (stat), a seccomp profile path must be a regular file, and cpus is
+// checked against the online CPUs. See config_validate.cc for the full list of rules.
 std::vector<std::string> Validate(const JailSpec& spec);
 
 // `--mount HOST:CONTAINER[:ro|rw]`; read-only unless `:rw`. Paths are checked by Validate.

@@ -88,8 +88,7 @@ std::string PathShapeProblem(const std::string& path) {
 enum class HostKind { kAny, kDirectory, kRegularFile };
 
 // Checks shape, then existence on the host. Returns false if a problem was added.
-bool CheckHostPath(Problems& p, const std::string& field, const std::string& path,
-                   HostKind kind) {
+bool CheckHostPath(Problems& p, const std::string& field, const std::string& path, HostKind kind) {
   if (std::string why = PathShapeProblem(path); !why.empty()) {
     p.Add(field, why, Quote(path));
     return false;
@@ -97,8 +96,9 @@ bool CheckHostPath(Problems& p, const std::string& field, const std::string& pat
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     const int err = errno;
-    p.Add(field, err == ENOENT ? "does not exist on the host"
-                               : std::string("cannot be checked: ") + std::strerror(err),
+    p.Add(field,
+          err == ENOENT ? "does not exist on the host"
+                        : std::string("cannot be checked: ") + std::strerror(err),
           Quote(path));
     return false;
   }
@@ -166,8 +166,7 @@ void CheckEnv(Problems& p, const std::vector<std::pair<std::string, std::string>
 void CheckDirs(Problems& p, const JailSpec& spec) {
   if (spec.rootfs) {
     if (*spec.rootfs == "/") {
-      p.Add("rootfs", "must not be the host's / (leave rootfs unset to bind system dirs)",
-            "\"/\"");
+      p.Add("rootfs", "must not be the host's / (leave rootfs unset to bind system dirs)", "\"/\"");
     } else {
       CheckHostPath(p, "rootfs", *spec.rootfs, HostKind::kDirectory);
     }
@@ -264,8 +263,7 @@ void CheckSeccomp(Problems& p, const JailSpec& spec) {
 
 void CheckNamespaces(Problems& p, const JailSpec& spec) {
   if (!spec.namespaces.net && !spec.unsafe.host_network) {
-    p.Add("namespaces.net", "false (the host's network) needs unsafe.host_network: true",
-          "false");
+    p.Add("namespaces.net", "false (the host's network) needs unsafe.host_network: true", "false");
   }
 }
 
@@ -282,7 +280,8 @@ void CheckLimits(Problems& p, const LimitsSpec& l) {
     p.Add("limits.cpus", "must be at most the " + std::to_string(online) + " online CPUs",
           FormatNumber(l.cpus));
   }
-  at_least("limits.pids", l.pids, 2, std::to_string(l.pids), "2 (init and the command)");
+  at_least("limits.pids", l.pids, 2, std::to_string(l.pids),
+           "2, for corral's init and the command");
   if (!(l.timeout_seconds >= 0) || !std::isfinite(l.timeout_seconds)) {
     p.Add("limits.timeout", "must be 0 (none) or more seconds", FormatNumber(l.timeout_seconds));
   }
@@ -293,8 +292,7 @@ void CheckLimits(Problems& p, const LimitsSpec& l) {
   at_least("limits.output", l.output_limit_bytes, 1, std::to_string(l.output_limit_bytes),
            "1 byte");
   at_least("limits.tmp_size", l.tmp_size_bytes, kMiB, std::to_string(l.tmp_size_bytes), "1 MiB");
-  at_least("limits.file_size", l.file_size_bytes, 1, std::to_string(l.file_size_bytes),
-           "1 byte");
+  at_least("limits.file_size", l.file_size_bytes, 1, std::to_string(l.file_size_bytes), "1 byte");
   at_least("limits.open_files", l.open_files, 16, std::to_string(l.open_files), "16");
   // RLIMIT_NOFILE above fs.nr_open fails with EPERM even for root.
   if (Result<long long> nr_open = ReadInt("/proc/sys/fs/nr_open");

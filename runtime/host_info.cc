@@ -39,9 +39,7 @@ int RunInChild(int (*probe)(unsigned long), unsigned long arg) {
   return WEXITSTATUS(status);
 }
 
-int UnshareProbe(unsigned long flag) {
-  return ::syscall(SYS_unshare, flag) == 0 ? 0 : errno;
-}
+int UnshareProbe(unsigned long flag) { return ::syscall(SYS_unshare, flag) == 0 ? 0 : errno; }
 
 // As the test of an unprivileged user would see it: drop every id (and with them every
 // capability) to nobody first when we are root.
@@ -115,15 +113,19 @@ void ProbeNamespaces(HostInfo& info) {
     const char* name;
     unsigned long flag;
   } kNamespaces[] = {
-      {"pid", CLONE_NEWPID}, {"mnt", CLONE_NEWNS},         {"uts", CLONE_NEWUTS},
-      {"ipc", CLONE_NEWIPC}, {"net", CLONE_NEWNET},        {"cgroup", CLONE_NEWCGROUP},
+      {"pid", CLONE_NEWPID},   {"mnt", CLONE_NEWNS},    {"uts", CLONE_NEWUTS},
+      {"ipc", CLONE_NEWIPC},   {"net", CLONE_NEWNET},   {"cgroup", CLONE_NEWCGROUP},
       {"user", CLONE_NEWUSER}, {"time", CLONE_NEWTIME},
   };
   for (const auto& ns : kNamespaces) {
     NamespaceSupport support;
     support.name = ns.name;
     support.present = Exists(std::string("/proc/self/ns/") + ns.name);
-    support.unshare_errno = RunInChild(UnshareProbe, ns.flag);
+    // Without root, namespaces other than user can only be made inside a new user
+    // namespace, which is how an unprivileged jail would get them.
+    support.with_user_namespace = !info.is_root && ns.flag != CLONE_NEWUSER;
+    support.unshare_errno =
+        RunInChild(UnshareProbe, ns.flag | (support.with_user_namespace ? CLONE_NEWUSER : 0));
     support.unshare_ok = support.unshare_errno == 0;
     info.namespaces.push_back(support);
   }
@@ -215,8 +217,7 @@ const NamespaceSupport* HostInfo::FindNamespace(const std::string& name) const {
 }
 
 bool HostInfo::HasSeccompAction(const std::string& action) const {
-  return std::find(seccomp_actions.begin(), seccomp_actions.end(), action) !=
-         seccomp_actions.end();
+  return std::find(seccomp_actions.begin(), seccomp_actions.end(), action) != seccomp_actions.end();
 }
 
 std::string ErrnoText(int err) {

@@ -20,10 +20,13 @@
 namespace corral::runtime {
 
 struct NamespaceSupport {
-  std::string name;          // "pid", "mnt", "uts", "ipc", "net", "cgroup", "user", "time"
-  bool present = false;      // /proc/self/ns/<name> exists
-  bool unshare_ok = false;   // unshare(CLONE_NEW*) worked in a forked child
-  int unshare_errno = 0;     // why it did not (0 if it did)
+  std::string name;         // "pid", "mnt", "uts", "ipc", "net", "cgroup", "user", "time"
+  bool present = false;     // /proc/self/ns/<name> exists
+  bool unshare_ok = false;  // unshare(CLONE_NEW*) worked in a forked child
+  int unshare_errno = 0;    // why it did not (0 if it did)
+  // Not root: probed as unshare(CLONE_NEWUSER | CLONE_NEW*), the way an unprivileged
+  // jail would create it.
+  bool with_user_namespace = false;
 };
 
 // Newer syscalls, probed with invalid arguments: only ENOSYS counts as missing.
@@ -44,8 +47,8 @@ struct CgroupSupport {
   // When no driver works: what the host's hierarchy lacks among memory, cpu, pids (and
   // freezer, which the v1 driver needs to kill reliably).
   std::vector<std::string> missing_controllers;
-  bool v1_memsw = false;     // v1 memory.memsw.limit_in_bytes (swap accounting) exists
-  bool writable = false;     // we may create cgroups in the hierarchies the driver uses
+  bool v1_memsw = false;           // v1 memory.memsw.limit_in_bytes (swap accounting) exists
+  bool writable = false;           // we may create cgroups in the hierarchies the driver uses
   bool clone_into_cgroup = false;  // clone3(CLONE_INTO_CGROUP) usable with that driver
 };
 
@@ -53,7 +56,7 @@ struct HostInfo {
   std::string kernel_release;  // uname -r
   std::string machine;         // uname -m
   uid_t euid = 0;
-  bool is_root = false;        // euid 0
+  bool is_root = false;  // euid 0
   long online_cpus = 0;
 
   std::vector<NamespaceSupport> namespaces;  // in the order listed above
@@ -70,16 +73,16 @@ struct HostInfo {
   std::vector<std::string> seccomp_actions;  // /proc/sys/kernel/seccomp/actions_avail
   bool HasSeccompAction(const std::string& action) const;
 
-  int landlock_abi = 0;        // 0 = no Landlock
-  int landlock_errno = 0;      // ENOSYS: not built; EOPNOTSUPP: built but disabled at boot
+  int landlock_abi = 0;    // 0 = no Landlock
+  int landlock_errno = 0;  // ENOSYS: not built; EOPNOTSUPP: built but disabled at boot
 
   CgroupSupport cgroups;
-  bool overlayfs = false;      // "overlay" in /proc/filesystems
+  bool overlayfs = false;  // "overlay" in /proc/filesystems
   SyscallSupport syscalls;
 
-  bool no_new_privs = false;       // PR_GET_NO_NEW_PRIVS works
-  bool cap_sys_resource = false;   // CAP_SYS_RESOURCE in our bounding set
-  bool cap_sys_admin = false;      // CAP_SYS_ADMIN in our effective set
+  bool no_new_privs = false;         // PR_GET_NO_NEW_PRIVS works
+  bool cap_sys_resource = false;     // CAP_SYS_RESOURCE in our bounding set
+  bool cap_sys_admin = false;        // CAP_SYS_ADMIN in our effective set
   std::optional<bool> swap_enabled;  // any entry in /proc/swaps
 };
 

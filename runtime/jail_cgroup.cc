@@ -37,7 +37,11 @@ Result<JailCgroup> CreateJailCgroup(const JailSpec& spec) {
   if (!cgroup) return cgroup.error().WithContext("creating the run's cgroup");
   result.cgroup = std::move(*cgroup);
   auto warnings = result.cgroup->ApplyLimits(CgroupLimitsFor(spec.limits), allow_missing);
-  if (!warnings) return warnings.error();
+  if (!warnings) {
+    return warnings.error().WithContext(
+        "cannot enforce the configured limits (set unsafe.allow_missing_limits to run "
+        "without them)");
+  }
   for (auto& w : *warnings) result.warnings.push_back(std::move(w));
   return result;
 }

@@ -36,8 +36,7 @@ int UnitShift(std::string_view unit) {
 }
 
 Error Invalid(std::string_view text, const std::string& why) {
-  return Error(ErrorCode::kInvalidArgument,
-               "size \"" + std::string(text) + "\" " + why);
+  return Error(ErrorCode::kInvalidArgument, "size \"" + std::string(text) + "\" " + why);
 }
 
 Error ExpectedSize(std::string_view text) {

@@ -26,6 +26,7 @@
 #include "base/unique_fd.h"
 #include "cgroups/cgroup.h"
 #include "cgroups/internal.h"
+#include "tests/support/leak_check.h"
 #include "tests/support/must_run.h"
 
 #ifndef CORRAL_CGROUPS_TEST_DRIVER
@@ -76,7 +77,9 @@ bool KilledBy(std::optional<int> status, int sig) {
   return status && WIFSIGNALED(*status) && WTERMSIG(*status) == sig;
 }
 
-class CgroupsRealTest : public ::testing::Test {
+// LeakCheckedTest also checks, after TearDown, that no cgroup, process or temp entry of
+// ours is left on the host.
+class CgroupsRealTest : public test::LeakCheckedTest {
  protected:
   void SetUp() override {
     CORRAL_REQUIRE_ROOT();

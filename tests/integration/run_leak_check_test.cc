@@ -1,18 +1,21 @@
 // Self-tests of the test support that the `corral run` tests rely on: if the leak checker
 // or the runner were broken, every other integration test would pass vacuously. No root
 // needed; nothing here runs corral.
+#include <fcntl.h>
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-
-#include <gtest/gtest.h>
-#include <gtest/gtest-spi.h>
+#include <cstring>
 
 #include "tests/support/leak_check.h"
+#include "tests/support/must_run.h"
 #include "tests/support/run_corral.h"
 #include "tests/support/temp_dir.h"
 
@@ -88,6 +91,28 @@ TEST(LeakCheckSelfTest, DetectsLeakedTempDirAndRemovesIt) {
   EXPECT_NE(access(path.c_str(), F_OK), 0);
 }
 
+TEST(LeakCheckSelfTest, DetectsLeakedCgroupAndMount) {
+  if (!IsRoot()) CORRAL_SKIP_OR_FAIL("needs root to make cgroups and mounts");
+  std::string cgroup = "/sys/fs/cgroup/pids/corral-selftest-" + std::to_string(getpid());
+  std::string mount_point = "/tmp/corral-test-" + std::to_string(getpid()) + "-selftest-mnt";
+  if (access("/sys/fs/cgroup/pids", F_OK) != 0) {
+    cgroup = "/sys/fs/cgroup/corral-selftest-" + std::to_string(getpid());  // cgroup v2 only
+  }
+  HostSnapshot before = TakeHostSnapshot();
+  ASSERT_EQ(mkdir(cgroup.c_str(), 0755), 0) << cgroup << ": " << strerror(errno);
+  ASSERT_EQ(mkdir(mount_point.c_str(), 0700), 0);
+  ASSERT_EQ(mount("tmpfs", mount_point.c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
+  std::vector<Leak> leaks = WaitForNoLeaks(before, std::chrono::milliseconds(0));
+  EXPECT_TRUE(HasLeak(leaks, Leak::Kind::kCgroup, cgroup));
+  EXPECT_TRUE(HasLeak(leaks, Leak::Kind::kMount, mount_point + " tmpfs"));
+  EXPECT_TRUE(HasLeak(leaks, Leak::Kind::kTempEntry, mount_point));
+  std::vector<std::string> failed = CleanUpLeaks(leaks);
+  EXPECT_TRUE(failed.empty()) << failed.front();
+  EXPECT_NE(access(cgroup.c_str(), F_OK), 0);
+  EXPECT_NE(access(mount_point.c_str(), F_OK), 0);
+  EXPECT_TRUE(WaitForNoLeaks(before, std::chrono::milliseconds(0)).empty());
+}
+
 TEST(LeakCheckSelfTest, FixtureFailsALeakyTestAndNamesTheLeak) {
   struct Leaky : LeakCheckedTest {
     void TestBody() override {}
@@ -151,10 +176,12 @@ TEST(RunProgramSelfTest, PtyAndStrayFd) {
   RunOptions options;
   options.use_pty = true;
   options.stray_fd = 57;
-  Result<RunResult> r = RunProgram(
-      "/bin/sh", {"-c", "test -t 0 && test -t 1 && echo tty; ls /proc/self/fd/57 >/dev/null && "
-                        "readlink /proc/self/fd/57"},
-      options);
+  Result<RunResult> r =
+      RunProgram("/bin/sh",
+                 {"-c",
+                  "test -t 0 && test -t 1 && echo tty; ls /proc/self/fd/57 >/dev/null && "
+                  "readlink /proc/self/fd/57"},
+                 options);
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_NE(r->out.find("tty"), std::string::npos) << r->Describe();
   EXPECT_NE(r->out.find("/\r\n"), std::string::npos) << "fd 57 should be the host's /\n"

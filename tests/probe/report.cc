@@ -192,8 +192,8 @@ void AddEnvAndFiles(JsonWriter& j) {
   j.Key("env").BeginArray();
   for (char** e = environ; e && *e; ++e) j.String(*e);
   j.EndArray();
-  static const char* kSensitive[] = {"/etc/shadow", "/etc/gshadow", "/etc/sudoers",
-                                     "/etc/sudoers.d", "/etc/ssh", "/root/.ssh",
+  static const char* kSensitive[] = {"/etc/shadow",          "/etc/gshadow",    "/etc/sudoers",
+                                     "/etc/sudoers.d",       "/etc/ssh",        "/root/.ssh",
                                      "/var/run/docker.sock", "/run/docker.sock"};
   j.Key("exists").BeginObject();
   for (const char* path : kSensitive) {

@@ -3,6 +3,7 @@
 // so that its result can be "killed:SIGSYS" as well as an errno. Every attempt is also safe
 // to run as root on the host: nothing it does outlives the child (hostname is set to its
 // current value, mounts are undone, keys go to the child's own process keyring).
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
@@ -11,7 +12,6 @@
 #include <linux/perf_event.h>
 #include <linux/userfaultfd.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -100,9 +100,7 @@ int TryIoUringSetup() {
   return CheckFd(syscall(SYS_io_uring_setup, 1, params));
 }
 
-int TryUserfaultfd() {
-  return CheckFd(syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY));
-}
+int TryUserfaultfd() { return CheckFd(syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY)); }
 
 // Needs CAP_DAC_READ_SEARCH; a made-up handle is enough to reach that check.
 int TryOpenByHandleAt() {

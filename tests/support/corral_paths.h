@@ -29,8 +29,7 @@ inline Result<RunResult> RunCorral(const std::vector<std::string>& args,
 inline Result<JailRun> RunProbe(const std::vector<std::string>& corral_flags,
                                 const std::vector<std::string>& probe_args,
                                 const RunOptions& options = {}) {
-  return RunJailed(CorralBinary(), ProbeRunArgs(ProbeBinary(), corral_flags, probe_args),
-                   options);
+  return RunJailed(CorralBinary(), ProbeRunArgs(ProbeBinary(), corral_flags, probe_args), options);
 }
 
 }  // namespace corral::test

@@ -3,12 +3,11 @@
 // leak_check.h). Header-only because the binary paths come from corral_paths.h.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tests/support/corral_paths.h"
 #include "tests/support/leak_check.h"

@@ -3,9 +3,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -146,7 +146,8 @@ std::multiset<std::string> ScanMounts() {
     if (f.size() < 5 || f.end() - dash < 3) continue;
     const std::string& mount_point = f[4];
     bool relevant = mount_point.find("corral") != std::string::npos;
-    for (const char* prefix : kMountPrefixes) relevant = relevant || StartsWith(mount_point, prefix);
+    for (const char* prefix : kMountPrefixes)
+      relevant = relevant || StartsWith(mount_point, prefix);
     if (relevant) found.insert(mount_point + " " + dash[1] + " " + dash[2]);
   }
   return found;
@@ -214,10 +215,14 @@ HostSnapshot TakeHostSnapshot() {
 
 std::string Leak::Describe() const {
   switch (kind) {
-    case Kind::kMount: return "mount " + what;
-    case Kind::kCgroup: return "cgroup " + what;
-    case Kind::kProcess: return "process " + what;
-    case Kind::kTempEntry: return "temp entry " + what;
+    case Kind::kMount:
+      return "mount " + what;
+    case Kind::kCgroup:
+      return "cgroup " + what;
+    case Kind::kProcess:
+      return "process " + what;
+    case Kind::kTempEntry:
+      return "temp entry " + what;
   }
   return what;
 }
@@ -243,7 +248,8 @@ std::vector<Leak> CompareSnapshots(const HostSnapshot& before, const HostSnapsho
   for (const auto& [pid, line] : after.descendants) {
     if (!before.descendants.count(pid)) leaks.push_back({Leak::Kind::kProcess, line, pid, true});
   }
-  for (auto it = after.mounts.begin(); it != after.mounts.end(); it = after.mounts.upper_bound(*it)) {
+  for (auto it = after.mounts.begin(); it != after.mounts.end();
+       it = after.mounts.upper_bound(*it)) {
     if (after.mounts.count(*it) > before.mounts.count(*it)) {
       leaks.push_back({Leak::Kind::kMount, *it, 0, attributed(*it)});
     }
@@ -285,8 +291,8 @@ void KillLeakedProcesses(const std::vector<Leak>& leaks) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (std::chrono::steady_clock::now() < deadline) {
     ReapZombieChildren();
-    bool alive = std::any_of(killed.begin(), killed.end(),
-                             [](pid_t pid) { return kill(pid, 0) == 0; });
+    bool alive =
+        std::any_of(killed.begin(), killed.end(), [](pid_t pid) { return kill(pid, 0) == 0; });
     if (!alive) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -354,12 +360,14 @@ LeakCheckedTest::~LeakCheckedTest() {
     (leak.attributed ? attributed : unattributed) += "\n  " + leak.Describe();
   }
   if (!unattributed.empty()) {
-    std::fprintf(stderr, "[leak check] new during this test, not attributed to it (another "
-                 "corral was running):%s\n", unattributed.c_str());
+    std::fprintf(stderr,
+                 "[leak check] new during this test, not attributed to it (another "
+                 "corral was running):%s\n",
+                 unattributed.c_str());
   }
   if (attributed.empty()) return;
-  ADD_FAILURE() << "test leaked (still present " << kGrace.count() << " ms after it ended):"
-                << attributed;
+  ADD_FAILURE() << "test leaked (still present " << kGrace.count()
+                << " ms after it ended):" << attributed;
   for (const std::string& f : CleanUpLeaks(leaks)) {
     ADD_FAILURE() << "leak check could not clean up: " << f;
   }

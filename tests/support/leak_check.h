@@ -21,6 +21,7 @@
 // that daemonizes out of a corral we started is reparented to us and stays visible.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -28,8 +29,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace corral::test {
 

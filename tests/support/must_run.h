@@ -25,17 +25,17 @@ void RequireRoot();
 
 // Skips the current test with `reason`, or fails it when CORRAL_TESTS_MUST_RUN=1. Like
 // GTEST_SKIP() and FAIL(), it returns from the enclosing (void) function.
-#define CORRAL_SKIP_OR_FAIL(reason)                                                \
-  do {                                                                             \
-    if (::corral::test::MustRun()) {                                               \
-      FAIL() << "CORRAL_TESTS_MUST_RUN=1 forbids skipping: " << (reason);          \
-    } else {                                                                       \
-      GTEST_SKIP() << (reason);                                                    \
-    }                                                                              \
+#define CORRAL_SKIP_OR_FAIL(reason)                                       \
+  do {                                                                    \
+    if (::corral::test::MustRun()) {                                      \
+      FAIL() << "CORRAL_TESTS_MUST_RUN=1 forbids skipping: " << (reason); \
+    } else {                                                              \
+      GTEST_SKIP() << (reason);                                           \
+    }                                                                     \
   } while (0)
 
 // In a test body: CORRAL_SKIP_OR_FAIL unless running as root.
-#define CORRAL_REQUIRE_ROOT()                                                        \
-  do {                                                                               \
-    if (!::corral::test::IsRoot()) CORRAL_SKIP_OR_FAIL("needs root (real jails)");   \
+#define CORRAL_REQUIRE_ROOT()                                                      \
+  do {                                                                             \
+    if (!::corral::test::IsRoot()) CORRAL_SKIP_OR_FAIL("needs root (real jails)"); \
   } while (0)

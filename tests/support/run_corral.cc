@@ -105,8 +105,8 @@ Status Supervise(Watch& w, const RunOptions& options, RunResult* result) {
     if (w.out && !ReadSome(w.out.get(), &result->out)) w.out.Reset();
     if (w.err && !ReadSome(w.err.get(), &result->err)) w.err.Reset();
     if (w.in) {
-      ssize_t k = write(w.in.get(), w.stdin_data.data() + stdin_off,
-                        w.stdin_data.size() - stdin_off);
+      ssize_t k =
+          write(w.in.get(), w.stdin_data.data() + stdin_off, w.stdin_data.size() - stdin_off);
       if (k > 0) stdin_off += static_cast<size_t>(k);
       if ((k < 0 && errno != EAGAIN && errno != EINTR) || stdin_off == w.stdin_data.size()) {
         w.in.Reset();
@@ -114,8 +114,7 @@ Status Supervise(Watch& w, const RunOptions& options, RunResult* result) {
     }
   }
   if (!exited_at && waitpid(w.pid, &status, 0) < 0) return Error::FromErrno(errno, "waitpid");
-  result->wall_ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  result->wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   result->exited = WIFEXITED(status);
   result->exit_code = result->exited ? WEXITSTATUS(status) : -1;
   result->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
@@ -127,6 +126,36 @@ Status MakePipe(UniqueFd* read_end, UniqueFd* write_end) {
   if (pipe2(p, O_CLOEXEC) < 0) return Error::FromErrno(errno, "pipe2");
   read_end->Reset(p[0]);
   write_end->Reset(p[1]);
+  return Ok();
+}
+
+// The child's ends of its stdio, owned by the parent until the fork.
+struct ChildEnds {
+  UniqueFd in, out, err, pty_slave;
+};
+
+Status OpenStdio(const RunOptions& options, Watch* w, ChildEnds* ends) {
+  if (options.use_pty) {
+    int master, slave;
+    if (openpty(&master, &slave, nullptr, nullptr, nullptr) < 0) {
+      return Error::FromErrno(errno, "openpty");
+    }
+    w->out.Reset(master);
+    ends->pty_slave.Reset(slave);
+    fcntl(master, F_SETFD, FD_CLOEXEC);
+    fcntl(slave, F_SETFD, FD_CLOEXEC);
+    return SetNonBlocking(master);
+  }
+  RETURN_IF_ERROR(MakePipe(&w->out, &ends->out));
+  RETURN_IF_ERROR(MakePipe(&w->err, &ends->err));
+  RETURN_IF_ERROR(SetNonBlocking(w->out.get()));
+  RETURN_IF_ERROR(SetNonBlocking(w->err.get()));
+  if (options.stdin_data) {
+    RETURN_IF_ERROR(MakePipe(&ends->in, &w->in));
+    return SetNonBlocking(w->in.get());
+  }
+  ends->in.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!ends->in) return Error::FromErrno(errno, "open /dev/null");
   return Ok();
 }
 
@@ -153,35 +182,13 @@ Result<RunResult> RunProgram(const std::string& binary, const std::vector<std::s
 
   Watch w;
   w.stdin_data = options.stdin_data.value_or("");
-  UniqueFd child_in, child_out, child_err, pty_slave;
-  if (options.use_pty) {
-    int master, slave;
-    if (openpty(&master, &slave, nullptr, nullptr, nullptr) < 0) {
-      return Error::FromErrno(errno, "openpty");
-    }
-    w.out.Reset(master);
-    pty_slave.Reset(slave);
-    fcntl(master, F_SETFD, FD_CLOEXEC);
-    fcntl(slave, F_SETFD, FD_CLOEXEC);
-  } else {
-    RETURN_IF_ERROR(MakePipe(&w.out, &child_out));
-    RETURN_IF_ERROR(MakePipe(&w.err, &child_err));
-  }
-  if (options.stdin_data && !options.use_pty) {
-    RETURN_IF_ERROR(MakePipe(&child_in, &w.in));
-    RETURN_IF_ERROR(SetNonBlocking(w.in.get()));
-  } else if (!options.use_pty) {
-    child_in.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!child_in) return Error::FromErrno(errno, "open /dev/null");
-  }
-  for (UniqueFd* fd : {&w.out, &w.err}) {
-    if (*fd) RETURN_IF_ERROR(SetNonBlocking(fd->get()));
-  }
+  ChildEnds ends;
+  RETURN_IF_ERROR(OpenStdio(options, &w, &ends));
   ChildFds fds;
-  fds.pty_slave = pty_slave.get();
-  fds.stdin_fd = options.use_pty ? pty_slave.get() : child_in.get();
-  fds.stdout_fd = options.use_pty ? pty_slave.get() : child_out.get();
-  fds.stderr_fd = options.use_pty ? pty_slave.get() : child_err.get();
+  fds.pty_slave = ends.pty_slave.get();
+  fds.stdin_fd = options.use_pty ? ends.pty_slave.get() : ends.in.get();
+  fds.stdout_fd = options.use_pty ? ends.pty_slave.get() : ends.out.get();
+  fds.stderr_fd = options.use_pty ? ends.pty_slave.get() : ends.err.get();
   fds.stray_fd = options.stray_fd;
 
   // A dead reader must show up as EPIPE in Supervise, not kill the test binary.
@@ -190,10 +197,7 @@ Result<RunResult> RunProgram(const std::string& binary, const std::vector<std::s
   if (w.pid < 0) return Error::FromErrno(errno, "fork");
   if (w.pid == 0) ExecChild(fds, argv.data(), envp.data());
   RecordSpawnedPid(w.pid);
-  child_in.Reset();
-  child_out.Reset();
-  child_err.Reset();
-  pty_slave.Reset();
+  ends = ChildEnds();  // the child has them; our copies would hide EOF
   RETURN_IF_ERROR(Supervise(w, options, &result));
   return result;
 }
@@ -250,8 +254,8 @@ std::string JailRun::Describe() const {
     return it == outcome.end() ? std::string("<absent>") : it->dump();
   };
   auto it = outcome.find("stderr");
-  std::string command_stderr = it != outcome.end() && it->is_string() ? it->get<std::string>()
-                                                                       : field("stderr");
+  std::string command_stderr =
+      it != outcome.end() && it->is_string() ? it->get<std::string>() : field("stderr");
   std::ostringstream s;
   s << run.Describe() << "\noutcome: status=" << field("status")
     << " exit_code=" << field("exit_code") << " signal=" << field("signal")

@@ -7,11 +7,10 @@
 #pragma once
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 
@@ -21,6 +20,7 @@ struct RunOptions {
   // After this the program is SIGKILLed (by pid) and RunResult::timed_out is set.
   std::chrono::milliseconds timeout{60000};
   // Written to the program's stdin, which is then closed. Unset: stdin is /dev/null.
+  // Not used with use_pty.
   std::optional<std::string> stdin_data;
   // Runs the program in a new session with a pty slave as controlling terminal and as
   // stdin, stdout and stderr; everything it writes is read from the master into `out`.
@@ -62,7 +62,7 @@ std::vector<std::string> ProbeRunArgs(const std::string& probe_host_path,
 
 // One `corral run --json` and what it reported.
 struct JailRun {
-  RunResult run;          // the corral process itself
+  RunResult run;           // the corral process itself
   nlohmann::json outcome;  // corral's --json outcome object
   // The command's stdout parsed as JSON (the probe prints one object); null when it is
   // empty or not JSON (command killed, exec failed, or not the probe).

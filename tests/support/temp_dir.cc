@@ -40,8 +40,7 @@ Status EmptyDir(int dir_fd, dev_t dev, const std::string& path) {
         status = Error(ErrorCode::kIo, "refusing to remove mount point " + child);
         break;
       }
-      UniqueFd sub(openat(dir_fd, name.c_str(),
-                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      UniqueFd sub(openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!sub) {
         status = Error::FromErrno(errno, "open " + child);
         break;

@@ -119,6 +119,7 @@ const SeccompProgram& Profile(const std::string& name) {
 }
 
 // x86_64 numbers the kernel headers of older build hosts may lack.
+constexpr int kProcessMadvise = 440;
 constexpr int kMountSetattr = 442;
 constexpr int kQuotactlFd = 443;
 constexpr int kFutexWaitv = 449;
@@ -180,6 +181,9 @@ constexpr int kForbidden[] = {
     SYS_sethostname,
     SYS_setdomainname,
     SYS_fanotify_init,
+    SYS_fanotify_mark,
+    SYS_remap_file_pages,
+    kProcessMadvise,
     SYS_move_pages,
     SYS_migrate_pages,
     SYS_mbind,

@@ -47,9 +47,9 @@ TEST(ParseSize, AcceptsBinaryUnitsInEveryCommonSpelling) {
 }
 
 TEST(ParseSize, RejectsGarbageNegativesAndFractionsOfBytes) {
-  for (const char* bad : {"", " ", "lots", "m", "-1", "-1g", "+1", "1e9", "0x10", "512x",
-                          "512 m b", "1..5g", ".5g", "1.g", "1.5", "0.3k", "1,5g", "1 000",
-                          "512mb2", "1kk", "1ki", "1eb", "inf", "nan"}) {
+  for (const char* bad : {"",     " ",     "lots",    "m",     "-1",  "-1g", "+1",  "1e9",
+                          "0x10", "512x",  "512 m b", "1..5g", ".5g", "1.g", "1.5", "0.3k",
+                          "1,5g", "1 000", "512mb2",  "1kk",   "1ki", "1eb", "inf", "nan"}) {
     Result<int64_t> got = ParseSize(bad);
     ASSERT_FALSE(got) << '"' << bad << "\" parsed as " << *got;
     EXPECT_EQ(got.error().code(), ErrorCode::kInvalidArgument);
@@ -61,12 +61,12 @@ TEST(ParseSize, RejectsGarbageNegativesAndFractionsOfBytes) {
 }
 
 TEST(ParseSize, RejectsOverflow) {
-  for (const char* big : {"9223372036854775808", "99999999999999999999999", "8388608t",
-                          "8192p", "9007199254740992k", "8191.9999999999999999999p"}) {
+  for (const char* big : {"9223372036854775808", "99999999999999999999999", "8388608t", "8192p",
+                          "9007199254740992k", "8191.9999999999999999999p"}) {
     Result<int64_t> got = ParseSize(big);
     ASSERT_FALSE(got) << big << " parsed as " << *got;
-    EXPECT_THAT(got.error().message(), ::testing::AnyOf(HasSubstr("too large"),
-                                                        HasSubstr("too many decimals")))
+    EXPECT_THAT(got.error().message(),
+                ::testing::AnyOf(HasSubstr("too large"), HasSubstr("too many decimals")))
         << big;
   }
   // Just below the limit is fine: 8191 PiB + 1023 TiB.
@@ -92,8 +92,8 @@ TEST(FormatSize, UsesTheLargestBinaryUnit) {
 }
 
 TEST(FormatSize, ExactValuesRoundTripThroughParseSize) {
-  for (int64_t v : {int64_t{0}, int64_t{7}, int64_t{1024}, 1536 * int64_t{1}, 4 * kMiB,
-                    256 * kMiB, 3 * kGiB / 2, 5 * 1024 * kGiB}) {
+  for (int64_t v : {int64_t{0}, int64_t{7}, int64_t{1024}, 1536 * int64_t{1}, 4 * kMiB, 256 * kMiB,
+                    3 * kGiB / 2, 5 * 1024 * kGiB}) {
     Result<int64_t> back = ParseSize(FormatSize(v));
     ASSERT_TRUE(back) << FormatSize(v);
     EXPECT_EQ(*back, v) << FormatSize(v);

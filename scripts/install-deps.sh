@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs everything corral needs to build, test and benchmark on Debian 12.
+# Run as root (or through sudo). Safe to run again.
+set -euo pipefail
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: run as root (sudo $0)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+packages=(
+  # build
+  build-essential cmake pkg-config
+  # libraries (see README "Dependencies")
+  libseccomp-dev libcap-dev libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
+  # tests
+  libgtest-dev libgmock-dev busybox-static iproute2 procps util-linux python3
+  # cgroup v2 tests in a throwaway VM (tests/vm)
+  qemu-system-x86 cpio
+)
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${packages[@]}"
