@@ -125,10 +125,10 @@ struct ManagerOptions {
 // What the host offers; also used by `corral check`.
 struct HierarchyInfo {
   bool v2_mounted = false;
-  std::string v2_mount;                      // e.g. /sys/fs/cgroup or /sys/fs/cgroup/unified
-  std::vector<std::string> v2_controllers;   // from cgroup.controllers of the v2 root
+  std::string v2_mount;                     // e.g. /sys/fs/cgroup or /sys/fs/cgroup/unified
+  std::vector<std::string> v2_controllers;  // from cgroup.controllers of the v2 root
   std::vector<std::pair<std::string, std::string>> v1_mounts;  // controller -> mount point
-  bool clone_into_cgroup = false;            // kernel >= 5.7 and v2 in use
+  bool clone_into_cgroup = false;                              // kernel >= 5.7 and v2 in use
   // Paths above include ManagerOptions::fs_root_override.
   // Added: the driver `options.driver` resolves to here, or why none works (for
   // `corral check`). Exactly one of the two is set.

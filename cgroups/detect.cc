@@ -23,8 +23,7 @@ bool Has(const std::vector<std::string>& v, const std::string& x) {
 std::string DecodeOctal(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() &&
-        std::isdigit(static_cast<unsigned char>(s[i + 1])) &&
+    if (s[i] == '\\' && i + 3 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])) &&
         std::isdigit(static_cast<unsigned char>(s[i + 2])) &&
         std::isdigit(static_cast<unsigned char>(s[i + 3]))) {
       out.push_back(static_cast<char>(std::strtol(s.substr(i + 1, 3).c_str(), nullptr, 8)));
@@ -59,8 +58,7 @@ std::string V2Missing(const HierarchyInfo& info) {
   if (missing.empty()) return "";
   return "cgroup v2 at " + info.v2_mount + " lacks controllers " + JoinList(missing) +
          " (offers: " +
-         (info.v2_controllers.empty() ? std::string("none") : JoinList(info.v2_controllers)) +
-         ")";
+         (info.v2_controllers.empty() ? std::string("none") : JoinList(info.v2_controllers)) + ")";
 }
 
 // Empty when v1 can enforce everything; else what it lacks.
@@ -121,9 +119,15 @@ Result<std::vector<MountEntry>> ParseMountinfo(const std::string& text) {
 
 std::vector<std::string> V1Controllers(const std::string& super_options) {
   // Mount options that can appear next to the controller names of a v1 hierarchy.
-  static const char* const kNotControllers[] = {"rw",         "ro",           "noprefix",
-                                                "xattr",      "clone_children", "cpuset_v2_mode",
-                                                "favordynmods", "nofavordynmods", "all",
+  static const char* const kNotControllers[] = {"rw",
+                                                "ro",
+                                                "noprefix",
+                                                "xattr",
+                                                "clone_children",
+                                                "cpuset_v2_mode",
+                                                "favordynmods",
+                                                "nofavordynmods",
+                                                "all",
                                                 "none"};
   std::vector<std::string> out;
   std::stringstream ss(super_options);

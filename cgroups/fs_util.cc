@@ -73,8 +73,7 @@ Result<std::optional<int64_t>> ReadIntIfExists(const std::string& path) {
   return std::optional<int64_t>(v);
 }
 
-Result<std::optional<std::map<std::string, int64_t>>> ReadKeyedIfExists(
-    const std::string& path) {
+Result<std::optional<std::map<std::string, int64_t>>> ReadKeyedIfExists(const std::string& path) {
   ASSIGN_OR_RETURN(auto text, ReadIfExists(path));
   if (!text) return std::optional<std::map<std::string, int64_t>>();
   return std::optional<std::map<std::string, int64_t>>(ParseKeyed(*text));
@@ -200,9 +199,8 @@ Status ValidateLimits(const Limits& limits) {
                  "memory limit: must be positive, got " + std::to_string(*limits.memory_bytes));
   }
   if (limits.cpus && !(std::isfinite(*limits.cpus) && *limits.cpus > 0)) {
-    return Error(ErrorCode::kInvalidArgument,
-                 "cpu limit: must be a positive number of cpus, got " +
-                     std::to_string(*limits.cpus));
+    return Error(ErrorCode::kInvalidArgument, "cpu limit: must be a positive number of cpus, got " +
+                                                  std::to_string(*limits.cpus));
   }
   if (limits.pids && *limits.pids <= 0) {
     return Error(ErrorCode::kInvalidArgument,

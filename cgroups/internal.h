@@ -63,8 +63,7 @@ Result<std::optional<std::string>> ReadIfExists(const std::string& path);
 // One integer, or nullopt when the file does not exist.
 Result<std::optional<int64_t>> ReadIntIfExists(const std::string& path);
 // Parsed "key value" file, or nullopt when it does not exist.
-Result<std::optional<std::map<std::string, int64_t>>> ReadKeyedIfExists(
-    const std::string& path);
+Result<std::optional<std::map<std::string, int64_t>>> ReadKeyedIfExists(const std::string& path);
 // Pids listed in a cgroup.procs file (missing file: none).
 Result<std::vector<pid_t>> ReadPids(const std::string& procs_path);
 // Pids in `dir` and every cgroup below it.

@@ -19,8 +19,8 @@ Result<std::unique_ptr<CgroupManager>> CgroupManager::Create(const ManagerOption
       *info.driver == Driver::kV2 ? internal::V2Manager::Create(info, components, options)
                                   : internal::V1Manager::Create(info, components, options);
   if (!mgr) {
-    return mgr.error().WithContext(std::string("cgroup ") + DriverName(*info.driver) +
-                                   " parent '" + options.parent + "'");
+    return mgr.error().WithContext(std::string("cgroup ") + DriverName(*info.driver) + " parent '" +
+                                   options.parent + "'");
   }
   return mgr;
 }

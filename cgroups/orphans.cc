@@ -21,8 +21,7 @@ Result<std::vector<std::string>> ManagerBase::ReapOrphans() {
     }
   }
   if (!failures.empty()) {
-    return Error(ErrorCode::kIo, "removing orphaned cgroups (" +
-                                     std::to_string(removed.size()) +
+    return Error(ErrorCode::kIo, "removing orphaned cgroups (" + std::to_string(removed.size()) +
                                      " removed): " + failures);
   }
   return removed;

@@ -46,8 +46,8 @@ std::vector<V1Dir> V1Hierarchies(const HierarchyInfo& info) {
   for (const auto& controller : kV1Controllers) {
     for (const auto& [c, mount] : info.v1_mounts) {
       if (c != controller) continue;
-      auto same = std::find_if(out.begin(), out.end(),
-                               [&](const V1Dir& d) { return d.dir == mount; });
+      auto same =
+          std::find_if(out.begin(), out.end(), [&](const V1Dir& d) { return d.dir == mount; });
       if (same != out.end()) {
         same->controllers.push_back(c);
       } else {
@@ -64,8 +64,8 @@ bool V1MemswFirst(int64_t current_memory_limit, int64_t new_limit) {
 
 // ---- V1Cgroup ----
 
-Result<std::unique_ptr<V1Cgroup>> V1Cgroup::Open(std::vector<V1Dir> dirs,
-                                                 const std::string& name, FsHooks hooks) {
+Result<std::unique_ptr<V1Cgroup>> V1Cgroup::Open(std::vector<V1Dir> dirs, const std::string& name,
+                                                 FsHooks hooks) {
   std::vector<UniqueFd> fds;
   for (const auto& d : dirs) {
     ASSIGN_OR_RETURN(UniqueFd fd, OpenPath(JoinPath(d.dir, "cgroup.procs"), O_WRONLY));
@@ -127,8 +127,7 @@ const std::string* V1Cgroup::DirOf(const std::string& controller) const {
   return nullptr;
 }
 
-Result<std::vector<std::string>> V1Cgroup::ApplyLimits(const Limits& limits,
-                                                       bool allow_missing) {
+Result<std::vector<std::string>> V1Cgroup::ApplyLimits(const Limits& limits, bool allow_missing) {
   RETURN_IF_ERROR(ValidateLimits(limits));
   LimitReport report(allow_missing);
   if (limits.memory_bytes) RETURN_IF_ERROR(ApplyMemory(limits, report));
@@ -162,8 +161,9 @@ Status V1Cgroup::ApplyMemory(const Limits& limits, LimitReport& report) {
   std::string memsw = JoinPath(*dir, "memory.memsw.limit_in_bytes");
   if (!PathExists(memsw)) {
     if (limits.no_swap) {
-      report.Warn("memory.memsw.limit_in_bytes missing (swap accounting off, e.g. "
-                  "swapaccount=0): swap use is not limited");
+      report.Warn(
+          "memory.memsw.limit_in_bytes missing (swap accounting off, e.g. "
+          "swapaccount=0): swap use is not limited");
     }
     return WriteLimit("memory limit", mem, value);
   }
@@ -175,8 +175,7 @@ Status V1Cgroup::ApplyMemory(const Limits& limits, LimitReport& report) {
   // The kernel keeps memsw.limit >= limit at every write (EINVAL otherwise): raise memsw
   // before memory, lower memory before memsw.
   ASSIGN_OR_RETURN(auto current, ReadIntIfExists(mem));
-  if (V1MemswFirst(current.value_or(std::numeric_limits<int64_t>::max()),
-                   *limits.memory_bytes)) {
+  if (V1MemswFirst(current.value_or(std::numeric_limits<int64_t>::max()), *limits.memory_bytes)) {
     RETURN_IF_ERROR(WriteLimit("memory limit", memsw, value));
     return WriteLimit("memory limit", mem, value);
   }
@@ -194,8 +193,8 @@ Status V1Cgroup::ApplyCpu(double cpus, LimitReport& report) {
     return report.Missing("cpu limit", "file cpu.cfs_quota_us missing in " + *dir +
                                            " (kernel without CFS bandwidth control)");
   }
-  RETURN_IF_ERROR(WriteLimit("cpu limit", JoinPath(*dir, "cpu.cfs_period_us"),
-                             std::to_string(kCpuPeriodUsec)));
+  RETURN_IF_ERROR(
+      WriteLimit("cpu limit", JoinPath(*dir, "cpu.cfs_period_us"), std::to_string(kCpuPeriodUsec)));
   return WriteLimit("cpu limit", quota, std::to_string(CpuQuotaUsec(cpus)));
 }
 
@@ -216,8 +215,7 @@ Result<Stats> V1Cgroup::ReadStats() const {
     ASSIGN_OR_RETURN(auto failcnt, ReadIntIfExists(JoinPath(*dir, "memory.failcnt")));
     // With memsw limited the kernel charges memsw first, and a charge that fails there
     // never reaches the memory counter: then only memsw.failcnt counts the hits.
-    ASSIGN_OR_RETURN(auto memsw_failcnt,
-                     ReadIntIfExists(JoinPath(*dir, "memory.memsw.failcnt")));
+    ASSIGN_OR_RETURN(auto memsw_failcnt, ReadIntIfExists(JoinPath(*dir, "memory.memsw.failcnt")));
     ASSIGN_OR_RETURN(auto oom, ReadKeyedIfExists(JoinPath(*dir, "memory.oom_control")));
     if (oom) s.oom_kills = (*oom)["oom_kill"];
     // Some kernels (seen on 6.18) leave both failcnts at 0 even while OOM-killing at the
@@ -335,8 +333,9 @@ Result<std::unique_ptr<CgroupManager>> V1Manager::Create(const HierarchyInfo& in
                                                          ManagerOptions options) {
   std::vector<V1Dir> parents = V1Hierarchies(info);
   if (parents.empty()) {
-    return Error(ErrorCode::kUnsupported, "cgroup v1: none of memory, cpu, cpuacct, pids, "
-                                          "freezer is mounted");
+    return Error(ErrorCode::kUnsupported,
+                 "cgroup v1: none of memory, cpu, cpuacct, pids, "
+                 "freezer is mounted");
   }
   for (auto& p : parents) {
     for (const auto& component : parent) {

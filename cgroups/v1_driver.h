@@ -44,8 +44,7 @@ class V1Cgroup : public Cgroup {
 
   const std::string& name() const override { return name_; }
   std::vector<std::string> paths() const override;
-  Result<std::vector<std::string>> ApplyLimits(const Limits& limits,
-                                               bool allow_missing) override;
+  Result<std::vector<std::string>> ApplyLimits(const Limits& limits, bool allow_missing) override;
   int clone_into_fd() const override { return -1; }
   std::vector<int> attach_fds() const override;
   Status AddProcess(pid_t pid) override;

@@ -62,12 +62,12 @@ Status V2EnableControllers(const std::string& dir, const std::vector<std::string
 
 // ---- V2Cgroup ----
 
-Result<std::unique_ptr<V2Cgroup>> V2Cgroup::Open(const std::string& dir,
-                                                 const std::string& name, FsHooks hooks) {
+Result<std::unique_ptr<V2Cgroup>> V2Cgroup::Open(const std::string& dir, const std::string& name,
+                                                 FsHooks hooks) {
   ASSIGN_OR_RETURN(UniqueFd dir_fd, OpenPath(dir, O_RDONLY | O_DIRECTORY));
   ASSIGN_OR_RETURN(UniqueFd procs_fd, OpenPath(JoinPath(dir, "cgroup.procs"), O_WRONLY));
-  return std::unique_ptr<V2Cgroup>(new V2Cgroup(dir, name, std::move(dir_fd),
-                                                std::move(procs_fd), std::move(hooks)));
+  return std::unique_ptr<V2Cgroup>(
+      new V2Cgroup(dir, name, std::move(dir_fd), std::move(procs_fd), std::move(hooks)));
 }
 
 V2Cgroup::~V2Cgroup() {
@@ -75,8 +75,7 @@ V2Cgroup::~V2Cgroup() {
   if (!released_) (void)Destroy();
 }
 
-Result<std::vector<std::string>> V2Cgroup::ApplyLimits(const Limits& limits,
-                                                       bool allow_missing) {
+Result<std::vector<std::string>> V2Cgroup::ApplyLimits(const Limits& limits, bool allow_missing) {
   RETURN_IF_ERROR(ValidateLimits(limits));
   ASSIGN_OR_RETURN(auto controllers, Controllers(dir_));
   LimitReport report(allow_missing);
@@ -103,8 +102,9 @@ Result<std::vector<std::string>> V2Cgroup::ApplyLimits(const Limits& limits,
       std::string swap = JoinPath(dir_, "memory.swap.max");
       if (!PathExists(swap)) {
         if (limits.no_swap) {
-          report.Warn("memory.swap.max missing (kernel without swap accounting): swap use "
-                      "is not limited");
+          report.Warn(
+              "memory.swap.max missing (kernel without swap accounting): swap use "
+              "is not limited");
         }
       } else {
         RETURN_IF_ERROR(WriteLimit("memory limit", swap, limits.no_swap ? "0" : "max"));
@@ -210,9 +210,8 @@ Status V2Cgroup::KillByFreezing() {
       RETURN_IF_ERROR(WriteFile(freeze, "1"));
       ASSIGN_OR_RETURN(bool frozen, WaitUntil(
                                         [this]() -> Result<bool> {
-                                          ASSIGN_OR_RETURN(auto ev,
-                                                           ReadKeyedIfExists(JoinPath(
-                                                               dir_, "cgroup.events")));
+                                          ASSIGN_OR_RETURN(auto ev, ReadKeyedIfExists(JoinPath(
+                                                                        dir_, "cgroup.events")));
                                           return !ev || (*ev)["frozen"] == 1;
                                         },
                                         std::chrono::milliseconds(500)));

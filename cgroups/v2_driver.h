@@ -30,8 +30,7 @@ class V2Cgroup : public Cgroup {
 
   const std::string& name() const override { return name_; }
   std::vector<std::string> paths() const override { return {dir_}; }
-  Result<std::vector<std::string>> ApplyLimits(const Limits& limits,
-                                               bool allow_missing) override;
+  Result<std::vector<std::string>> ApplyLimits(const Limits& limits, bool allow_missing) override;
   int clone_into_fd() const override { return dir_fd_.get(); }
   std::vector<int> attach_fds() const override { return {procs_fd_.get()}; }
   Status AddProcess(pid_t pid) override;

@@ -9,5 +9,6 @@ namespace corral::cli {
 
 void AddRunCommand(CLI::App& app, int* exit_code);
 void AddCheckCommand(CLI::App& app, int* exit_code);
+void AddSandboxCommands(CLI::App& app, int* exit_code);  // create exec ps stats rm reap
 
 }  // namespace corral::cli

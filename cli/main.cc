@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   corral::cli::AddRunCommand(app, &exit_code);
   corral::cli::AddCheckCommand(app, &exit_code);
+  corral::cli::AddSandboxCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,111 +1,28 @@
 // `corral run [OPTIONS] -- CMD [ARGS...]`: flags -> JailSpec -> runtime::RunJail.
 #include <cstdio>
 #include <iostream>
-#include <optional>
-#include <string>
-#include <vector>
+#include <memory>
 
 #include "cli/commands.h"
-#include "runtime/config.h"
-#include "runtime/sizes.h"
+#include "cli/jail_flags.h"
+#include "cli/outcome_report.h"
 #include "runtime/supervisor.h"
 
 namespace corral::cli {
 
 namespace {
 
-// Raw flag values; only flags the user gave override the config file.
 struct RunFlags {
-  std::string config;
+  JailFlags jail;
   bool json = false;
   bool stdin_passthrough = false;
-  std::optional<std::string> rootfs, skills, user_data, acp_workspace, workdir, hostname, user,
-      seccomp, memory, output_limit, tmp_size;
-  std::optional<double> cpus, timeout;
-  std::optional<int64_t> pids, cpu_time;
-  std::vector<std::string> mounts, env, command;
+  std::vector<std::string> command;
 };
-
-void AddFlags(CLI::App* run, RunFlags* f) {
-  run->add_option("--config", f->config, "YAML config file (see config.example.yaml)");
-  run->add_flag("--json", f->json, "capture output and print one JSON outcome object");
-  run->add_flag("-i,--stdin", f->stdin_passthrough, "pass stdin through (default /dev/null)");
-  run->add_option("--rootfs", f->rootfs, "directory tree to use as / instead of host dirs");
-  run->add_option("--skills", f->skills, "host dir mounted read-only at /mnt/skills");
-  run->add_option("--user-data", f->user_data, "host dir mounted read-write at /mnt/user-data");
-  run->add_option("--acp-workspace", f->acp_workspace,
-                  "host dir mounted read-only at /mnt/acp-workspace");
-  run->add_option("-v,--mount", f->mounts, "HOST:CONTAINER[:ro|rw] bind mount (default ro)");
-  run->add_option("-e,--env", f->env, "K=V added to the command's environment");
-  run->add_option("-w,--workdir", f->workdir, "working directory inside the jail");
-  run->add_option("--hostname", f->hostname, "hostname inside the jail (default sandbox)");
-  run->add_option("--user", f->user, "UID[:GID] inside the jail (default 1000:1000)");
-  run->add_option("--seccomp", f->seccomp, "default | strict | unconfined | /path/profile.json");
-  run->add_option("--memory", f->memory, "memory limit, e.g. 256m (default 512m, no swap)");
-  run->add_option("--cpus", f->cpus, "CPU limit in cores, e.g. 0.5 (default 1.0)");
-  run->add_option("--pids-limit", f->pids, "max processes (default 256)");
-  run->add_option("--timeout", f->timeout, "wall-clock limit in seconds (default 600, 0=none)");
-  run->add_option("--cpu-time", f->cpu_time, "CPU-time limit in seconds (default none)");
-  run->add_option("--output-limit", f->output_limit, "bytes kept per stream (default 10m)");
-  run->add_option("--tmp-size", f->tmp_size, "size of /tmp (default 256m)");
-  run->add_option("command", f->command, "the command and its arguments (after --)")
-      ->required();
-}
-
-// Applies the flags to `spec`, collecting every problem.
-void ApplyFlags(const RunFlags& f, runtime::JailSpec* spec, std::vector<std::string>* problems) {
-  auto note = [&](const std::string& flag, const Error& e) {
-    problems->push_back(flag + ": " + e.message());
-  };
-  auto size = [&](const std::optional<std::string>& v, const char* flag, int64_t* out) {
-    if (!v) return;
-    auto parsed = runtime::ParseSize(*v);
-    parsed ? void(*out = *parsed) : note(flag, parsed.error());
-  };
-  if (f.rootfs) spec->rootfs = *f.rootfs;
-  if (f.skills) spec->skills_dir = *f.skills;
-  if (f.user_data) spec->user_data_dir = *f.user_data;
-  if (f.acp_workspace) spec->acp_workspace_dir = *f.acp_workspace;
-  if (f.workdir) spec->workdir = *f.workdir;
-  if (f.hostname) spec->hostname = *f.hostname;
-  if (f.seccomp) spec->seccomp_profile = *f.seccomp;
-  if (f.user) {
-    auto ids = runtime::ParseUserFlag(*f.user);
-    ids ? void(std::tie(spec->uid, spec->gid) = *ids) : note("--user", ids.error());
-  }
-  for (const auto& m : f.mounts) {
-    auto mount = runtime::ParseMountFlag(m);
-    mount ? spec->mounts.push_back(*mount) : note("--mount " + m, mount.error());
-  }
-  for (const auto& e : f.env) {
-    auto kv = runtime::ParseEnvFlag(e);
-    kv ? spec->env.push_back(*kv) : note("--env " + e, kv.error());
-  }
-  size(f.memory, "--memory", &spec->limits.memory_bytes);
-  size(f.output_limit, "--output-limit", &spec->limits.output_limit_bytes);
-  size(f.tmp_size, "--tmp-size", &spec->limits.tmp_size_bytes);
-  if (f.cpus) spec->limits.cpus = *f.cpus;
-  if (f.pids) spec->limits.pids = *f.pids;
-  if (f.timeout) spec->limits.timeout_seconds = *f.timeout;
-  if (f.cpu_time) spec->limits.cpu_time_seconds = *f.cpu_time;
-  spec->argv = f.command;
-}
 
 int Run(const RunFlags& flags) {
   runtime::JailSpec spec;
-  if (!flags.config.empty()) {
-    if (auto st = runtime::LoadConfigFile(flags.config, &spec); !st) {
-      std::fprintf(stderr, "corral: %s\n", st.error().message().c_str());
-      return 125;
-    }
-  }
-  std::vector<std::string> problems;
-  ApplyFlags(flags, &spec, &problems);
-  if (!problems.empty()) {
-    std::fprintf(stderr, "corral: invalid arguments:\n");
-    for (const auto& p : problems) std::fprintf(stderr, "  %s\n", p.c_str());
-    return 125;
-  }
+  if (!BuildSpec(flags.jail, &spec)) return 125;
+  spec.argv = flags.command;
   runtime::RunOptions options;
   options.capture_output = flags.json;
   options.pass_stdin = flags.stdin_passthrough;
@@ -114,18 +31,7 @@ int Run(const RunFlags& flags) {
     std::fprintf(stderr, "corral: %s\n", outcome.error().message().c_str());
     return 125;
   }
-  for (const auto& w : outcome->warnings) std::fprintf(stderr, "corral: warning: %s\n", w.c_str());
-  if (flags.json) {
-    std::cout << runtime::OutcomeToJson(*outcome) << std::endl;
-  } else if (outcome->setup_error) {
-    std::fprintf(stderr, "corral: %s\n", outcome->setup_error->ToString().c_str());
-  } else if (outcome->status == runtime::RunStatus::kTimedOut) {
-    std::fprintf(stderr, "corral: command timed out after %g s\n", spec.limits.timeout_seconds);
-  } else if (outcome->status == runtime::RunStatus::kOomKilled) {
-    std::fprintf(stderr, "corral: command killed: out of memory (limit %s)\n",
-                 runtime::FormatSize(spec.limits.memory_bytes).c_str());
-  }
-  return runtime::CliExitCode(*outcome);
+  return ReportOutcome(*outcome, spec.limits, flags.json);
 }
 
 }  // namespace
@@ -133,7 +39,11 @@ int Run(const RunFlags& flags) {
 void AddRunCommand(CLI::App& app, int* exit_code) {
   CLI::App* run = app.add_subcommand("run", "run one command in a fresh jail");
   auto flags = std::make_shared<RunFlags>();
-  AddFlags(run, flags.get());
+  AddJailFlags(run, &flags->jail);
+  run->add_flag("--json", flags->json, "capture output and print one JSON outcome object");
+  run->add_flag("-i,--stdin", flags->stdin_passthrough, "pass stdin through (default /dev/null)");
+  run->add_option("command", flags->command, "the command and its arguments (after --)")
+      ->required();
   run->callback([flags, exit_code] { *exit_code = Run(*flags); });
 }
 

@@ -27,8 +27,6 @@ namespace {
 
 // Exit status of a child whose setup failed; the parent reads the record, not this.
 constexpr int kSetupFailedExit = 125;
-// Fds the child juggles stdio through, out of the way of 0/1/2.
-constexpr int kStdioScratchFd = 100;
 
 bool CheckLifeline(const JailPlan& plan, int setup_fd) {
   if (!plan.die_with_parent) return true;
@@ -43,35 +41,8 @@ bool CheckLifeline(const JailPlan& plan, int setup_fd) {
   return true;
 }
 
-// dup2 through scratch fds so that, e.g., a stdout_fd of 0 is not clobbered by stdin.
-bool SetUpStdio(const SpawnRequest& request, int setup_fd) {
-  const int sources[3] = {request.stdin_fd, request.stdout_fd, request.stderr_fd};
-  int scratch[3];
-  for (int i = 0; i < 3; ++i) {
-    scratch[i] = ::fcntl(sources[i], F_DUPFD_CLOEXEC, kStdioScratchFd);
-    if (scratch[i] < 0) {
-      ReportSetupFailure(setup_fd, SetupStep::kStdio, errno, "dup stdio");
-      return false;
-    }
-  }
-  for (int i = 0; i < 3; ++i) {
-    if (::dup2(scratch[i], i) < 0) {
-      ReportSetupFailure(setup_fd, SetupStep::kStdio, errno, "dup2 stdio");
-      return false;
-    }
-    ::close(scratch[i]);
-  }
-  return true;
-}
-
 bool JoinCgroup(const SpawnRequest& request, int setup_fd) {
-  for (int fd : request.cgroup_attach_fds) {
-    // "0" means "the writing process" in both cgroup v1 and v2.
-    if (::write(fd, "0", 1) != 1) {
-      ReportSetupFailure(setup_fd, SetupStep::kCgroupAttach, errno, "write 0 to cgroup.procs");
-      return false;
-    }
-  }
+  if (!JoinCgroupThroughFds(request.cgroup_attach_fds, setup_fd)) return false;
   // Only now, inside the jail's cgroup, so that the cgroup namespace's root is that cgroup
   // and /proc/self/cgroup shows "/" rather than the host's cgroup path.
   if (request.plan->new_cgroup_ns && ::unshare(CLONE_NEWCGROUP) != 0) {
@@ -113,14 +84,15 @@ void SendReport(int status_fd, int wait_status) {
 
 // PID 1. One-shot: waits for the command, reports its status, exits (the kernel then
 // SIGKILLs everything left in the namespace: daemons, double-forked grandchildren).
-// Persistent: reaps forever.
+// Persistent (command = -1): reaps forever; an exec's processes are reparented to us when
+// the exec's parent (the corral CLI) goes away.
 [[noreturn]] void RunInit(const JailPlan& plan, pid_t command, int setup_fd, int status_fd) {
   SetProcessTitle("corral-init");
   sigset_t all;
   sigfillset(&all);
   ::sigprocmask(SIG_BLOCK, &all, nullptr);
   if (!HardenInit(plan, setup_fd)) {
-    ::kill(command, SIGKILL);
+    if (command > 0) ::kill(command, SIGKILL);
     ::_exit(kSetupFailedExit);
   }
   // Keep only status_fd: holding the command's stdout pipe or the setup channel open
@@ -130,7 +102,7 @@ void SendReport(int status_fd, int wait_status) {
   for (;;) {
     int status = 0;
     pid_t pid = ::wait4(-1, &status, 0, nullptr);
-    if (pid == command) {
+    if (command > 0 && pid == command) {
       SendReport(status_fd, status);
       if (plan.init_mode == InitMode::kOneShot) ::_exit(0);
     }
@@ -150,11 +122,12 @@ void SendReport(int status_fd, int wait_status) {
 
 void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
   const JailPlan& plan = *request.plan;
-  if (!CheckLifeline(plan, setup_fd) || !SetUpStdio(request, setup_fd) ||
+  if (!CheckLifeline(plan, setup_fd) || !RedirectStdio(request.stdin_fd, request.stdout_fd, request.stderr_fd, setup_fd) ||
       !JoinCgroup(request, setup_fd) || !BuildRoot(plan, setup_fd) ||
       !SetUpUtsAndNet(plan, setup_fd)) {
     ::_exit(kSetupFailedExit);
   }
+  if (plan.init_mode == InitMode::kPersistent) RunInit(plan, -1, setup_fd, status_fd);
   pid_t command = static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
   if (command < 0) {
     ReportSetupFailure(setup_fd, SetupStep::kFork, errno, "fork command");

@@ -13,9 +13,15 @@
 //   -> rlimits -> chdir -> no_new_privs -> mark fds CLOEXEC -> seccomp -> execve.
 #pragma once
 
+#include <vector>
+
 #include "jail/plan.h"
 
 namespace corral::jail {
+
+// jail/entry_steps.cc: before hardening, in both entries.
+bool RedirectStdio(int stdin_fd, int stdout_fd, int stderr_fd, int report_fd);
+bool JoinCgroupThroughFds(const std::vector<int>& attach_fds, int report_fd);
 
 // jail/caps.cc
 bool LockSecurebitsAndDropBounding(int report_fd);

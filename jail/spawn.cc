@@ -63,6 +63,13 @@ std::optional<InitReport> JailProcess::TakeReport() {
   return report;
 }
 
+pid_t JailProcess::Release() {
+  pidfd_.Reset();
+  setup_fd_.Reset();
+  status_fd_.Reset();
+  return std::exchange(pid_, -1);
+}
+
 void JailProcess::Kill(int sig) {
   if (pid_ <= 0) return;
   // The pidfd cannot hit a recycled pid; fall back to kill() only without one.

@@ -65,6 +65,9 @@ class JailProcess {
   // reaped tree. Only once.
   Result<int> Reap(struct rusage* usage);
   bool reaped() const { return pid_ <= 0; }
+  // Gives up ownership: the process keeps running and is no longer killed or reaped here
+  // (a persistent sandbox's init outlives the corral that created it).
+  pid_t Release();
 
  private:
   pid_t pid_ = -1;

@@ -112,38 +112,56 @@ Status PrepareHostDirs(const JailSpec& spec) {
   return Ok();
 }
 
+namespace {
+
+// What a fresh jail and an exec into a persistent sandbox share: who the command runs as,
+// its limits, argv/envp and filter.
+Status PlanCommand(const JailSpec& spec, jail::JailPlan* plan) {
+  plan->uid = spec.uid;
+  plan->gid = spec.gid;
+  AddRlimits(spec, plan);
+  plan->workdir = spec.workdir ? *spec.workdir
+                               : (spec.user_data_dir ? std::string(kUserDataPath) + "/workspace"
+                                                     : std::string("/"));
+  plan->argv_storage = spec.argv;
+  for (const auto& [name, value] : CommandEnvironment(spec)) {
+    plan->envp_storage.push_back(name + "=" + value);
+    if (name == "PATH") plan->path_dirs = SplitPath(value);
+  }
+  plan->FinalizePointers();
+  auto seccomp = CompileProfile(spec.seccomp_profile);
+  if (!seccomp) return seccomp.error().WithContext("seccomp profile " + spec.seccomp_profile);
+  plan->seccomp = std::move(*seccomp);
+  return Ok();
+}
+
+}  // namespace
+
+unsigned NamespaceFlags(const NamespaceSpec& ns) {
+  unsigned flags = CLONE_NEWNS;
+  if (ns.pid) flags |= CLONE_NEWPID;
+  if (ns.uts) flags |= CLONE_NEWUTS;
+  if (ns.ipc) flags |= CLONE_NEWIPC;
+  if (ns.net) flags |= CLONE_NEWNET;
+  return flags;
+}
+
 Result<jail::JailPlan> Plan(const JailSpec& spec) {
   jail::JailPlan plan;
   const NamespaceSpec& ns = spec.namespaces;
-  plan.clone_flags = CLONE_NEWNS;
-  if (ns.pid) plan.clone_flags |= CLONE_NEWPID;
-  if (ns.uts) plan.clone_flags |= CLONE_NEWUTS;
-  if (ns.ipc) plan.clone_flags |= CLONE_NEWIPC;
-  if (ns.net) plan.clone_flags |= CLONE_NEWNET;
+  plan.clone_flags = NamespaceFlags(ns);
   plan.new_cgroup_ns = ns.cgroup;
   plan.loopback_up = ns.net;
   if (ns.uts) plan.hostname = spec.hostname;
-
   plan.staging_dir = kStagingDir;
   RETURN_IF_ERROR(AddRootLayout(spec, &plan));
+  RETURN_IF_ERROR(PlanCommand(spec, &plan));
+  return plan;
+}
 
-  plan.uid = spec.uid;
-  plan.gid = spec.gid;
-  AddRlimits(spec, &plan);
-  plan.workdir = spec.workdir ? *spec.workdir
-                              : (spec.user_data_dir ? std::string(kUserDataPath) + "/workspace"
-                                                    : std::string("/"));
-
-  plan.argv_storage = spec.argv;
-  for (const auto& [name, value] : CommandEnvironment(spec)) {
-    plan.envp_storage.push_back(name + "=" + value);
-    if (name == "PATH") plan.path_dirs = SplitPath(value);
-  }
-  plan.FinalizePointers();
-
-  auto seccomp = CompileProfile(spec.seccomp_profile);
-  if (!seccomp) return seccomp.error().WithContext("seccomp profile " + spec.seccomp_profile);
-  plan.seccomp = std::move(*seccomp);
+Result<jail::JailPlan> PlanExec(const JailSpec& spec) {
+  jail::JailPlan plan;
+  RETURN_IF_ERROR(PlanCommand(spec, &plan));
   return plan;
 }
 

@@ -30,6 +30,14 @@ Status PrepareHostDirs(const JailSpec& spec);
 // The spec must have passed Validate().
 Result<jail::JailPlan> Plan(const JailSpec& spec);
 
+// For an exec into a persistent sandbox: the command's identity, limits, argv/envp and
+// seccomp filter only — the namespaces and root already exist.
+Result<jail::JailPlan> PlanExec(const JailSpec& spec);
+
+// CLONE_NEW* for the spec's namespaces (mount always; never CLONE_NEWCGROUP, which the
+// child unshares after joining its cgroup).
+unsigned NamespaceFlags(const NamespaceSpec& ns);
+
 // The environment a command starts with: a small fixed default (PATH, HOME, USER, LOGNAME,
 // SHELL, LANG, and TERM if the caller has one), overridden/extended by spec.env.
 std::vector<std::pair<std::string, std::string>> CommandEnvironment(const JailSpec& spec);

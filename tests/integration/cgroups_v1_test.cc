@@ -6,8 +6,8 @@
 //     controller (see tests/vm/README.md).
 // Each test works below its own parent "corral-test-<pid>-<n>" and removes it. Figures
 // (time to kill, OOM detection, cpu usage) are printed as "[measure] ..." lines.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
@@ -90,10 +90,11 @@ class CgroupsRealTest : public test::LeakCheckedTest {
     // The tests check enforcement, so the auto rule must accept this driver here.
     auto picked = SelectDriver(*info, "auto");
     if (!info->driver || !picked || DriverName(*picked) != std::string(kDriver)) {
-      CORRAL_SKIP_OR_FAIL(std::string("cgroup ") + kDriver + " with memory, cpu and pids is "
-                          "not available here: " +
-                          (picked ? std::string("auto picks ") + DriverName(*picked)
-                                  : picked.error().message()));
+      CORRAL_SKIP_OR_FAIL(
+          std::string("cgroup ") + kDriver +
+          " with memory, cpu and pids is "
+          "not available here: " +
+          (picked ? std::string("auto picks ") + DriverName(*picked) : picked.error().message()));
     }
     info_ = *info;
     static int counter = 0;
@@ -223,8 +224,8 @@ TEST_F(CgroupsRealTest, MemoryHogIsOomKilled) {
     EXPECT_GE(*stats->memory_peak_bytes, 16 << 20) << "peak implausibly low";
   }
   Measure("OOM kill of a 512 MiB hog under 32 MiB (spawn to reaped)",
-          std::to_string(static_cast<int>(ms)) + " ms, oom_kills=" +
-              std::to_string(stats->oom_kills) + ", peak=" +
+          std::to_string(static_cast<int>(ms)) +
+              " ms, oom_kills=" + std::to_string(stats->oom_kills) + ", peak=" +
               (stats->memory_peak_bytes ? std::to_string(*stats->memory_peak_bytes) : "n/a"));
   ASSERT_TRUE(cg->Destroy());
 }
@@ -269,9 +270,8 @@ TEST_F(CgroupsRealTest, ForkBombStopsAtPidsMaxAndKillAllLeavesNothing) {
   auto start = Clock::now();
   ASSERT_TRUE(cg->KillAll());
   double ms = MsSince(start);
-  Measure("KillAll of a fork bomb at pids.max=32", std::to_string(ms) + " ms (" +
-                                                       std::to_string(before->size()) +
-                                                       " processes)");
+  Measure("KillAll of a fork bomb at pids.max=32",
+          std::to_string(ms) + " ms (" + std::to_string(before->size()) + " processes)");
   auto after = cg->Processes();
   ASSERT_TRUE(after);
   EXPECT_TRUE(after->empty());
@@ -354,15 +354,15 @@ TEST_F(CgroupsRealTest, CpuLimitThrottlesABusyLoop) {
 TEST_F(CgroupsRealTest, AttachFdsAndAddProcessMoveProcessesIn) {
   auto cg = MakeCgroup(Limits{});
   ASSERT_TRUE(cg);
-  auto [attached, rd] = Spawn(*cg, [](int) -> int { PauseForever(); }, /*use_clone3=*/false);
+  auto [attached, rd] = Spawn(
+      *cg, [](int) -> int { PauseForever(); }, /*use_clone3=*/false);
   pid_t outside = ::fork();
   if (outside == 0) PauseForever();
   spawned_.push_back(outside);
   ASSERT_TRUE(cg->AddProcess(outside));
   auto procs = cg->Processes();
   ASSERT_TRUE(procs);
-  EXPECT_EQ(*procs, (std::vector<pid_t>{std::min(attached, outside),
-                                        std::max(attached, outside)}));
+  EXPECT_EQ(*procs, (std::vector<pid_t>{std::min(attached, outside), std::max(attached, outside)}));
   ASSERT_TRUE(cg->KillAll());
   EXPECT_TRUE(KilledBy(WaitFor(attached), SIGKILL));
   EXPECT_TRUE(KilledBy(WaitFor(outside), SIGKILL));

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <vector>
 
 #include "tests/probe/json_writer.h"
 #include "tests/probe/probe.h"
@@ -55,8 +56,8 @@ void AddIds(JsonWriter& j) {
   j.Field("uid", static_cast<long long>(ruid)).Field("euid", static_cast<long long>(euid));
   j.Field("suid", static_cast<long long>(suid)).Field("gid", static_cast<long long>(rgid));
   j.Field("egid", static_cast<long long>(egid)).Field("sgid", static_cast<long long>(sgid));
-  gid_t groups[NGROUPS_MAX];
-  int n = getgroups(NGROUPS_MAX, groups);
+  std::vector<gid_t> groups(NGROUPS_MAX);  // 256 KiB: too much for a small jail stack
+  int n = getgroups(static_cast<int>(groups.size()), groups.data());
   j.Key("groups").BeginArray();
   for (int i = 0; i < n; ++i) j.Int(groups[i]);
   j.EndArray();

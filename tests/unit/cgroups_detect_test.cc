@@ -134,8 +134,7 @@ TEST_F(DetectTest, NothingUsableExplainsWhatIsMissing) {
   auto info = Detect(o);
   ASSERT_TRUE(info) << info.error().message();
   EXPECT_FALSE(info->driver.has_value());
-  EXPECT_NE(info->unusable_reason.find("lacks controllers memory, cpu, pids"),
-            std::string::npos)
+  EXPECT_NE(info->unusable_reason.find("lacks controllers memory, cpu, pids"), std::string::npos)
       << info->unusable_reason;
   EXPECT_NE(info->unusable_reason.find("pids, freezer"), std::string::npos)
       << info->unusable_reason;

@@ -100,14 +100,18 @@ class FakeCgroupFs {
     }
     for (const auto& c : controllers) {
       if (c == "memory" && h->v2) {
-        files.insert({{"memory.max", "max"}, {"memory.swap.max", "max"},
-                      {"memory.current", "0"}, {"memory.peak", "0"},
+        files.insert({{"memory.max", "max"},
+                      {"memory.swap.max", "max"},
+                      {"memory.current", "0"},
+                      {"memory.peak", "0"},
                       {"memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"}});
       } else if (c == "memory") {
         files.insert({{"memory.limit_in_bytes", "9223372036854771712"},
                       {"memory.memsw.limit_in_bytes", "9223372036854771712"},
-                      {"memory.usage_in_bytes", "0"}, {"memory.max_usage_in_bytes", "0"},
-                      {"memory.failcnt", "0"}, {"memory.use_hierarchy", "1"},
+                      {"memory.usage_in_bytes", "0"},
+                      {"memory.max_usage_in_bytes", "0"},
+                      {"memory.failcnt", "0"},
+                      {"memory.use_hierarchy", "1"},
                       {"memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n"}});
       } else if (c == "cpu" && h->v2) {
         files.insert({{"cpu.max", "max 100000"},
@@ -115,7 +119,8 @@ class FakeCgroupFs {
       } else if (c == "cpu") {
         files.insert({{"cpu.cfs_period_us", "100000"}, {"cpu.cfs_quota_us", "-1"}});
       } else if (c == "cpuacct") {
-        files.insert({{"cpuacct.usage_user", "0"}, {"cpuacct.usage_sys", "0"},
+        files.insert({{"cpuacct.usage_user", "0"},
+                      {"cpuacct.usage_sys", "0"},
                       {"cpuacct.stat", "user 0\nsystem 0\n"}});
       } else if (c == "pids" && dir != Path(h->mount)) {
         files.insert({{"pids.max", "max"}, {"pids.current", "0"}, {"pids.events", "max 0\n"}});
@@ -154,7 +159,7 @@ FakeCgroupFs ComountedV1() {
 }
 
 FakeCgroupFs PureV2(std::vector<std::string> controllers = {"cpuset", "cpu", "io", "memory",
-                                                           "pids"}) {
+                                                            "pids"}) {
   return FakeCgroupFs({{"/sys/fs/cgroup", true, std::move(controllers)}});
 }
 
@@ -257,8 +262,9 @@ TEST(CgroupsV1Test, MissingControllerIsUnsupportedUnlessAllowed) {
   auto lax = (*cg)->ApplyLimits(SomeLimits(), true);
   ASSERT_TRUE(lax) << lax.error().message();
   ASSERT_EQ(lax->size(), 2u);
-  EXPECT_EQ((*lax)[0], "cpu limit: controller 'cpu' not available in cgroup v1 hierarchy "
-                       "(skipped)");
+  EXPECT_EQ((*lax)[0],
+            "cpu limit: controller 'cpu' not available in cgroup v1 hierarchy "
+            "(skipped)");
   EXPECT_NE((*lax)[1].find("pids limit: controller 'pids'"), std::string::npos);
   EXPECT_EQ(fs.Read("/sys/fs/cgroup/memory/corral/a/memory.limit_in_bytes"), "67108864");
 

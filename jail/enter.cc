@@ -1,0 +1,83 @@
+#include "jail/enter.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "jail/hardening.h"
+#include "jail/setup_record.h"
+
+namespace corral::jail {
+
+namespace {
+
+constexpr int kSetupFailedExit = 125;
+
+[[noreturn]] void RunEnterChild(const EnterRequest& r, int setup_fd) {
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kLifeline, errno, "PR_SET_PDEATHSIG");
+    ::_exit(kSetupFailedExit);
+  }
+  if (!RedirectStdio(r.stdin_fd, r.stdout_fd, r.stderr_fd, setup_fd) ||
+      !JoinCgroupThroughFds(r.cgroup_attach_fds, setup_fd)) {
+    ::_exit(kSetupFailedExit);
+  }
+  unsigned flags = r.ns_flags & ~static_cast<unsigned>(CLONE_NEWPID);
+  if (flags != 0 && ::setns(r.init_pidfd, static_cast<int>(flags)) != 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kMount, errno, "setns into the sandbox");
+    ::_exit(kSetupFailedExit);
+  }
+  HardenAndExec(*r.plan, setup_fd);
+  ::_exit(kSetupFailedExit);
+}
+
+}  // namespace
+
+Result<JailProcess> SpawnInto(const EnterRequest& r) {
+  int setup[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, setup) != 0) {
+    return Error::FromErrno(errno, "socketpair");
+  }
+  UniqueFd setup_parent(setup[0]), setup_child(setup[1]);
+
+  bool enter_pid_ns = (r.ns_flags & CLONE_NEWPID) != 0;
+  UniqueFd own_pid_ns;
+  if (enter_pid_ns) {
+    own_pid_ns.Reset(::open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
+    if (!own_pid_ns) return Error::FromErrno(errno, "open /proc/self/ns/pid");
+    if (::setns(r.init_pidfd, CLONE_NEWPID) != 0) {
+      return Error::FromErrno(errno, "setns into the sandbox's PID namespace");
+    }
+  }
+  clone_args args{};
+  int pidfd = -1;
+  args.flags = CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  if (r.cgroup_fd >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(r.cgroup_fd);
+  }
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  int clone_errno = errno;
+  if (pid == 0) {
+    ::close(setup_parent.get());
+    RunEnterChild(r, setup_child.get());
+  }
+  // Back to our own namespace for any later children.
+  if (enter_pid_ns && ::setns(own_pid_ns.get(), CLONE_NEWPID) != 0) {
+    return Error::FromErrno(errno, "setns back to corral's PID namespace");
+  }
+  if (pid < 0) return Error::FromErrno(clone_errno, "clone into sandbox");
+  return JailProcess(static_cast<pid_t>(pid), UniqueFd(pidfd), std::move(setup_parent),
+                     UniqueFd());
+}
+
+}  // namespace corral::jail

@@ -1,0 +1,35 @@
+// SpawnInto(): start a command inside the namespaces of a running persistent sandbox.
+//
+// The parent points its pid_for_children at the sandbox's PID namespace (setns on the
+// init's pidfd), clones the child — which is therefore born inside that namespace and is
+// still the parent's own child, so it can be waited for directly — and switches back. The
+// child joins its cgroup, setns()es into the sandbox's mount, UTS, IPC, network and cgroup
+// namespaces through the same pidfd (the mount namespace brings the sandbox's root with
+// it), then runs the same hardening pipeline as a fresh jail (jail/hardening.h) and execs.
+// The cost over a bare fork+exec is one setns in the parent and one in the child.
+#pragma once
+
+#include <vector>
+
+#include "base/result.h"
+#include "jail/plan.h"
+#include "jail/spawn.h"
+
+namespace corral::jail {
+
+struct EnterRequest {
+  const JailPlan* plan = nullptr;  // identity, argv/envp, rlimits, seccomp; no mounts
+  int init_pidfd = -1;             // pidfd of the sandbox's init
+  unsigned ns_flags = 0;           // CLONE_NEW* of the sandbox, CLONE_NEWPID included
+  int stdin_fd = 0;
+  int stdout_fd = 1;
+  int stderr_fd = 2;
+  int cgroup_fd = -1;                  // v2: clone3(CLONE_INTO_CGROUP)
+  std::vector<int> cgroup_attach_fds;  // v1: the child writes "0" into each
+};
+
+// The returned JailProcess is the command itself (no init between), without a status
+// channel: Reap() gives the command's own wait status.
+Result<JailProcess> SpawnInto(const EnterRequest& request);
+
+}  // namespace corral::jail

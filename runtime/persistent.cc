@@ -1,0 +1,298 @@
+#include "runtime/persistent.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <spdlog/spdlog.h>
+
+#include "base/scope_guard.h"
+#include "jail/enter.h"
+#include "jail/spawn.h"
+#include "runtime/config.h"
+#include "runtime/jail_cgroup.h"
+#include "runtime/planner.h"
+#include "runtime/watch.h"
+
+namespace corral::runtime {
+
+namespace {
+
+constexpr int kInitSetupTimeoutMs = 30000;
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string RandomId() {
+  unsigned char bytes[6];
+  if (::getrandom(bytes, sizeof bytes, 0) != sizeof bytes) {
+    uint64_t t = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^ ::getpid();
+    std::memcpy(bytes, &t, sizeof bytes);
+  }
+  char hex[13];
+  for (int i = 0; i < 6; ++i) std::snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
+  return hex;
+}
+
+Result<std::unique_ptr<cgroups::CgroupManager>> ManagerFor(const JailSpec& spec) {
+  cgroups::ManagerOptions options;
+  options.driver = spec.cgroups.driver;
+  options.parent = spec.cgroups.parent;
+  return cgroups::CgroupManager::Create(options);
+}
+
+// A pidfd for the recorded init, or an error saying the sandbox is dead. The start time
+// check makes a recycled pid look dead rather than like the sandbox.
+Result<UniqueFd> OpenInit(const SandboxRecord& r) {
+  std::optional<uint64_t> ticks = ProcessStartTicks(r.init_pid);
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, r.init_pid, 0)));
+  if (!ticks || *ticks != r.init_start_ticks || !pidfd) {
+    return Error(ErrorCode::kNotFound,
+                 "sandbox '" + r.name + "' is dead: its init (pid " +
+                     std::to_string(r.init_pid) + ") is gone; `corral rm " + r.name +
+                     "` cleans it up");
+  }
+  return pidfd;
+}
+
+bool InitAlive(const SandboxRecord& r) {
+  std::optional<uint64_t> ticks = ProcessStartTicks(r.init_pid);
+  return ticks && *ticks == r.init_start_ticks;
+}
+
+std::string ExecCgroupName() {
+  static std::atomic<int> counter{0};
+  return "exec-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
+// Tears a sandbox down, whatever state it is in.
+Status Teardown(SandboxStore& store, const SandboxRecord& r) {
+  auto manager = ManagerFor(r.spec);
+  bool cgroup_gone = false;
+  if (manager) {
+    auto cg = (*manager)->OpenCgroup(r.cgroup_name);
+    if (cg) {
+      RETURN_IF_ERROR((*cg)->Destroy());  // kills the init, every exec, every daemon
+      cgroup_gone = true;
+    } else if (cg.error().code() == ErrorCode::kNotFound) {
+      cgroup_gone = true;
+    }
+  }
+  // Without a cgroup the init is the handle: killing PID 1 ends the PID namespace.
+  if (!cgroup_gone || InitAlive(r)) {
+    if (auto pidfd = OpenInit(r)) ::syscall(SYS_pidfd_send_signal, pidfd->get(), SIGKILL, 0, 0);
+  }
+  return store.Forget(r.name);
+}
+
+}  // namespace
+
+std::vector<std::string> ReapIdleSandboxes() {
+  std::vector<std::string> removed;
+  auto store = SandboxStore::Open();
+  if (!store) return removed;
+  double now = UnixNow();
+  for (const SandboxRecord& r : store->List()) {
+    if (r.idle_timeout_seconds <= 0 || !InitAlive(r)) continue;
+    if (now - store->LastUsed(r.name) < r.idle_timeout_seconds) continue;
+    // An exec in progress holds the lock shared: such a sandbox is not idle.
+    auto lock = store->Lock(r.name, /*shared=*/false, /*wait=*/false);
+    if (!lock) continue;
+    if (auto st = Teardown(*store, r); st) {
+      removed.push_back(r.name);
+    } else {
+      spdlog::warn("removing idle sandbox {}: {}", r.name, st.error().message());
+    }
+  }
+  return removed;
+}
+
+Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  ReapIdleSandboxes();
+  SandboxRecord record;
+  record.id = RandomId();
+  record.name = request.name.empty() ? record.id : request.name;
+  record.cgroup_name = "sbx-" + record.name;
+  record.created_at = UnixNow();
+  record.idle_timeout_seconds = request.idle_timeout_seconds;
+  record.spec = request.spec;
+  record.spec.argv = {"corral-init"};  // the init; execs bring their own argv
+  std::vector<std::string> problems = Validate(record.spec);
+  if (!problems.empty()) {
+    std::string text = "invalid configuration:";
+    for (const auto& p : problems) text += "\n  " + p;
+    return Error(ErrorCode::kInvalidArgument, text);
+  }
+  RETURN_IF_ERROR(store.Claim(record.name));
+  ScopeGuard forget([&] { (void)store.Forget(record.name); });
+
+  ASSIGN_OR_RETURN(auto manager, ManagerFor(record.spec));
+  ASSIGN_OR_RETURN(auto sandbox_cg, manager->CreateCgroup(record.cgroup_name));
+  auto warnings = sandbox_cg->ApplyLimits(CgroupLimitsFor(record.spec.limits),
+                                          record.spec.unsafe.allow_missing_limits);
+  if (!warnings) return warnings.error();
+  for (const auto& w : *warnings) spdlog::warn("{}", w);
+  ASSIGN_OR_RETURN(auto init_cg, sandbox_cg->CreateChild("init"));
+
+  RETURN_IF_ERROR(PrepareHostDirs(record.spec));
+  ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(record.spec));
+  plan.init_mode = jail::InitMode::kPersistent;
+  plan.die_with_parent = false;
+  UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!dev_null) return Error::FromErrno(errno, "/dev/null");
+
+  jail::SpawnRequest spawn;
+  spawn.plan = &plan;
+  spawn.stdin_fd = spawn.stdout_fd = spawn.stderr_fd = dev_null.get();
+  spawn.cgroup_fd = init_cg->clone_into_fd();
+  if (spawn.cgroup_fd < 0) spawn.cgroup_attach_fds = init_cg->attach_fds();
+  ASSIGN_OR_RETURN(jail::JailProcess init, jail::Spawn(spawn));
+  ASSIGN_OR_RETURN(auto setup, init.AwaitSetup(kInitSetupTimeoutMs));
+  if (setup) {
+    return Error(ErrorCode::kSetupFailed, setup->ToString(), setup->err);
+  }
+  record.init_pid = init.pid();
+  record.init_start_ticks = ProcessStartTicks(init.pid()).value_or(0);
+  record.ns_flags = NamespaceFlags(record.spec.namespaces) |
+                    (record.spec.namespaces.cgroup ? CLONE_NEWCGROUP : 0);
+  RETURN_IF_ERROR(store.Save(record));
+  // From here on the sandbox outlives us.
+  init.Release();
+  init_cg->Release();
+  sandbox_cg->Release();
+  forget.Dismiss();
+  return record;
+}
+
+Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  ReapIdleSandboxes();
+  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(request.sandbox));
+  // Held for the whole exec: an idle sweep must not remove a sandbox that is in use.
+  ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(record.name, /*shared=*/true));
+  ASSIGN_OR_RETURN(UniqueFd init_pidfd, OpenInit(record));
+  if (request.argv.empty()) return Error(ErrorCode::kInvalidArgument, "exec: no command given");
+
+  JailSpec spec = record.spec;
+  spec.argv = request.argv;
+  for (const auto& kv : request.env) spec.env.push_back(kv);
+  if (request.workdir) spec.workdir = request.workdir;
+  if (request.timeout_seconds) spec.limits.timeout_seconds = *request.timeout_seconds;
+  Clock::time_point start = Clock::now();
+  (void)store.TouchLastUsed(record.name);
+
+  std::unique_ptr<cgroups::Cgroup> exec_cg;
+  if (auto manager = ManagerFor(spec)) {
+    ASSIGN_OR_RETURN(auto sandbox_cg, (*manager)->OpenCgroup(record.cgroup_name));
+    sandbox_cg->Release();  // only a handle; the sandbox's cgroup is not ours to remove
+    ASSIGN_OR_RETURN(exec_cg, sandbox_cg->CreateChild(ExecCgroupName()));
+  } else if (!spec.unsafe.allow_missing_limits) {
+    return manager.error();
+  }
+  ASSIGN_OR_RETURN(jail::JailPlan plan, PlanExec(spec));
+  ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
+  RunOutcome outcome;
+  outcome.captured = request.io.capture_output;
+  SignalGuard signals;
+
+  jail::EnterRequest enter;
+  enter.plan = &plan;
+  enter.init_pidfd = init_pidfd.get();
+  enter.ns_flags = record.ns_flags;
+  enter.stdin_fd = io.child_stdin();
+  enter.stdout_fd = io.child_stdout();
+  enter.stderr_fd = io.child_stderr();
+  if (exec_cg) {
+    enter.cgroup_fd = exec_cg->clone_into_fd();
+    if (enter.cgroup_fd < 0) enter.cgroup_attach_fds = exec_cg->attach_fds();
+  }
+  ASSIGN_OR_RETURN(jail::JailProcess command, jail::SpawnInto(enter));
+  io.CloseChildEnds();
+
+  OutputCapture out(spec.limits.output_limit_bytes);
+  OutputCapture err(spec.limits.output_limit_bytes);
+  Watch watch;
+  watch.process = &command;
+  watch.cgroup = exec_cg.get();
+  watch.io = &io;
+  watch.out = &out;
+  watch.err = &err;
+  watch.signal_fd = signals.fd();
+  SetDeadline(watch, spec.limits, start);
+  ASSIGN_OR_RETURN(auto setup, command.AwaitSetup(kInitSetupTimeoutMs));
+  if (setup) {
+    outcome.status = RunStatus::kSetupFailed;
+    outcome.setup_error = std::move(*setup);
+  }
+  WaitForExit(watch);
+  rusage usage{};
+  auto status = command.Reap(&usage);
+  // What the command left running in the background stays; its output is not waited for.
+  DrainAvailable(watch);
+  cgroups::Stats stats;
+  if (exec_cg) {
+    if (auto s = exec_cg->ReadStats()) stats = *s;
+  }
+  outcome.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  FillOutcome(spec.limits, status ? *status : 0, watch, stats, usage, &outcome);
+  if (exec_cg) {
+    auto left = exec_cg->Processes();
+    if (left && left->empty()) {
+      (void)exec_cg->Destroy();
+    } else {
+      exec_cg->Release();  // background processes live on; `rm` removes the cgroup
+    }
+  }
+  return outcome;
+}
+
+Status RemoveSandbox(const std::string& name_or_id) {
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(name_or_id));
+  // rm is authoritative: it does not wait for running execs, it kills them.
+  auto lock = store.Lock(record.name, /*shared=*/false, /*wait=*/false);
+  (void)lock;
+  return Teardown(store, record);
+}
+
+Result<SandboxInfo> InspectSandbox(const std::string& name_or_id) {
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(name_or_id));
+  SandboxInfo info;
+  double now = UnixNow();
+  info.alive = InitAlive(record);
+  info.age_seconds = now - record.created_at;
+  info.idle_seconds = now - store.LastUsed(record.name);
+  if (auto manager = ManagerFor(record.spec)) {
+    if (auto cg = (*manager)->OpenCgroup(record.cgroup_name)) {
+      (*cg)->Release();
+      if (auto stats = (*cg)->ReadStats()) info.stats = *stats;
+      if (auto procs = (*cg)->Processes()) info.processes = procs->size();
+    }
+  }
+  info.record = std::move(record);
+  return info;
+}
+
+std::vector<SandboxInfo> ListSandboxes() {
+  ReapIdleSandboxes();
+  std::vector<SandboxInfo> out;
+  auto store = SandboxStore::Open();
+  if (!store) return out;
+  for (const SandboxRecord& r : store->List()) {
+    if (auto info = InspectSandbox(r.name)) out.push_back(std::move(*info));
+  }
+  return out;
+}
+
+}  // namespace corral::runtime

@@ -1,0 +1,69 @@
+// Persistent sandboxes: create once, exec many times, background processes live on.
+//
+// A persistent sandbox is a jail whose init (PID 1, jail/child.cc in InitMode::kPersistent)
+// holds the namespaces and the root and reaps orphans, in a sandbox-wide cgroup
+// "sbx-<name>" carrying the limits. The init lives in the leaf "sbx-<name>/init" and each
+// exec in a leaf of its own, "sbx-<name>/exec-<pid>-<n>" (cgroup v2 allows processes only
+// in leaves once controllers are enabled below a cgroup), so an exec's timeout can kill
+// exactly that exec's tree. The init survives the corral that created it; the record in
+// runtime/sandbox_store.h lets later invocations find it.
+//
+// Idle timeouts are enforced lazily: every create/exec/ps/rm (and `corral reap`) removes
+// sandboxes whose last exec is older than their idle timeout. There is no daemon to do it
+// in between.
+// Parent side.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "cgroups/cgroup.h"
+#include "runtime/outcome.h"
+#include "runtime/sandbox_store.h"
+#include "runtime/spec.h"
+#include "runtime/supervisor.h"
+
+namespace corral::runtime {
+
+struct CreateRequest {
+  JailSpec spec;               // argv is ignored
+  std::string name;            // empty: the generated id is the name
+  double idle_timeout_seconds = 0;  // 0 = never
+};
+
+Result<SandboxRecord> CreateSandbox(const CreateRequest& request);
+
+struct ExecRequest {
+  std::string sandbox;  // name or id
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;  // this exec only
+  std::optional<std::string> workdir;
+  std::optional<double> timeout_seconds;  // default: the sandbox's limits.timeout
+  RunOptions io;
+};
+
+// Errors: the sandbox does not exist, or is dead (its init is gone) — never a hang.
+Result<RunOutcome> ExecInSandbox(const ExecRequest& request);
+
+// Kills everything inside, removes the cgroups and the record. The sandbox's mounts live
+// only in its mount namespace, which the kernel frees with its last process.
+Status RemoveSandbox(const std::string& name_or_id);
+
+struct SandboxInfo {
+  SandboxRecord record;
+  bool alive = false;  // the recorded init still runs (same pid, same start time)
+  double age_seconds = 0;
+  double idle_seconds = 0;
+  std::optional<cgroups::Stats> stats;  // sandbox-wide
+  size_t processes = 0;
+};
+
+std::vector<SandboxInfo> ListSandboxes();
+Result<SandboxInfo> InspectSandbox(const std::string& name_or_id);
+
+// Removes sandboxes idle longer than their idle timeout; returns their names.
+std::vector<std::string> ReapIdleSandboxes();
+
+}  // namespace corral::runtime

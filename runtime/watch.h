@@ -1,0 +1,98 @@
+// Watching a running command: the wait loop with the wall-clock deadline and the
+// SIGTERM-then-SIGKILL grace, output drained into bounded captures, corral's own stop
+// signals, and turning what was observed into a RunOutcome. Shared by one-shot runs
+// (runtime/supervisor.cc) and execs into persistent sandboxes (runtime/persistent.cc).
+// Parent side.
+#pragma once
+
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <optional>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "cgroups/cgroup.h"
+#include "jail/spawn.h"
+#include "runtime/outcome.h"
+#include "runtime/output_capture.h"
+#include "runtime/spec.h"
+#include "runtime/supervisor.h"
+
+namespace corral::runtime {
+
+using Clock = std::chrono::steady_clock;
+
+// Blocks SIGINT/SIGTERM/SIGHUP for its lifetime and delivers them through a signalfd, so
+// that they stop the jail (and are reported) instead of killing corral mid-cleanup.
+class SignalGuard {
+ public:
+  SignalGuard();
+  ~SignalGuard();
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+  int fd() const { return fd_.get(); }
+
+ private:
+  sigset_t old_;
+  UniqueFd fd_;
+};
+
+struct Pipe {
+  UniqueFd read;
+  UniqueFd write;
+};
+
+// The command's stdio: /dev/null or the caller's stdin; capture pipes or the caller's
+// stdout/stderr.
+struct Stdio {
+  UniqueFd dev_null;
+  Pipe out;
+  Pipe err;
+  bool capture = false;
+  bool pass_stdin = false;
+
+  int child_stdin() const { return pass_stdin ? 0 : dev_null.get(); }
+  int child_stdout() const { return capture ? out.write.get() : 1; }
+  int child_stderr() const { return capture ? err.write.get() : 2; }
+  // After spawning: our copies of the write ends would keep the pipes open forever.
+  void CloseChildEnds();
+};
+Result<Stdio> MakeStdio(const RunOptions& options);
+
+struct Watch {
+  jail::JailProcess* process = nullptr;  // the init (one-shot) or the command (exec)
+  cgroups::Cgroup* cgroup = nullptr;     // the tree to stop; may be null
+  Stdio* io = nullptr;
+  OutputCapture* out = nullptr;
+  OutputCapture* err = nullptr;
+  int signal_fd = -1;
+  Clock::time_point deadline = Clock::time_point::max();
+  double grace_seconds = 2;
+  // Observed:
+  bool timed_out = false;
+  std::optional<int> interrupted_by;
+};
+
+// Sets the deadline from the limits (timeout_seconds counted from `start`; 0 = none).
+void SetDeadline(Watch& w, const LimitsSpec& limits, Clock::time_point start);
+// SIGKILL to the watched process and everything in the cgroup.
+void KillNow(Watch& w);
+// Returns once the watched process has exited (its pidfd is readable); drains output,
+// enforces the deadline (SIGTERM to the cgroup, SIGKILL after the grace) and reacts to
+// corral's stop signals meanwhile.
+void WaitForExit(Watch& w);
+// Reads the capture pipes to EOF; for when every writer is dead (bounded to 2 s against
+// a writer that escaped both the PID namespace and the cgroup).
+void DrainToEof(Watch& w);
+// Reads what is buffered in the capture pipes now, then closes them: background
+// processes that an exec deliberately left may hold them open indefinitely.
+void DrainAvailable(Watch& w);
+
+// Fills status, signal, limit, figures and streams of `o` from what was observed.
+// `wait_status` is the command's own (from the init's report, or from wait4 for an exec).
+void FillOutcome(const LimitsSpec& limits, int wait_status, const Watch& w,
+                 const cgroups::Stats& stats, const rusage& usage, RunOutcome* o);
+
+}  // namespace corral::runtime
