@@ -169,7 +169,13 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   create->add_option("--name", create_flags->name, "[A-Za-z0-9_-]{1,64}; default: a random id");
   create->add_option("--idle-timeout", create_flags->idle_timeout,
                      "remove after this many seconds without an exec (0 = never)");
-  create->callback([create_flags, exit_code] { *exit_code = Create(*create_flags); });
+  create->callback([create, create_flags, exit_code] {
+    if (create->count("--name") > 0 && create_flags->name.empty()) {
+      *exit_code = Fail(Error(ErrorCode::kInvalidArgument, "--name: must not be empty"));
+      return;
+    }
+    *exit_code = Create(*create_flags);
+  });
 
   auto exec_flags = std::make_shared<ExecFlags>();
   CLI::App* exec = app.add_subcommand("exec", "run a command in a persistent sandbox");

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 
 #include "base/files.h"
@@ -108,6 +109,19 @@ Status PrepareHostDirs(const JailSpec& spec) {
   }
   for (const char* sub : {"workspace", "uploads", "outputs"}) {
     RETURN_IF_ERROR(MkdirOwned(dir + "/" + sub, spec.uid, spec.gid));
+  }
+  // Say so now rather than fail later at "chdir /mnt/user-data/workspace" in the jail.
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return Error::FromErrno(errno, "user_data_dir " + dir);
+  bool searchable = (st.st_uid == spec.uid && (st.st_mode & S_IXUSR)) ||
+                    (st.st_gid == spec.gid && (st.st_mode & S_IXGRP)) || (st.st_mode & S_IXOTH);
+  if (!searchable) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+    return Error(ErrorCode::kPermissionDenied,
+                 "user_data_dir " + dir + ": the jail's uid " + std::to_string(spec.uid) +
+                     " cannot enter it (mode " + mode + ", owner " + std::to_string(st.st_uid) +
+                     "); chmod o+x it or chown it to that uid");
   }
   return Ok();
 }

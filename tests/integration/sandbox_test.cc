@@ -1,0 +1,270 @@
+// Persistent sandboxes, black-box through `corral create/exec/ps/stats/rm`. Root only;
+// leak-checked: after each test no process, mount, cgroup or state entry may remain.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/support/corral_paths.h"
+#include "tests/support/jail_test.h"
+#include "tests/support/temp_dir.h"
+
+extern char** environ;
+
+namespace corral::test {
+namespace {
+
+class SandboxTest : public JailTest {
+ protected:
+  void TearDown() override {
+    for (const auto& name : created_) (void)RunCorral({"rm", name});
+  }
+
+  std::string NewName() {
+    static std::atomic<int> n{0};
+    return "it-" + std::to_string(getpid()) + "-" + std::to_string(++n);
+  }
+
+  // corral create --name N <flags>; the probe is always mounted at /opt/p.
+  std::string Create(const std::vector<std::string>& flags = {}) {
+    std::string name = NewName();
+    std::vector<std::string> args = {"create", "--name", name, "-v", ProbeBinary() + ":/opt/p:ro"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    Result<RunResult> r = RunCorral(args);
+    EXPECT_TRUE(r && r->exit_code == 0) << (r ? r->Describe() : r.error().message());
+    created_.push_back(name);
+    return name;
+  }
+
+  Result<RunResult> Exec(const std::string& name, const std::vector<std::string>& command,
+                         const std::vector<std::string>& flags = {}) {
+    std::vector<std::string> args = {"exec"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back(name);
+    args.push_back("--");
+    args.insert(args.end(), command.begin(), command.end());
+    return RunCorral(args);
+  }
+
+  // stdout of a successful `exec NAME -- bash -c SCRIPT`.
+  std::string Bash(const std::string& name, const std::string& script) {
+    Result<RunResult> r = Exec(name, {"bash", "-c", script});
+    EXPECT_TRUE(r) << r.error().message();
+    if (!r) return "";
+    EXPECT_EQ(r->exit_code, 0) << r->Describe();
+    return r->out;
+  }
+
+  nlohmann::json Stats(const std::string& name) {
+    Result<RunResult> r = RunCorral({"stats", "--json", name});
+    if (!r || r->exit_code != 0) return nlohmann::json();
+    return nlohmann::json::parse(r->out, nullptr, false);
+  }
+
+  std::vector<std::string> created_;
+};
+
+const char kServe[] =
+    "cd /tmp && nohup python3 -m http.server 8000 --bind 127.0.0.1 >/tmp/server.log 2>&1 &";
+const char kFetchOnce[] =
+    "python3 -c 'import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:8000/\", "
+    "timeout=2).status)' 2>/dev/null || exit 7";
+const char kFetch[] =
+    "for i in $(seq 50); do python3 -c 'import urllib.request as u; "
+    "print(u.urlopen(\"http://127.0.0.1:8000/\").status)' 2>/dev/null && exit 0; sleep 0.1; "
+    "done; exit 7";
+
+TEST_F(SandboxTest, BackgroundServerAnswersLaterExecsAndSurvivesAnExecTimeout) {
+  std::string name = Create();
+  Result<RunResult> start = Exec(name, {"bash", "-c", kServe});
+  ASSERT_TRUE(start && start->exit_code == 0) << start->Describe();
+  EXPECT_LT(start->wall_ms, 3000) << "exec waited for its background child";
+  EXPECT_EQ(Bash(name, kFetch), "200\n");
+  // An exec that times out is killed; the server started by an earlier exec is not.
+  Result<RunResult> slow = Exec(name, {"sleep", "30"}, {"--timeout", "1"});
+  ASSERT_TRUE(slow) << slow.error().message();
+  EXPECT_EQ(slow->exit_code, 124) << slow->Describe();
+  EXPECT_EQ(Bash(name, kFetch), "200\n");
+}
+
+TEST_F(SandboxTest, FilesPersistAcrossExecs) {
+  TempDir data;
+  ASSERT_TRUE(data.MakeDirs("ud", 0755));
+  std::string name = Create({"--user-data", data.Join("ud")});
+  Bash(name, "echo one > /tmp/a && echo two > /mnt/user-data/workspace/b");
+  EXPECT_EQ(Bash(name, "cat /tmp/a /mnt/user-data/workspace/b"), "one\ntwo\n");
+  EXPECT_TRUE(std::filesystem::exists(data.Join("ud/workspace/b")));
+}
+
+TEST_F(SandboxTest, ExecHasTheSameIdentityAndHardeningAsRun) {
+  std::string name = Create();
+  Result<RunResult> r = Exec(name, {"/opt/p", "report"});
+  ASSERT_TRUE(r && r->exit_code == 0) << r->Describe();
+  nlohmann::json report = nlohmann::json::parse(r->out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << r->Describe();
+  EXPECT_EQ(report["uid"], 1000);
+  EXPECT_EQ(report["gid"], 1000);
+  EXPECT_EQ(report["hostname"], "sandbox");
+  for (const char* key : {"CapEff", "CapPrm", "CapBnd", "CapAmb"}) {
+    EXPECT_EQ(report[key], "0000000000000000") << key;
+  }
+  EXPECT_EQ(report["NoNewPrivs"], 1);
+  EXPECT_EQ(report["Seccomp"], 2);
+  EXPECT_TRUE(report["session_leader"].get<bool>());
+}
+
+TEST_F(SandboxTest, SandboxesCannotSeeEachOther) {
+  std::string a = Create();
+  std::string b = Create();
+  Bash(a, kServe);
+  EXPECT_EQ(Bash(a, kFetch), "200\n");
+  Bash(a, "echo secret > /tmp/mine; sleep 300 >/dev/null 2>&1 &");
+  // b has its own loopback, /tmp and PID namespace.
+  Result<RunResult> fetch = Exec(b, {"bash", "-c", kFetchOnce});
+  ASSERT_TRUE(fetch);
+  EXPECT_EQ(fetch->exit_code, 7) << fetch->Describe();
+  EXPECT_EQ(Bash(b, "test -e /tmp/mine && echo visible || echo absent"), "absent\n");
+  EXPECT_EQ(Bash(b, "pgrep -x sleep >/dev/null && echo visible || echo absent"), "absent\n");
+}
+
+TEST_F(SandboxTest, SandboxWideLimitsHoldAcrossExecs) {
+  std::string name = Create({"--pids-limit", "20", "--memory", "64m"});
+  // Ten sleepers left by one exec count against the limit of the next.
+  Bash(name, "for i in $(seq 10); do sleep 300 >/dev/null 2>&1 & done");
+  Result<RunResult> bomb = Exec(name, {"/opt/p", "forkbomb", "1000", "60"});
+  ASSERT_TRUE(bomb && bomb->exit_code == 0) << bomb->Describe();
+  nlohmann::json j = nlohmann::json::parse(bomb->out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << bomb->Describe();
+  EXPECT_LT(j["forked"].get<int>(), 10) << bomb->Describe();
+  Result<RunResult> hog = Exec(name, {"/opt/p", "alloc", "256"}, {"--json"});
+  ASSERT_TRUE(hog) << hog.error().message();
+  nlohmann::json o = nlohmann::json::parse(hog->out, nullptr, false);
+  EXPECT_EQ(o.value("status", ""), "oom_killed") << hog->Describe();
+  EXPECT_EQ(Bash(name, "echo alive"), "alive\n");  // the sandbox itself survived
+}
+
+TEST_F(SandboxTest, RemoveLeavesNothingAndLaterExecsFailFast) {
+  std::string name = Create();
+  Bash(name, "sleep 300 >/dev/null 2>&1 &");
+  nlohmann::json stats = Stats(name);
+  ASSERT_TRUE(stats.is_object());
+  ASSERT_EQ(stats["state"], "running");
+  Result<RunResult> rm = RunCorral({"rm", name});
+  ASSERT_TRUE(rm && rm->exit_code == 0) << rm->Describe();
+  created_.clear();
+  EXPECT_FALSE(std::filesystem::exists("/run/corral/sandboxes/" + name));
+  Result<RunResult> exec = Exec(name, {"true"});
+  ASSERT_TRUE(exec);
+  EXPECT_EQ(exec->exit_code, 125);
+  EXPECT_NE(exec->err.find("no sandbox named"), std::string::npos) << exec->Describe();
+  EXPECT_LT(exec->wall_ms, 5000);
+  // The leak check (fixture) proves no process, mount or cgroup survived.
+}
+
+TEST_F(SandboxTest, DeadSandboxIsReportedAndCleanedUp) {
+  std::string name = Create();
+  nlohmann::json stats = Stats(name);
+  ASSERT_TRUE(stats.is_object());
+  pid_t init = stats["init_pid"].get<pid_t>();
+  ASSERT_EQ(kill(init, SIGKILL), 0);
+  for (int i = 0; i < 100 && kill(init, 0) == 0; ++i) {
+    waitpid(init, nullptr, WNOHANG);  // we may be its subreaper
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  Result<RunResult> exec = Exec(name, {"true"});
+  ASSERT_TRUE(exec);
+  EXPECT_EQ(exec->exit_code, 125);
+  EXPECT_NE(exec->err.find("is dead"), std::string::npos) << exec->Describe();
+  EXPECT_LT(exec->wall_ms, 5000);
+  Result<RunResult> ps = RunCorral({"ps", "--json"});
+  ASSERT_TRUE(ps && ps->exit_code == 0);
+  EXPECT_NE(ps->out.find("\"dead\""), std::string::npos) << ps->out;
+}
+
+TEST_F(SandboxTest, KillingTheCliMidExecLeavesTheSandboxHealthy) {
+  std::string name = Create();
+  std::vector<std::string> args = {CorralBinary(), "exec", name, "--", "sleep", "60"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+  RecordSpawnedPid(pid);
+  // Wait until the sleep runs inside.
+  bool running = false;
+  for (int i = 0; i < 100 && !running; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    Result<RunResult> r = Exec(name, {"bash", "-c", "pgrep -x sleep >/dev/null"});
+    running = r && r->exit_code == 0;
+  }
+  ASSERT_TRUE(running);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+  // The exec's command died with its CLI (parent-death signal); the sandbox lives.
+  std::string left;
+  for (int i = 0; i < 50; ++i) {
+    // A zombie is dead: as a subreaper, this test process may be the one to reap it.
+    left = Bash(name,
+                "ps -eo stat=,comm= | awk '$2==\"sleep\" && $1 !~ /^Z/' | grep -q . "
+                "&& echo running || echo gone");
+    if (left == "gone\n") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(left, "gone\n");
+  EXPECT_EQ(Bash(name, "echo ok"), "ok\n");
+}
+
+TEST_F(SandboxTest, ConcurrentExecsAllSucceed) {
+  std::string name = Create();
+  constexpr int kThreads = 6;
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      Result<RunResult> r = Exec(name, {"bash", "-c", "echo " + std::to_string(i)});
+      if (r && r->exit_code == 0 && r->out == std::to_string(i) + "\n") ++ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kThreads);
+}
+
+TEST_F(SandboxTest, ConcurrentCreatesOfOneNameHaveOneWinner) {
+  std::string name = NewName();
+  created_.push_back(name);
+  constexpr int kThreads = 4;
+  std::vector<std::thread> threads;
+  std::atomic<int> won{0}, lost{0};
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      Result<RunResult> r = RunCorral({"create", "--name", name});
+      if (r && r->exit_code == 0) ++won;
+      if (r && r->exit_code == 125 && r->err.find("already exists") != std::string::npos) ++lost;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(won.load(), 1);
+  EXPECT_EQ(lost.load(), kThreads - 1);
+}
+
+TEST_F(SandboxTest, InvalidNamesAreRejected) {
+  for (const std::string& bad : std::vector<std::string>{"../x", "a/b", "", "has space",
+                                                          std::string(65, 'a')}) {
+    Result<RunResult> r = RunCorral({"create", "--name", bad});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->exit_code, 125) << bad;
+  }
+  Result<RunResult> r = Exec("../../etc", {"true"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->exit_code, 125);
+}
+
+}  // namespace
+}  // namespace corral::test
