@@ -4,8 +4,15 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 namespace corral::cli {
+
+// The arguments after the first "--" on the command line (main.cc splits them off before
+// parsing). A subcommand's command is its positional arguments followed by these.
+void SetCommandAfterDoubleDash(std::vector<std::string> command);
+std::vector<std::string> CommandWithTrailing(const std::vector<std::string>& positional);
 
 void AddRunCommand(CLI::App& app, int* exit_code);
 void AddCheckCommand(CLI::App& app, int* exit_code);

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <string_view>
+#include <vector>
 
 #include "cli/commands.h"
 #include "jail/process_title.h"
@@ -22,8 +24,18 @@ int main(int argc, char** argv) {
   corral::cli::AddRunCommand(app, &exit_code);
   corral::cli::AddCheckCommand(app, &exit_code);
   corral::cli::AddSandboxCommands(app, &exit_code);
+  // Everything after the first "--" is the command, verbatim. Splitting it off here keeps
+  // the argument parser from ever reading the command's own flags.
+  int parsed_argc = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") {
+      parsed_argc = i;
+      corral::cli::SetCommandAfterDoubleDash(std::vector<std::string>(argv + i + 1, argv + argc));
+      break;
+    }
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     // Usage errors are corral's own failures: 125, like docker run.

@@ -22,7 +22,11 @@ struct RunFlags {
 int Run(const RunFlags& flags) {
   runtime::JailSpec spec;
   if (!BuildSpec(flags.jail, &spec)) return 125;
-  spec.argv = flags.command;
+  spec.argv = CommandWithTrailing(flags.command);
+  if (spec.argv.empty()) {
+    std::fprintf(stderr, "corral: run: no command given (corral run [OPTIONS] -- CMD [ARGS...])\n");
+    return 125;
+  }
   runtime::RunOptions options;
   options.capture_output = flags.json;
   options.pass_stdin = flags.stdin_passthrough;
@@ -42,8 +46,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   AddJailFlags(run, &flags->jail);
   run->add_flag("--json", flags->json, "capture output and print one JSON outcome object");
   run->add_flag("-i,--stdin", flags->stdin_passthrough, "pass stdin through (default /dev/null)");
-  run->add_option("command", flags->command, "the command and its arguments (after --)")
-      ->required();
+  run->add_option("command", flags->command, "the command and its arguments (after --)");
   run->callback([flags, exit_code] { *exit_code = Run(*flags); });
 }
 

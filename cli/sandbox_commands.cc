@@ -91,9 +91,13 @@ struct ExecFlags {
 };
 
 int Exec(const ExecFlags& f) {
+  if (CommandWithTrailing(f.command).empty()) {
+    return Fail(Error(ErrorCode::kInvalidArgument,
+                      "exec: no command given (corral exec NAME -- CMD [ARGS...])"));
+  }
   runtime::ExecRequest request;
   request.sandbox = f.sandbox;
-  request.argv = f.command;
+  request.argv = CommandWithTrailing(f.command);
   for (const auto& e : f.env) {
     auto kv = runtime::ParseEnvFlag(e);
     if (!kv) return Fail(kv.error().WithContext("--env " + e));
@@ -185,7 +189,7 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   exec->add_option("--timeout", exec_flags->timeout, "wall-clock limit of this exec, seconds");
   exec->add_flag("--json", exec_flags->json, "capture output and print one JSON outcome");
   exec->add_flag("-i,--stdin", exec_flags->stdin_passthrough, "pass stdin through");
-  exec->add_option("command", exec_flags->command, "the command (after --)")->required();
+  exec->add_option("command", exec_flags->command, "the command (after --)");
   exec->callback([exec_flags, exit_code] { *exit_code = Exec(*exec_flags); });
 
   auto ps_json = std::make_shared<bool>(false);
