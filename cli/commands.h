@@ -17,5 +17,7 @@ std::vector<std::string> CommandWithTrailing(const std::vector<std::string>& pos
 void AddRunCommand(CLI::App& app, int* exit_code);
 void AddCheckCommand(CLI::App& app, int* exit_code);
 void AddSandboxCommands(CLI::App& app, int* exit_code);  // create exec ps stats rm reap
+void AddToolCommands(CLI::App& app, int* exit_code);     // tool, threads
+void AddBenchCommand(CLI::App& app, int* exit_code);
 
 }  // namespace corral::cli

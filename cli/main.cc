@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   corral::cli::AddRunCommand(app, &exit_code);
   corral::cli::AddCheckCommand(app, &exit_code);
   corral::cli::AddSandboxCommands(app, &exit_code);
+  corral::cli::AddToolCommands(app, &exit_code);
+  corral::cli::AddBenchCommand(app, &exit_code);
   // Everything after the first "--" is the command, verbatim. Splitting it off here keeps
   // the argument parser from ever reading the command's own flags.
   int parsed_argc = argc;
