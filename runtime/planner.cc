@@ -13,6 +13,7 @@
 #include "base/files.h"
 #include "jail/seccomp.h"
 #include "runtime/root_layout.h"
+#include "runtime/seccomp_cache.h"
 
 namespace corral::runtime {
 
@@ -62,10 +63,10 @@ void AddRlimits(const JailSpec& spec, jail::JailPlan* plan) {
 Result<jail::SeccompProgram> CompileProfile(const std::string& profile) {
   if (!profile.empty() && profile[0] == '/') {
     ASSIGN_OR_RETURN(std::string text, ReadFile(profile));
-    return jail::CompileSeccompProfile(text, profile);
+    return CompileSeccompCached(text, profile);
   }
   ASSIGN_OR_RETURN(std::string text, jail::BuiltinSeccompProfileText(profile));
-  return jail::CompileSeccompProfile(text, profile);
+  return CompileSeccompCached(text, profile);
 }
 
 std::vector<std::string> SplitPath(const std::string& path) {

@@ -8,6 +8,7 @@
 #include "jail/spawn.h"
 #include "runtime/config.h"
 #include "runtime/jail_cgroup.h"
+#include "runtime/phase_trace.h"
 #include "runtime/planner.h"
 #include "runtime/watch.h"
 
@@ -49,11 +50,15 @@ Result<jail::JailProcess> SpawnJail(const jail::JailPlan& plan, const Stdio& io,
 }  // namespace
 
 Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
+  PhaseTrace trace;
   RETURN_IF_ERROR(ValidateOrExplain(spec));
+  trace.Mark("validate");
   Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(JailCgroup cg, CreateJailCgroup(spec));
+  trace.Mark("cgroup");
   RETURN_IF_ERROR(PrepareHostDirs(spec));
   ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(spec));
+  trace.Mark("plan");
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(options));
 
   RunOutcome outcome;
@@ -62,6 +67,7 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   SignalGuard signals;
   ASSIGN_OR_RETURN(jail::JailProcess process, SpawnJail(plan, io, cg.cgroup.get()));
   io.CloseChildEnds();
+  trace.Mark("clone");
 
   OutputCapture out(spec.limits.output_limit_bytes);
   OutputCapture err(spec.limits.output_limit_bytes);
@@ -86,9 +92,11 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
     outcome.setup_error = std::move(**setup);
     KillNow(watch);
   }
+  trace.Mark("setup+exec");
   WaitForExit(watch);
   rusage usage{};
   auto init_status = process.Reap(&usage);
+  trace.Mark("command+exit");
   // The init reports the command's own status; without a report (the init was killed:
   // OOM, timeout, our SIGKILL) its own status is what we have.
   std::optional<jail::InitReport> report = process.TakeReport();
@@ -104,6 +112,7 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   if (cg.cgroup) {
     if (auto st = cg.cgroup->Destroy(); !st) spdlog::warn("{}", st.error().message());
   }
+  trace.Mark("teardown");
   return outcome;
 }
 

@@ -1,0 +1,56 @@
+#include "bench/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace corral::bench {
+
+std::optional<double> Percentile(std::vector<double> samples, double p) {
+  if (samples.empty()) return std::nullopt;
+  std::sort(samples.begin(), samples.end());
+  p = std::clamp(p, 0.0, 100.0);
+  const double rank = p / 100.0 * static_cast<double>(samples.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(rank));
+  const size_t hi = std::min(lo + 1, samples.size() - 1);
+  const double frac = rank - static_cast<double>(lo);
+  return samples[lo] + (samples[hi] - samples[lo]) * frac;
+}
+
+Summary Summarize(const std::vector<double>& samples) {
+  Summary s;
+  if (samples.empty()) return s;
+  s.count = samples.size();
+  s.min = *std::min_element(samples.begin(), samples.end());
+  s.max = *std::max_element(samples.begin(), samples.end());
+  s.mean = std::accumulate(samples.begin(), samples.end(), 0.0) /
+           static_cast<double>(samples.size());
+  s.median = *Percentile(samples, 50);
+  s.p90 = *Percentile(samples, 90);
+  s.p99 = *Percentile(samples, 99);
+  return s;
+}
+
+std::optional<PairedRatio> ComputePairedRatio(const std::vector<double>& a,
+                                              const std::vector<double>& b) {
+  std::vector<double> ratios;
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (b[i] > 0) ratios.push_back(a[i] / b[i]);
+  }
+  if (ratios.empty()) return std::nullopt;
+  PairedRatio r;
+  r.pairs = ratios.size();
+  r.median_ratio = *Percentile(ratios, 50);
+  r.low = *Percentile(ratios, 10);
+  r.high = *Percentile(ratios, 90);
+  return r;
+}
+
+std::vector<size_t> InterleavedOrder(size_t entries, size_t round) {
+  std::vector<size_t> order(entries);
+  for (size_t i = 0; i < entries; ++i) order[i] = (i + round) % entries;
+  return order;
+}
+
+}  // namespace corral::bench
