@@ -34,6 +34,13 @@ constexpr int kSetupFailedExit = 125;
     ReportSetupFailure(setup_fd, SetupStep::kMount, errno, "setns into the sandbox");
     ::_exit(kSetupFailedExit);
   }
+  // setns gives us the mount namespace's root, which is the jail's root after pivot_root
+  // but not after the chroot fallback (jail/mounts.cc). The init's own root is right in
+  // both cases.
+  if (::fchdir(r.init_root_fd) != 0 || ::chroot(".") != 0 || ::chdir("/") != 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kPivotRoot, errno, "chroot into the sandbox root");
+    ::_exit(kSetupFailedExit);
+  }
   HardenAndExec(*r.plan, setup_fd);
   ::_exit(kSetupFailedExit);
 }

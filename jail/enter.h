@@ -20,6 +20,7 @@ namespace corral::jail {
 struct EnterRequest {
   const JailPlan* plan = nullptr;  // identity, argv/envp, rlimits, seccomp; no mounts
   int init_pidfd = -1;             // pidfd of the sandbox's init
+  int init_root_fd = -1;           // O_PATH fd of /proc/<init>/root: the jail's root
   unsigned ns_flags = 0;           // CLONE_NEW* of the sandbox, CLONE_NEWPID included
   int stdin_fd = 0;
   int stdout_fd = 1;

@@ -125,11 +125,26 @@ bool RunOp(const MountOp& op) {
 
 // pivot_root(".", ".") stacks the old root on top of the new one; detaching "." then
 // removes it, so no path in the jail leads back to the host's root.
+//
+// pivot_root refuses (EINVAL) when the current root is the initramfs itself, as on a host
+// booted without switch_root (our cgroup v2 test VM is one). Then the new root is moved
+// over "/" and chroot()ed into, like switch_root does: the old root stays in the mount
+// table, covered, and without CAP_SYS_CHROOT (dropped later) there is no way back to it.
 bool PivotInto(const JailPlan& plan, int report_fd) {
   char what[512];
   ChildText(what, sizeof what).Add("pivot_root into ").Add(plan.staging_dir.c_str());
-  if (::chdir(plan.staging_dir.c_str()) != 0 || sys::PivotRoot(".", ".") != 0 ||
-      ::umount2(".", MNT_DETACH) != 0 || ::chdir("/") != 0) {
+  if (::chdir(plan.staging_dir.c_str()) != 0) {
+    ReportSetupFailure(report_fd, SetupStep::kPivotRoot, errno, what);
+    return false;
+  }
+  bool pivoted = sys::PivotRoot(".", ".") == 0;
+  if (pivoted) {
+    pivoted = ::umount2(".", MNT_DETACH) == 0;
+  } else if (errno == EINVAL) {
+    ChildText(what, sizeof what).Add("move ").Add(plan.staging_dir.c_str()).Add(" to / and chroot");
+    pivoted = ::mount(".", "/", nullptr, MS_MOVE, nullptr) == 0 && ::chroot(".") == 0;
+  }
+  if (!pivoted || ::chdir("/") != 0) {
     ReportSetupFailure(report_fd, SetupStep::kPivotRoot, errno, what);
     return false;
   }

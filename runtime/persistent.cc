@@ -205,9 +205,14 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   outcome.captured = request.io.capture_output;
   SignalGuard signals;
 
+  // Opened after the pidfd: a recycled pid cannot slip in between (OpenInit checked it).
+  UniqueFd init_root(::open(("/proc/" + std::to_string(record.init_pid) + "/root").c_str(),
+                            O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!init_root) return Error::FromErrno(errno, "root of sandbox " + record.name);
   jail::EnterRequest enter;
   enter.plan = &plan;
   enter.init_pidfd = init_pidfd.get();
+  enter.init_root_fd = init_root.get();
   enter.ns_flags = record.ns_flags;
   enter.stdin_fd = io.child_stdin();
   enter.stdout_fd = io.child_stdout();
