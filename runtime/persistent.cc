@@ -133,6 +133,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
     for (const auto& p : problems) text += "\n  " + p;
     return Error(ErrorCode::kInvalidArgument, text);
   }
+  for (const auto& w : WeakenedIsolation(record.spec)) spdlog::warn("{}", w);
   RETURN_IF_ERROR(store.Claim(record.name));
   ScopeGuard forget([&] { (void)store.Forget(record.name); });
 

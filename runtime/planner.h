@@ -34,6 +34,10 @@ Result<jail::JailPlan> Plan(const JailSpec& spec);
 // seccomp filter only — the namespaces and root already exist.
 Result<jail::JailPlan> PlanExec(const JailSpec& spec);
 
+// Human-readable list of every way the spec weakens corral's default isolation (disabled
+// namespaces, unsafe: opt-ins), for the start-up log and RunOutcome::warnings.
+std::vector<std::string> WeakenedIsolation(const JailSpec& spec);
+
 // CLONE_NEW* for the spec's namespaces (mount always; never CLONE_NEWCGROUP, which the
 // child unshares after joining its cgroup).
 unsigned NamespaceFlags(const NamespaceSpec& ns);

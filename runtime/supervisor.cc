@@ -62,7 +62,8 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(options));
 
   RunOutcome outcome;
-  outcome.warnings = std::move(cg.warnings);
+  outcome.warnings = WeakenedIsolation(spec);
+  for (auto& w : cg.warnings) outcome.warnings.push_back(std::move(w));
   outcome.captured = options.capture_output;
   SignalGuard signals;
   ASSIGN_OR_RETURN(jail::JailProcess process, SpawnJail(plan, io, cg.cgroup.get()));
