@@ -3,6 +3,8 @@
 // Header-only: include it from integration tests only.
 #pragma once
 
+#include <cstdlib>
+
 #include <string>
 #include <vector>
 
@@ -14,8 +16,14 @@
 
 namespace corral::test {
 
-inline std::string CorralBinary() { return CORRAL_BINARY; }
-inline std::string ProbeBinary() { return CORRAL_PROBE; }
+// $CORRAL_TEST_BINARY / $CORRAL_TEST_PROBE override the built-in paths: the cgroup v2 VM
+// (tests/vm/run_corral_vmtest.sh) copies both to another place than the build tree.
+inline std::string PathFromEnv(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+inline std::string CorralBinary() { return PathFromEnv("CORRAL_TEST_BINARY", CORRAL_BINARY); }
+inline std::string ProbeBinary() { return PathFromEnv("CORRAL_TEST_PROBE", CORRAL_PROBE); }
 inline std::string SourceDir() { return CORRAL_SOURCE_DIR; }
 
 // corral <args...>

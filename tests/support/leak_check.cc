@@ -121,12 +121,22 @@ std::set<std::string> ScanCgroups() {
   return found;
 }
 
+// corral's runtime directory is shared infrastructure, like the cgroup parent "corral":
+// the first run on a fresh machine creates it (and its seccomp cache). What lives in its
+// sandboxes/ directory belongs to someone, and is checked.
+constexpr char kRuntimeDir[] = "/run/corral";
+
 std::set<std::string> ScanTempEntries() {
   std::set<std::string> found;
   for (const char* dir : kTempDirs) {
     for (const std::string& name : ListEntries(dir, false)) {
-      if (StartsWith(name, "corral")) found.insert(std::string(dir) + "/" + name);
+      std::string path = std::string(dir) + "/" + name;
+      if (path == kRuntimeDir) continue;
+      if (StartsWith(name, "corral")) found.insert(path);
     }
+  }
+  for (const std::string& name : ListEntries(std::string(kRuntimeDir) + "/sandboxes", false)) {
+    found.insert(std::string(kRuntimeDir) + "/sandboxes/" + name);
   }
   return found;
 }

@@ -4,14 +4,17 @@
 # Runs the `corral run` integration tests (TEST_BINARY, dynamic) inside a throwaway VM with a
 # pure cgroup v2 hierarchy, so that the v2 driver, clone3(CLONE_INTO_CGROUP) and the whole
 # supervisor are exercised end to end; our development hosts are cgroup v1. CORRAL and the
-# static PROBE are copied into the guest at the paths the test binary was built with, with
-# the shared libraries CORRAL needs. Skips (77) like run_vmtest.sh when qemu is missing.
+# static PROBE are copied into the guest under /opt/corral-vm (the test binary is told so
+# through $CORRAL_TEST_BINARY/$CORRAL_TEST_PROBE), with the shared libraries CORRAL needs. Skips (77) like run_vmtest.sh when qemu is missing.
 set -euo pipefail
 dir=$1 test_binary=$2 corral=$3 probe=$4
 shift 4
-files=(-f "$corral:$corral" -f "$probe:$probe")
+# Not at their build paths: the guest mounts a tmpfs over /tmp, which would hide a build
+# tree under /tmp.
+files=(-f "$corral:/opt/corral-vm/corral" -f "$probe:/opt/corral-vm/corral_probe")
 for lib in $(ldd "$corral" | grep -oE '/[^ ]+'); do
   [[ -e $lib ]] && files+=(-f "$(readlink -f "$lib"):$lib")
 done
 here=$(cd "$(dirname "$0")" && pwd)
-exec "$here/run_vmtest.sh" "$dir" -t 500 -m 1536 "${files[@]}" "$test_binary" "$@"
+exec "$here/run_vmtest.sh" "$dir" -t 500 -m 1536 -e CORRAL_TEST_BINARY=/opt/corral-vm/corral \
+  -e CORRAL_TEST_PROBE=/opt/corral-vm/corral_probe "${files[@]}" "$test_binary" "$@"
