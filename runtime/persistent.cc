@@ -18,6 +18,7 @@
 #include "jail/spawn.h"
 #include "runtime/config.h"
 #include "runtime/jail_cgroup.h"
+#include "runtime/phase_trace.h"
 #include "runtime/planner.h"
 #include "runtime/watch.h"
 
@@ -176,8 +177,10 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
 }
 
 Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
+  PhaseTrace trace;
   ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
   ReapIdleSandboxes();
+  trace.Mark("reap-idle");
   ASSIGN_OR_RETURN(SandboxRecord record, store.Find(request.sandbox));
   // Held for the whole exec: an idle sweep must not remove a sandbox that is in use.
   ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(record.name, /*shared=*/true));
@@ -200,8 +203,10 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   } else if (!spec.unsafe.allow_missing_limits) {
     return manager.error();
   }
+  trace.Mark("cgroup");
   ASSIGN_OR_RETURN(jail::JailPlan plan, PlanExec(spec));
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
+  trace.Mark("plan");
   RunOutcome outcome;
   outcome.captured = request.io.capture_output;
   SignalGuard signals;
@@ -224,6 +229,7 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   }
   ASSIGN_OR_RETURN(jail::JailProcess command, jail::SpawnInto(enter));
   io.CloseChildEnds();
+  trace.Mark("clone");
 
   OutputCapture out(spec.limits.output_limit_bytes);
   OutputCapture err(spec.limits.output_limit_bytes);
@@ -240,9 +246,11 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
     outcome.status = RunStatus::kSetupFailed;
     outcome.setup_error = std::move(*setup);
   }
+  trace.Mark("setup+exec");
   WaitForExit(watch);
   rusage usage{};
   auto status = command.Reap(&usage);
+  trace.Mark("command+exit");
   // What the command left running in the background stays; its output is not waited for.
   DrainAvailable(watch);
   cgroups::Stats stats;
@@ -259,6 +267,7 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
       exec_cg->Release();  // background processes live on; `rm` removes the cgroup
     }
   }
+  trace.Mark("teardown");
   return outcome;
 }
 

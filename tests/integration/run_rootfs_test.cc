@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <regex>
 #include <set>
 
 #include "base/files.h"
@@ -74,7 +73,11 @@ TEST_F(RootfsTest, BusyboxShellRunsInTheRootfs) {
   EXPECT_EQ(run->outcome["exit_code"], 0) << run->Describe();
   std::string out = run->outcome["stdout"];
   EXPECT_NE(out.find("bin\n"), std::string::npos) << out;
-  EXPECT_TRUE(std::regex_search(out, std::regex("uid=1000(\\([a-z]+\\))? gid=1000"))) << out;
+  // busybox id prints names only if the rootfs has an /etc/passwd that knows them.
+  size_t uid = out.find("uid=1000");
+  ASSERT_NE(uid, std::string::npos) << out;
+  size_t gid = out.find(" gid=1000", uid);
+  EXPECT_LT(gid, out.find('\n', uid)) << out;
   // The host's system directories are not there: the rootfs has no /usr.
   EXPECT_EQ(out.find("usr\n"), std::string::npos) << out;
   ExpectTreeUnchanged();
