@@ -53,7 +53,7 @@ class Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit like std::expected
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit like std::expected
   Result(Error error) : v_(std::move(error)) {}  // NOLINT
 
   bool has_value() const { return v_.index() == 0; }
@@ -115,9 +115,9 @@ inline Status Ok() { return {}; }
 #define CORRAL_CONCAT_(a, b) CORRAL_CONCAT_INNER_(a, b)
 
 // Returns the error of a failed Result/Status from the enclosing function.
-#define RETURN_IF_ERROR(expr)                       \
-  do {                                              \
-    auto corral_status_ = (expr);                   \
+#define RETURN_IF_ERROR(expr)                           \
+  do {                                                  \
+    auto corral_status_ = (expr);                       \
     if (!corral_status_) return corral_status_.error(); \
   } while (0)
 

@@ -122,8 +122,8 @@ int Ps(bool json) {
     std::cout << j.dump() << std::endl;
     return 0;
   }
-  std::printf("%-24s %-12s %-8s %6s %6s %6s %10s\n", "NAME", "ID", "STATE", "AGE", "IDLE",
-              "PROCS", "MEMORY");
+  std::printf("%-24s %-12s %-8s %6s %6s %6s %10s\n", "NAME", "ID", "STATE", "AGE", "IDLE", "PROCS",
+              "MEMORY");
   for (const auto& info : list) {
     std::printf("%-24s %-12s %-8s %6s %6s %6zu %10s\n", info.record.name.c_str(),
                 info.record.id.c_str(), info.alive ? "running" : "dead",
@@ -142,8 +142,8 @@ int Stats(const std::string& sandbox, bool json) {
     return 0;
   }
   for (const auto& [key, value] : j.items()) {
-    std::printf("%-22s %s\n", key.c_str(), value.is_string() ? value.get<std::string>().c_str()
-                                                              : value.dump().c_str());
+    std::printf("%-22s %s\n", key.c_str(),
+                value.is_string() ? value.get<std::string>().c_str() : value.dump().c_str());
   }
   return 0;
 }

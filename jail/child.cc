@@ -53,8 +53,7 @@ bool JoinCgroup(const SpawnRequest& request, int setup_fd) {
 }
 
 bool SetUpUtsAndNet(const JailPlan& plan, int setup_fd) {
-  if (!plan.hostname.empty() &&
-      ::sethostname(plan.hostname.c_str(), plan.hostname.size()) != 0) {
+  if (!plan.hostname.empty() && ::sethostname(plan.hostname.c_str(), plan.hostname.size()) != 0) {
     ReportSetupFailure(setup_fd, SetupStep::kHostname, errno, "sethostname");
     return false;
   }
@@ -122,7 +121,8 @@ void SendReport(int status_fd, int wait_status) {
 
 void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
   const JailPlan& plan = *request.plan;
-  if (!CheckLifeline(plan, setup_fd) || !RedirectStdio(request.stdin_fd, request.stdout_fd, request.stderr_fd, setup_fd) ||
+  if (!CheckLifeline(plan, setup_fd) ||
+      !RedirectStdio(request.stdin_fd, request.stdout_fd, request.stderr_fd, setup_fd) ||
       !JoinCgroup(request, setup_fd) || !BuildRoot(plan, setup_fd) ||
       !SetUpUtsAndNet(plan, setup_fd)) {
     ::_exit(kSetupFailedExit);

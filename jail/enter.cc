@@ -83,8 +83,7 @@ Result<JailProcess> SpawnInto(const EnterRequest& r) {
     return Error::FromErrno(errno, "setns back to corral's PID namespace");
   }
   if (pid < 0) return Error::FromErrno(clone_errno, "clone into sandbox");
-  return JailProcess(static_cast<pid_t>(pid), UniqueFd(pidfd), std::move(setup_parent),
-                     UniqueFd());
+  return JailProcess(static_cast<pid_t>(pid), UniqueFd(pidfd), std::move(setup_parent), UniqueFd());
 }
 
 }  // namespace corral::jail

@@ -14,16 +14,15 @@
 namespace corral::jail {
 
 Result<UniqueFd> PrepareBindTree(const std::string& host_path, bool read_only) {
-  UniqueFd tree(sys::OpenTree(AT_FDCWD, host_path.c_str(),
-                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
-                                  AT_SYMLINK_NOFOLLOW));
+  UniqueFd tree(
+      sys::OpenTree(AT_FDCWD, host_path.c_str(),
+                    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW));
   if (!tree) return Error::FromErrno(errno, "open_tree " + host_path);
   uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   if (read_only) attrs |= MOUNT_ATTR_RDONLY;
   // AT_RECURSIVE: a submount of a read-only tree (say /usr/local on its own filesystem)
   // must not stay writable, which a classic MS_REMOUNT|MS_RDONLY would leave it.
-  if (sys::MountSetattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, attrs, 0, MS_PRIVATE) !=
-      0) {
+  if (sys::MountSetattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, attrs, 0, MS_PRIVATE) != 0) {
     return Error::FromErrno(errno, "mount_setattr " + host_path);
   }
   return tree;
@@ -65,8 +64,7 @@ bool WriteAll(int fd, const std::string& data) {
 }
 
 bool CreateFile(const MountOp& op) {
-  int fd = ::open(op.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-                  op.mode);
+  int fd = ::open(op.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, op.mode);
   if (fd < 0) return false;
   bool ok = WriteAll(fd, op.data);
   int err = errno;
@@ -77,8 +75,8 @@ bool CreateFile(const MountOp& op) {
 
 // Makes an existing directory read-only by mounting a read-only copy of it over itself.
 bool MakeReadOnly(const MountOp& op) {
-  int tree = sys::OpenTree(AT_FDCWD, op.path.c_str(),
-                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+  int tree =
+      sys::OpenTree(AT_FDCWD, op.path.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
   if (tree < 0) return false;
   bool ok = sys::MountSetattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE,
                               MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0,
@@ -94,8 +92,8 @@ bool RunOp(const MountOp& op) {
   switch (op.kind) {
     case MountOp::Kind::kTmpfs:
       return (::mkdir(op.path.c_str(), 0755) == 0 || errno == EEXIST) &&
-             ::mount("tmpfs", op.path.c_str(), "tmpfs",
-                     op.flags | (op.read_only ? MS_RDONLY : 0), op.data.c_str()) == 0;
+             ::mount("tmpfs", op.path.c_str(), "tmpfs", op.flags | (op.read_only ? MS_RDONLY : 0),
+                     op.data.c_str()) == 0;
     case MountOp::Kind::kBind:
       return MakeMountPoint(op) && sys::MoveMount(op.source_fd, "", AT_FDCWD, op.path.c_str(),
                                                   MOVE_MOUNT_F_EMPTY_PATH) == 0;
@@ -148,8 +146,7 @@ bool PivotInto(const JailPlan& plan, int report_fd) {
     ReportSetupFailure(report_fd, SetupStep::kPivotRoot, errno, what);
     return false;
   }
-  if (plan.read_only_root &&
-      sys::MountSetattr(AT_FDCWD, "/", 0, MOUNT_ATTR_RDONLY, 0) != 0) {
+  if (plan.read_only_root && sys::MountSetattr(AT_FDCWD, "/", 0, MOUNT_ATTR_RDONLY, 0) != 0) {
     ReportSetupFailure(report_fd, SetupStep::kPivotRoot, errno, "remount / read-only");
     return false;
   }

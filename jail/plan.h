@@ -23,27 +23,27 @@ namespace corral::jail {
 // the staging directory where the new root is mounted.
 struct MountOp {
   enum class Kind {
-    kTmpfs,      // mount a tmpfs at `path` with options `data`
-    kBind,       // bind the tree of `source_fd` at `path` (recursive)
-    kMkdir,      // mkdir `path` (EEXIST is fine)
-    kFile,       // create `path` holding `data` (generated or snapshotted content)
-    kSymlink,    // symlink `path` -> `data`
-    kDevice,     // mknod character device `path` with `device`
-    kProc,       // mount a fresh procfs at `path`
-    kDevpts,     // mount a private devpts instance at `path` with options `data`
-    kReadOnly,   // bind `path` over itself read-only (recursively); path need not be a mount
+    kTmpfs,            // mount a tmpfs at `path` with options `data`
+    kBind,             // bind the tree of `source_fd` at `path` (recursive)
+    kMkdir,            // mkdir `path` (EEXIST is fine)
+    kFile,             // create `path` holding `data` (generated or snapshotted content)
+    kSymlink,          // symlink `path` -> `data`
+    kDevice,           // mknod character device `path` with `device`
+    kProc,             // mount a fresh procfs at `path`
+    kDevpts,           // mount a private devpts instance at `path` with options `data`
+    kReadOnly,         // bind `path` over itself read-only (recursively); path need not be a mount
     kRemountReadOnly,  // make the mount at `path` (a mount point) read-only, not its submounts
   };
   Kind kind = Kind::kMkdir;
   std::string path;
   std::string data;
-  int source_fd = -1;        // kBind: O_PATH fd owned by JailPlan::source_fds
-  bool read_only = false;    // kBind, kTmpfs: mount read-only
-  bool source_is_dir = true; // kBind: the mount point must be a directory (else a file)
-  mode_t mode = 0755;        // kMkdir, kFile, kDevice
-  dev_t device = 0;          // kDevice
-  unsigned long flags = 0;   // kTmpfs/kProc/kDevpts: MS_NOSUID | MS_NODEV | MS_NOEXEC
-  std::string description;   // for errors: "bind-mount /srv/skills -> /mnt/skills"
+  int source_fd = -1;         // kBind: O_PATH fd owned by JailPlan::source_fds
+  bool read_only = false;     // kBind, kTmpfs: mount read-only
+  bool source_is_dir = true;  // kBind: the mount point must be a directory (else a file)
+  mode_t mode = 0755;         // kMkdir, kFile, kDevice
+  dev_t device = 0;           // kDevice
+  unsigned long flags = 0;    // kTmpfs/kProc/kDevpts: MS_NOSUID | MS_NODEV | MS_NOEXEC
+  std::string description;    // for errors: "bind-mount /srv/skills -> /mnt/skills"
 };
 
 // How the init (PID 1) behaves.
@@ -60,10 +60,10 @@ struct JailPlan {
   InitMode init_mode = InitMode::kOneShot;
 
   // --- root (jail/mounts.cc) ---
-  std::string staging_dir;          // where the new root is built before pivot_root
-  std::vector<MountOp> mounts;      // in order
-  std::vector<UniqueFd> source_fds; // owners of MountOp::source_fd
-  bool read_only_root = true;       // make "/" read-only after pivot_root
+  std::string staging_dir;           // where the new root is built before pivot_root
+  std::vector<MountOp> mounts;       // in order
+  std::vector<UniqueFd> source_fds;  // owners of MountOp::source_fd
+  bool read_only_root = true;        // make "/" read-only after pivot_root
 
   // --- identity and environment of the command (jail/ids.cc, jail/exec.cc) ---
   std::string hostname;  // empty = leave as is (no UTS namespace)

@@ -108,8 +108,7 @@ pid_t CloneJail(const SpawnRequest& request, int* pidfd) {
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pid >= 0 || errno != ENOSYS || request.cgroup_fd >= 0) return static_cast<pid_t>(pid);
   // Legacy clone: CLONE_PIDFD stores the fd through the parent_tid argument.
-  return static_cast<pid_t>(::syscall(SYS_clone, request.plan->clone_flags | CLONE_PIDFD |
-                                                     SIGCHLD,
+  return static_cast<pid_t>(::syscall(SYS_clone, request.plan->clone_flags | CLONE_PIDFD | SIGCHLD,
                                       nullptr, pidfd, nullptr, 0));
 }
 

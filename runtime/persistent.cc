@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,7 +12,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <spdlog/spdlog.h>
 
 #include "base/scope_guard.h"
 #include "jail/enter.h"
@@ -29,8 +29,7 @@ namespace {
 constexpr int kInitSetupTimeoutMs = 30000;
 
 double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string RandomId() {
@@ -57,10 +56,9 @@ Result<UniqueFd> OpenInit(const SandboxRecord& r) {
   std::optional<uint64_t> ticks = ProcessStartTicks(r.init_pid);
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, r.init_pid, 0)));
   if (!ticks || *ticks != r.init_start_ticks || !pidfd) {
-    return Error(ErrorCode::kNotFound,
-                 "sandbox '" + r.name + "' is dead: its init (pid " +
-                     std::to_string(r.init_pid) + ") is gone; `corral rm " + r.name +
-                     "` cleans it up");
+    return Error(ErrorCode::kNotFound, "sandbox '" + r.name + "' is dead: its init (pid " +
+                                           std::to_string(r.init_pid) + ") is gone; `corral rm " +
+                                           r.name + "` cleans it up");
   }
   return pidfd;
 }

@@ -155,11 +155,17 @@ Status PlanCommand(const JailSpec& spec, jail::JailPlan* plan) {
 std::vector<std::string> WeakenedIsolation(const JailSpec& spec) {
   std::vector<std::string> out;
   const NamespaceSpec& ns = spec.namespaces;
-  if (!ns.pid) out.push_back("namespaces.pid is off: the command sees and can signal host processes of its uid");
+  if (!ns.pid)
+    out.push_back(
+        "namespaces.pid is off: the command sees and can signal host processes of its uid");
   if (!ns.uts) out.push_back("namespaces.uts is off: the command shares the host's hostname");
-  if (!ns.ipc) out.push_back("namespaces.ipc is off: the command shares the host's SysV IPC and POSIX queues");
-  if (!ns.net) out.push_back("namespaces.net is off (unsafe.host_network): the command has the host's network");
-  if (!ns.cgroup) out.push_back("namespaces.cgroup is off: the command sees the host's cgroup paths");
+  if (!ns.ipc)
+    out.push_back("namespaces.ipc is off: the command shares the host's SysV IPC and POSIX queues");
+  if (!ns.net)
+    out.push_back(
+        "namespaces.net is off (unsafe.host_network): the command has the host's network");
+  if (!ns.cgroup)
+    out.push_back("namespaces.cgroup is off: the command sees the host's cgroup paths");
   if (spec.unsafe.allow_root && (spec.uid == 0 || spec.gid == 0)) {
     out.push_back("unsafe.allow_root: the command runs with uid/gid 0 (no capabilities)");
   }

@@ -28,24 +28,23 @@ constexpr unsigned long kNoSuidDev = MS_NOSUID | MS_NODEV;
 const char* const kSystemDirs[] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"};
 
 // Top-level names of a rootfs that corral provides itself instead of binding.
-const char* const kProvidedTopLevel[] = {"proc", "dev", "sys", "tmp", "mnt", "home", "etc",
-                                         "run"};
+const char* const kProvidedTopLevel[] = {"proc", "dev", "sys", "tmp", "mnt", "home", "etc", "run"};
 
 // /etc files worth having: dynamic linking, name service, TLS, time zone, shells, locale.
 // Copied (snapshotted into the jail's tmpfs) rather than bound: one write is cheaper than
 // a mount, and the jail then cannot observe later host edits. Missing ones are skipped.
 const char* const kEtcFiles[] = {
-    "ld.so.cache", "ld.so.conf",  "nsswitch.conf",  "host.conf",   "gai.conf",
-    "resolv.conf", "protocols",   "services",       "networks",    "mime.types",
-    "localtime",   "timezone",    "os-release",     "debian_version", "bash.bashrc",
-    "profile",     "inputrc",     "shells",         "locale.alias", "locale.gen",
-    "magic",       "magic.mime",  "mailcap",        "wgetrc",      "xattr.conf",
-    "gitconfig",   "pip.conf",    "ssl/openssl.cnf",
+    "ld.so.cache", "ld.so.conf", "nsswitch.conf",   "host.conf",      "gai.conf",
+    "resolv.conf", "protocols",  "services",        "networks",       "mime.types",
+    "localtime",   "timezone",   "os-release",      "debian_version", "bash.bashrc",
+    "profile",     "inputrc",    "shells",          "locale.alias",   "locale.gen",
+    "magic",       "magic.mime", "mailcap",         "wgetrc",         "xattr.conf",
+    "gitconfig",   "pip.conf",   "ssl/openssl.cnf",
 };
 // /etc directories bound read-only (they are many files, or symlink farms).
-const char* const kEtcDirs[] = {"alternatives", "ssl/certs", "ca-certificates", "ld.so.conf.d",
-                                "profile.d",    "python3",   "perl",            "fonts",
-                                "bash_completion.d", "vim"};
+const char* const kEtcDirs[] = {
+    "alternatives", "ssl/certs", "ca-certificates", "ld.so.conf.d",      "profile.d",
+    "python3",      "perl",      "fonts",           "bash_completion.d", "vim"};
 // Deliberately absent: shadow, gshadow, sudoers(.d), ssh/, ssl/private, security/, machine-id,
 // and passwd/group/hosts/hostname, which are generated.
 
@@ -206,7 +205,8 @@ std::string PasswdFile(const JailSpec& spec) {
 
 std::string GroupFile(const JailSpec& spec) {
   std::string out = "root:x:0:\n";
-  if (spec.gid != 0) out += std::string(kSandboxUserName) + ":x:" + std::to_string(spec.gid) + ":\n";
+  if (spec.gid != 0)
+    out += std::string(kSandboxUserName) + ":x:" + std::to_string(spec.gid) + ":\n";
   out += "nogroup:x:65534:\n";
   return out;
 }

@@ -44,9 +44,9 @@ Result<SandboxRecord> RecordFromJson(const std::string& text, const std::string&
     SandboxRecord r;
     j.at("version").get_to(r.version);
     if (r.version != 1) {
-      return Error(ErrorCode::kUnsupported,
-                   origin + ": state format version " + std::to_string(r.version) +
-                       " is newer than this corral understands");
+      return Error(ErrorCode::kUnsupported, origin + ": state format version " +
+                                                std::to_string(r.version) +
+                                                " is newer than this corral understands");
     }
     j.at("id").get_to(r.id);
     j.at("name").get_to(r.name);

@@ -1,9 +1,9 @@
 #include "runtime/supervisor.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <cerrno>
-#include <spdlog/spdlog.h>
 
 #include "jail/spawn.h"
 #include "runtime/config.h"

@@ -84,8 +84,8 @@ Result<Stdio> MakeStdio(const RunOptions& options) {
 void SetDeadline(Watch& w, const LimitsSpec& limits, Clock::time_point start) {
   w.grace_seconds = limits.kill_grace_seconds;
   if (limits.timeout_seconds > 0) {
-    w.deadline = start + std::chrono::milliseconds(
-                             static_cast<int64_t>(limits.timeout_seconds * 1000));
+    w.deadline =
+        start + std::chrono::milliseconds(static_cast<int64_t>(limits.timeout_seconds * 1000));
   }
 }
 
@@ -184,9 +184,8 @@ void FillOutcome(const LimitsSpec& limits, int wait_status, const Watch& w,
   } else if (stats.oom_kills > 0 && o->status == RunStatus::kSignaled) {
     o->status = RunStatus::kOomKilled;
     o->limit = LimitKind::kMemory;
-  } else if (o->signal == SIGXCPU ||
-             (o->signal == SIGKILL && limits.cpu_time_seconds &&
-              cpu_ms >= *limits.cpu_time_seconds * 1000.0)) {
+  } else if (o->signal == SIGXCPU || (o->signal == SIGKILL && limits.cpu_time_seconds &&
+                                      cpu_ms >= *limits.cpu_time_seconds * 1000.0)) {
     o->limit = LimitKind::kCpuTime;
   } else if (o->signal == SIGXFSZ) {
     o->limit = LimitKind::kFileSize;
