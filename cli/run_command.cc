@@ -21,7 +21,14 @@ struct RunFlags {
 
 int Run(const RunFlags& flags) {
   runtime::JailSpec spec;
-  if (!BuildSpec(flags.jail, &spec)) return 125;
+  if (!BuildSpec(flags.jail, &spec)) {
+    if (flags.json) {
+      std::cout << runtime::ErrorToJson(Error(ErrorCode::kInvalidArgument,
+                                              "invalid arguments or configuration (see stderr)"))
+                << std::endl;
+    }
+    return 125;
+  }
   spec.argv = CommandWithTrailing(flags.command);
   if (spec.argv.empty()) {
     std::fprintf(stderr, "corral: run: no command given (corral run [OPTIONS] -- CMD [ARGS...])\n");
@@ -33,6 +40,7 @@ int Run(const RunFlags& flags) {
   auto outcome = runtime::RunJail(spec, options);
   if (!outcome) {
     std::fprintf(stderr, "corral: %s\n", outcome.error().message().c_str());
+    if (flags.json) std::cout << runtime::ErrorToJson(outcome.error()) << std::endl;
     return 125;
   }
   return ReportOutcome(*outcome, spec.limits, flags.json);

@@ -108,7 +108,10 @@ int Exec(const ExecFlags& f) {
   request.io.capture_output = f.json;
   request.io.pass_stdin = f.stdin_passthrough;
   auto outcome = runtime::ExecInSandbox(request);
-  if (!outcome) return Fail(outcome.error());
+  if (!outcome) {
+    if (f.json) std::cout << runtime::ErrorToJson(outcome.error()) << std::endl;
+    return Fail(outcome.error());
+  }
   runtime::LimitsSpec limits;
   if (f.timeout) limits.timeout_seconds = *f.timeout;
   return ReportOutcome(*outcome, limits, f.json);

@@ -100,4 +100,17 @@ std::string OutcomeToJson(const RunOutcome& o) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string ErrorToJson(const Error& error) {
+  RunOutcome o;
+  o.status = RunStatus::kSetupFailed;
+  nlohmann::json j = nlohmann::json::parse(OutcomeToJson(o));
+  j["exit_code"] = 125;
+  j["setup_error"] = {
+      {"step", error.code() == ErrorCode::kInvalidArgument ? "validate" : "prepare"},
+      {"errno", error.sys_errno() != 0 ? nlohmann::json(jail::ErrnoName(error.sys_errno()))
+                                       : nlohmann::json(nullptr)},
+      {"message", error.message()}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace corral::runtime

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "jail/setup_record.h"
 
 namespace corral::runtime {
@@ -49,5 +50,10 @@ int CliExitCode(const RunOutcome& outcome);
 
 // One JSON object (invalid UTF-8 in captured output is replaced with U+FFFD).
 std::string OutcomeToJson(const RunOutcome& outcome);
+
+// For `--json` callers when corral fails before a jail exists (invalid configuration, no
+// cgroup, ...): the same shape, status "setup_failed", step "validate" for invalid input
+// and "prepare" otherwise, exit_code 125.
+std::string ErrorToJson(const Error& error);
 
 }  // namespace corral::runtime
