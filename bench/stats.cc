@@ -23,8 +23,8 @@ Summary Summarize(const std::vector<double>& samples) {
   s.count = samples.size();
   s.min = *std::min_element(samples.begin(), samples.end());
   s.max = *std::max_element(samples.begin(), samples.end());
-  s.mean = std::accumulate(samples.begin(), samples.end(), 0.0) /
-           static_cast<double>(samples.size());
+  s.mean =
+      std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
   s.median = *Percentile(samples, 50);
   s.p90 = *Percentile(samples, 90);
   s.p99 = *Percentile(samples, 99);

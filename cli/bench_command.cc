@@ -1,6 +1,80 @@
-// PLACEHOLDER until the benchmark lands (issue 6): registers nothing.
+// `corral bench`: what each isolation layer costs here, and how corral compares with the
+// peer sandboxes on PATH. Parses flags into bench::BenchOptions; the work is in bench/.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "base/files.h"
+#include "bench/launcher.h"
+#include "bench/report.h"
+#include "bench/runner.h"
 #include "cli/commands.h"
 
 namespace corral::cli {
-void AddBenchCommand(CLI::App&, int*) {}
+
+void AddBenchCommand(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand(
+      "bench", "measure what isolation costs, layer by layer, next to peer sandboxes");
+  struct Flags {
+    bench::BenchOptions options;
+    std::string out;
+  };
+  auto flags = std::make_shared<Flags>();
+  cmd->add_flag("--quick", flags->options.quick, "short run (under a minute)");
+  cmd->add_option("--rounds", flags->options.rounds,
+                  "interleaved latency rounds per workload (default 60, quick 8)");
+  cmd->add_option("--workers", flags->options.workers,
+                  "concurrent launchers for throughput (default: online CPUs)");
+  cmd->add_option("--sandboxes", flags->options.sandboxes,
+                  "persistent sandboxes to bring up (default 100, quick 10; 0 = skip)");
+  cmd->add_option("--slice", flags->options.slice_seconds,
+                  "seconds per throughput slice (default 1.5, quick 0.5)");
+  cmd->add_option("--throughput-rounds", flags->options.throughput_rounds,
+                  "interleaved throughput slices per launcher (default 3, quick 1)");
+  cmd->add_flag("!--no-peers", flags->options.peers, "only the layer ladder and corral");
+  cmd->add_option("--out", flags->out, "directory for bench.json and bench.svg");
+  cmd->callback([flags, exit_code] {
+    bench::BenchOptions o = flags->options;
+    if (geteuid() != 0) {
+      std::cerr << "corral bench: needs root (namespaces, cgroups, mounts)\n";
+      *exit_code = 125;
+      return;
+    }
+    o.corral_exe = bench::SelfExe();
+    // The report records the command line exactly as given.
+    o.command = "corral";
+    if (auto cmdline = ReadFile("/proc/self/cmdline")) {
+      std::string arg;
+      bool first = true;
+      for (char c : *cmdline) {
+        if (c != '\0') {
+          arg += c;
+          continue;
+        }
+        if (!first) o.command += " " + arg;
+        first = false;
+        arg.clear();
+      }
+    }
+    auto results = bench::RunBench(o);
+    if (!results) {
+      std::cerr << "corral bench: " << results.error().message() << "\n";
+      *exit_code = 125;
+      return;
+    }
+    std::cout << bench::FormatTable(*results) << std::flush;
+    if (!flags->out.empty()) {
+      Status s = bench::WriteReports(*results, flags->out);
+      if (!s) {
+        std::cerr << "corral bench: " << s.error().message() << "\n";
+        *exit_code = 125;
+        return;
+      }
+      std::cerr << "wrote " << flags->out << "/bench.json and " << flags->out << "/bench.svg\n";
+    }
+    *exit_code = 0;
+  });
+}
+
 }  // namespace corral::cli

@@ -1,6 +1,154 @@
-// PLACEHOLDER until the tool layer lands (issue 5): registers nothing.
+// `corral tool NAME --thread T [--user U] [--args JSON | flags]`: one agent tool call,
+// printing exactly the text the agent would get; `corral threads`: the thread sandboxes.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "runtime/config.h"
+#include "runtime/persistent.h"
+#include "runtime/provider_config.h"
+#include "runtime/thread_dirs.h"
+#include "tools/tool_service.h"
 
 namespace corral::cli {
-void AddToolCommands(CLI::App&, int*) {}
+namespace {
+
+struct CommonFlags {
+  std::string config;
+  std::string base_dir;
+  std::string provider;  // overrides sandbox.use
+};
+
+struct ToolFlags {
+  CommonFlags common;
+  std::string tool, thread, user = runtime::kDefaultUserId, args;
+  std::map<std::string, std::string> strings;  // --command, --path, ...
+  std::map<std::string, int> ints;             // --start-line, ...
+  std::map<std::string, bool> bools;           // --append, ...
+};
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "corral: %s\n", message.c_str());
+  return 125;
+}
+
+bool LoadConfig(const CommonFlags& f, runtime::ProviderConfig* config, runtime::JailSpec* spec) {
+  if (!f.config.empty()) {
+    if (auto st = runtime::LoadToolConfigFile(f.config, config, spec); !st) {
+      std::fprintf(stderr, "corral: %s\n", st.error().message().c_str());
+      return false;
+    }
+  }
+  if (!f.base_dir.empty()) config->base_dir = f.base_dir;
+  if (f.provider == "local") config->use = runtime::ProviderKind::kLocal;
+  if (f.provider == "jail") config->use = runtime::ProviderKind::kJail;
+  if (!f.provider.empty() && f.provider != "local" && f.provider != "jail") {
+    std::fprintf(stderr, "corral: --provider: expected local or jail (got \"%s\")\n",
+                 f.provider.c_str());
+    return false;
+  }
+  return true;
+}
+
+void AddCommon(CLI::App* cmd, CommonFlags* f) {
+  cmd->add_option("--config", f->config, "YAML config file (sandbox:, skills: and jail keys)");
+  cmd->add_option("--base-dir", f->base_dir, "thread data directory (default /var/lib/corral)");
+  cmd->add_option("--provider", f->provider, "local or jail (overrides sandbox.use)");
+}
+
+int RunToolCommand(const ToolFlags& f) {
+  runtime::ProviderConfig config;
+  runtime::JailSpec spec;
+  if (!LoadConfig(f.common, &config, &spec)) return 125;
+  nlohmann::json args = nlohmann::json::object();
+  if (!f.args.empty()) {
+    args = nlohmann::json::parse(f.args, nullptr, false);
+    if (!args.is_object()) return Fail("--args: expected a JSON object");
+  }
+  for (const auto& [k, v] : f.strings) args[k] = v;
+  for (const auto& [k, v] : f.ints) args[k] = v;
+  for (const auto& [k, v] : f.bools) args[k] = v;
+  auto service = tools::ToolService::FromConfig(config, spec);
+  if (!service) return Fail(service.error().message());
+  std::string audit_error;
+  tools::ToolOutput out = (*service)->Call(f.user, f.thread, f.tool, args, &audit_error);
+  if (!audit_error.empty()) std::fprintf(stderr, "corral: audit log: %s\n", audit_error.c_str());
+  std::fwrite(out.text.data(), 1, out.text.size(), stdout);
+  if (::isatty(1)) std::fputc('\n', stdout);
+  return out.ok ? 0 : 1;
+}
+
+int Threads(const CommonFlags& f, bool json) {
+  runtime::ProviderConfig config;
+  runtime::JailSpec spec;
+  if (!LoadConfig(f, &config, &spec)) return 125;
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [user, thread] : runtime::ListThreadDirs(config.base_dir)) {
+    std::string name = runtime::JailSandboxName(user, thread);
+    auto info = runtime::InspectSandbox(name);
+    std::string state = !info ? "none" : info->alive ? "running" : "dead";
+    list.push_back({{"user", user},
+                    {"thread", thread},
+                    {"sandbox", name},
+                    {"state", state},
+                    {"processes", info ? info->processes : 0},
+                    {"idle_seconds", info ? nlohmann::json(info->idle_seconds) : nullptr}});
+  }
+  if (json) {
+    std::cout << list.dump() << std::endl;
+    return 0;
+  }
+  std::printf("%-20s %-24s %-36s %-8s %5s\n", "USER", "THREAD", "SANDBOX", "STATE", "PROCS");
+  for (const auto& t : list) {
+    std::printf("%-20s %-24s %-36s %-8s %5zu\n", t["user"].get<std::string>().c_str(),
+                t["thread"].get<std::string>().c_str(), t["sandbox"].get<std::string>().c_str(),
+                t["state"].get<std::string>().c_str(), t["processes"].get<size_t>());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddToolCommands(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<ToolFlags>();
+  CLI::App* tool = app.add_subcommand(
+      "tool", "Run one agent tool (bash ls read_file write_file str_replace glob grep)");
+  tool->add_option("name", f->tool, "tool name")->required();
+  tool->add_option("--thread", f->thread, "conversation thread id")->required();
+  tool->add_option("--user", f->user, "user id (default: default)");
+  tool->add_option("--args", f->args, "tool arguments as a JSON object");
+  AddCommon(tool, &f->common);
+  for (const char* s :
+       {"command", "path", "content", "pattern", "glob", "old_str", "new_str", "description"}) {
+    std::string flag = std::string("--") + s;
+    for (char& c : flag) c = c == '_' ? '-' : c;
+    tool->add_option_function<std::string>(
+        flag, [f, s](const std::string& v) { f->strings[s] = v; }, std::string("argument ") + s);
+  }
+  for (const char* s : {"start_line", "end_line", "max_results"}) {
+    std::string flag = std::string("--") + s;
+    for (char& c : flag) c = c == '_' ? '-' : c;
+    tool->add_option_function<int>(
+        flag, [f, s](int v) { f->ints[s] = v; }, std::string("argument ") + s);
+  }
+  for (const char* s : {"append", "replace_all", "include_dirs", "literal", "case_sensitive"}) {
+    std::string flag = std::string("--") + s;
+    for (char& c : flag) c = c == '_' ? '-' : c;
+    tool->add_flag_callback(
+        flag, [f, s]() { f->bools[s] = true; }, std::string("argument ") + s);
+  }
+  tool->callback([f, exit_code]() { *exit_code = RunToolCommand(*f); });
+
+  auto tf = std::make_shared<CommonFlags>();
+  auto json = std::make_shared<bool>(false);
+  CLI::App* threads = app.add_subcommand("threads", "List thread directories and their sandboxes");
+  AddCommon(threads, tf.get());
+  threads->add_flag("--json", *json, "one JSON array");
+  threads->callback([tf, json, exit_code]() { *exit_code = Threads(*tf, *json); });
+}
+
 }  // namespace corral::cli

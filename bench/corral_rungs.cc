@@ -1,0 +1,149 @@
+// The top rungs of the ladder: corral itself, measured the way users pay for it.
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "bench/launcher.h"
+#include "runtime/supervisor.h"
+
+namespace corral::bench {
+namespace {
+
+// `corral run -- <workload>`: exec of the binary, as a user or a script runs it.
+class CorralRunLauncher : public Launcher {
+ public:
+  explicit CorralRunLauncher(std::string exe) : exe_(std::move(exe)) {}
+  std::string name() const override { return "corral run (full default)"; }
+  std::string group() const override { return "layer"; }
+  std::string description() const override { return "corral run -- <workload>"; }
+  Status Launch(const Workload& w) override {
+    std::vector<std::string> argv = {exe_, "run", "--"};
+    argv.insert(argv.end(), w.argv.begin(), w.argv.end());
+    return SpawnAndWait(argv);
+  }
+
+ private:
+  std::string exe_;
+};
+
+// runtime::RunJail() in this process: the library's cost without exec'ing the binary.
+// Output captured (and dropped) so the workload cannot scribble over the progress line.
+class RunJailLauncher : public Launcher {
+ public:
+  std::string name() const override { return "runtime::RunJail (in-process)"; }
+  std::string group() const override { return "layer"; }
+  std::string description() const override {
+    return "runtime::RunJail(default JailSpec, capture_output)";
+  }
+  // RunJail takes over SIGINT/SIGTERM while it runs: one at a time.
+  bool thread_safe() const override { return false; }
+  Status Launch(const Workload& w) override {
+    runtime::JailSpec spec;
+    spec.argv = w.argv;
+    runtime::RunOptions opts;
+    opts.capture_output = true;
+    ASSIGN_OR_RETURN(runtime::RunOutcome out, runtime::RunJail(spec, opts));
+    if (out.status != runtime::RunStatus::kExited || out.exit_code != 0)
+      return Error(ErrorCode::kIo, std::string("RunJail: ") + runtime::RunStatusName(out.status) +
+                                       " " + std::to_string(out.exit_code) + " " +
+                                       out.stderr_stream.text);
+    return Ok();
+  }
+};
+
+// `corral exec <sandbox> -- <workload>` into one persistent sandbox created up front.
+class CorralExecLauncher : public Launcher {
+ public:
+  explicit CorralExecLauncher(std::string exe) : exe_(std::move(exe)) {}
+  std::string name() const override { return "corral exec (persistent)"; }
+  std::string group() const override { return "layer"; }
+  std::string description() const override {
+    return "corral create; corral exec <sandbox> -- <workload>";
+  }
+  Status Prepare() override {
+    name_ = "corral-bench-exec-" + std::to_string(getpid());
+    return SpawnAndWait({exe_, "create", "--name", name_});
+  }
+  void Cleanup() override {
+    if (!name_.empty()) (void)SpawnAndWait({exe_, "rm", name_});
+    name_.clear();
+  }
+  Status Launch(const Workload& w) override {
+    std::vector<std::string> argv = {exe_, "exec", name_, "--"};
+    argv.insert(argv.end(), w.argv.begin(), w.argv.end());
+    return SpawnAndWait(argv);
+  }
+
+ private:
+  std::string exe_;
+  std::string name_;
+};
+
+// One `bash` tool call over the jail provider (issue 5), when the binary has `corral tool`.
+// Thread data and the audit log go to a private --base-dir; the thread's sandbox, created
+// by the first call and reused by the others, is removed in Cleanup().
+class ToolBashLauncher : public Launcher {
+ public:
+  explicit ToolBashLauncher(std::string exe) : exe_(std::move(exe)) {}
+  std::string name() const override { return "tool call: bash"; }
+  std::string group() const override { return "layer"; }
+  std::string description() const override {
+    return "corral tool bash --provider jail --thread T --args '{\"command\":...}'";
+  }
+  Status Prepare() override {
+    auto help = SpawnAndCapture({exe_, "--help"});
+    if (!help || help->find("\n  tool ") == std::string::npos)
+      return Error(ErrorCode::kUnsupported,
+                   "this corral has no `tool` command (tool layer, issue 5, not built in)");
+    char tmpl[] = "/tmp/corral-bench-tool.XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return Error::FromErrno(errno, "mkdtemp");
+    base_dir_ = tmpl;
+    return Ok();
+  }
+  void Cleanup() override {
+    if (base_dir_.empty()) return;
+    auto list =
+        SpawnAndCapture({exe_, "threads", "--provider", "jail", "--base-dir", base_dir_, "--json"});
+    if (list) {
+      auto threads = nlohmann::json::parse(*list, nullptr, false);
+      if (threads.is_array()) {
+        for (const auto& t : threads) {
+          if (t.contains("sandbox") && t["sandbox"].is_string())
+            (void)SpawnAndWait({exe_, "rm", t["sandbox"].get<std::string>()});
+        }
+      }
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(base_dir_, ec);
+    base_dir_.clear();
+  }
+  Status Launch(const Workload& w) override {
+    const std::string args = nlohmann::json{{"command", w.shell}}.dump();
+    ASSIGN_OR_RETURN(std::string out,
+                     SpawnAndCapture({exe_, "tool", "bash", "--provider", "jail", "--base-dir",
+                                      base_dir_, "--thread", "bench", "--args", args}));
+    // The tool reports its own failures as text, the way agents receive them.
+    if (out.rfind("Error:", 0) == 0) return Error(ErrorCode::kIo, "tool bash: " + out);
+    return Ok();
+  }
+
+ private:
+  std::string exe_;
+  std::string base_dir_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Launcher>> MakeCorralRungs(const std::string& corral_exe) {
+  std::vector<std::unique_ptr<Launcher>> out;
+  out.push_back(std::make_unique<CorralRunLauncher>(corral_exe));
+  out.push_back(std::make_unique<RunJailLauncher>());
+  out.push_back(std::make_unique<CorralExecLauncher>(corral_exe));
+  out.push_back(std::make_unique<ToolBashLauncher>(corral_exe));
+  return out;
+}
+
+}  // namespace corral::bench

@@ -1,0 +1,133 @@
+#include "bench/results.h"
+
+#include <cstdio>
+
+namespace corral::bench {
+
+const char* EntryStatusName(EntryStatus s) {
+  switch (s) {
+    case EntryStatus::kOk:
+      return "ok";
+    case EntryStatus::kSkipped:
+      return "skipped";
+    case EntryStatus::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
+const LatencyEntry* FindEntry(const WorkloadResult& w, const std::string& name) {
+  for (const auto& e : w.entries) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+std::optional<PairedRatio> RatioBetween(const WorkloadResult& w, const std::string& a,
+                                        const std::string& b) {
+  const LatencyEntry* ea = FindEntry(w, a);
+  const LatencyEntry* eb = FindEntry(w, b);
+  if (ea == nullptr || eb == nullptr || ea->status != EntryStatus::kOk ||
+      eb->status != EntryStatus::kOk)
+    return std::nullopt;
+  return ComputePairedRatio(ea->samples_ms, eb->samples_ms);
+}
+
+namespace {
+
+std::string Fmt(const char* fmt, double v) {
+  char buf[64];
+  snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+TargetResult RatioTarget(const BenchResults& r, const std::string& name, const char* a,
+                         const char* b, double limit, bool at_most) {
+  TargetResult t;
+  t.name = name;
+  t.unit = "x";
+  t.target = std::string(at_most ? "<= " : ">= ") + Fmt("%.2f", limit) + "x";
+  const WorkloadResult* w = r.latency.empty() ? nullptr : &r.latency.front();
+  auto ratio = w != nullptr ? RatioBetween(*w, a, b) : std::nullopt;
+  if (!ratio) {
+    t.note = std::string("not measured: needs both '") + a + "' and '" + b + "'";
+    return t;
+  }
+  t.measured = true;
+  t.value = ratio->median_ratio;
+  t.pass = at_most ? t.value <= limit : t.value >= limit;
+  t.note = "median of " + std::to_string(ratio->pairs) + " interleaved pairs, p10-p90 " +
+           Fmt("%.2f", ratio->low) + "-" + Fmt("%.2f", ratio->high);
+  return t;
+}
+
+const ThroughputEntry* FindThroughput(const BenchResults& r, const std::string& name) {
+  for (const auto& e : r.throughput) {
+    if (e.name == name && e.status == EntryStatus::kOk) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void EvaluateTargets(BenchResults* r) {
+  r->targets.clear();
+  r->targets.push_back(RatioTarget(*r, "corral run / bwrap, median /bin/true", kCorralRunName,
+                                   kBwrapName, 0.5, true));
+  r->targets.push_back(RatioTarget(*r, "corral exec / bare fork+exec, median /bin/true",
+                                   kCorralExecName, kBareName, 2.0, true));
+
+  TargetResult tp;
+  tp.name = "launches/s corral run / bwrap, " + std::to_string(r->workers) + " workers";
+  tp.unit = "x";
+  tp.target = ">= 3.00x";
+  const ThroughputEntry* c = FindThroughput(*r, kCorralRunName);
+  const ThroughputEntry* b = FindThroughput(*r, kBwrapName);
+  if (c != nullptr && b != nullptr) {
+    auto ratio = ComputePairedRatio(c->slice_rates, b->slice_rates);
+    if (ratio) {
+      tp.measured = true;
+      tp.value = ratio->median_ratio;
+      tp.pass = tp.value >= 3.0;
+      tp.note = Fmt("%.0f/s vs ", c->launches_per_s) + Fmt("%.0f/s", b->launches_per_s) +
+                ", median of " + std::to_string(ratio->pairs) + " interleaved slices";
+    }
+  } else {
+    tp.note = "not measured: needs corral run and bwrap throughput";
+  }
+  r->targets.push_back(tp);
+
+  const SandboxFigures& s = r->sandboxes;
+  TargetResult mem;
+  mem.name = "host memory per idle persistent sandbox";
+  mem.unit = "MiB";
+  mem.target = "<= 1.00 MiB";
+  if (s.status == EntryStatus::kOk && s.mem_available_per_sandbox_bytes) {
+    mem.measured = true;
+    mem.value = *s.mem_available_per_sandbox_bytes / (1024.0 * 1024.0);
+    mem.pass = mem.value <= 1.0;
+    mem.note = "drop in MemAvailable over " + std::to_string(s.created) + " sandboxes";
+  } else {
+    mem.note = "not measured: " + s.reason;
+  }
+  r->targets.push_back(mem);
+
+  TargetResult up;
+  up.name = "1000 sandboxes up";
+  up.unit = "s";
+  up.target = "<= 10.0 s";
+  if (s.status == EntryStatus::kOk && s.created > 0) {
+    up.measured = true;
+    up.value = s.bring_up_s * 1000.0 / s.created;
+    up.pass = up.value <= 10.0;
+    up.note = s.created >= 1000
+                  ? "measured"
+                  : "extrapolated linearly from " + std::to_string(s.created) + " in " +
+                        Fmt("%.2f s", s.bring_up_s) + " (use --sandboxes 1000)";
+  } else {
+    up.note = "not measured: " + s.reason;
+  }
+  r->targets.push_back(up);
+}
+
+}  // namespace corral::bench

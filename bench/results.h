@@ -1,0 +1,104 @@
+// What one benchmark run measured: plain data produced by the runner (bench/runner.h) and
+// rendered by the report writers (bench/report.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/stats.h"
+
+namespace corral::bench {
+
+struct MachineInfo {
+  std::string kernel;        // uname -r
+  std::string cpu_model;     // /proc/cpuinfo "model name"
+  int cores = 0;             // online CPUs
+  int64_t memory_bytes = 0;  // MemTotal
+  std::string cgroup_mode;   // "v2", "hybrid (v1 controllers, v2 at /sys/fs/cgroup/unified)", "v1"
+};
+
+enum class EntryStatus { kOk, kSkipped, kFailed };
+const char* EntryStatusName(EntryStatus s);  // "ok", "skipped", "failed"
+
+// One launcher on one workload. samples_ms[i] was taken in round i: entries of the same
+// workload with status kOk have equally many samples, paired by index.
+struct LatencyEntry {
+  std::string name;
+  std::string group;  // "layer" | "peer"
+  std::string description;
+  EntryStatus status = EntryStatus::kOk;
+  std::string reason;  // why skipped/failed
+  std::vector<double> samples_ms;
+  Summary summary;
+};
+
+struct WorkloadResult {
+  std::string workload;
+  std::vector<LatencyEntry> entries;
+};
+
+// Launches per second with `workers` concurrent launchers, measured in slices interleaved
+// with the other launchers; slice_rates[i] was measured in round i.
+struct ThroughputEntry {
+  std::string name;
+  EntryStatus status = EntryStatus::kOk;
+  std::string reason;
+  int workers = 0;
+  double launches_per_s = 0;  // total launches / total time over all slices
+  std::vector<double> slice_rates;
+};
+
+struct SandboxFigures {
+  EntryStatus status = EntryStatus::kSkipped;
+  std::string reason;
+  int requested = 0;
+  int created = 0;
+  int concurrency = 0;    // creates in flight at once
+  double bring_up_s = 0;  // first create started -> last one up
+  double remove_s = 0;
+  // Host memory per idle sandbox, three ways.
+  std::optional<double> mem_available_per_sandbox_bytes;  // drop in MemAvailable / N
+  std::optional<double> cgroup_memory_per_sandbox_bytes;  // sandbox cgroup usage / N
+  std::optional<double> init_pss_per_sandbox_bytes;       // PSS of the inits / N
+};
+
+struct TargetResult {
+  std::string name;    // "corral run vs bwrap (median, /bin/true)"
+  std::string target;  // "<= 0.50x"
+  bool measured = false;
+  double value = 0;
+  std::string unit;  // "x", "MiB", "s"
+  bool pass = false;
+  std::string note;  // e.g. "extrapolated from 100 sandboxes"
+};
+
+struct BenchResults {
+  std::string command;     // the command line that produced this run
+  std::string started_at;  // ISO-8601 UTC
+  MachineInfo machine;
+  int rounds = 0;
+  int workers = 0;
+  std::vector<WorkloadResult> latency;
+  std::vector<ThroughputEntry> throughput;
+  SandboxFigures sandboxes;
+  std::vector<TargetResult> targets;
+  double duration_s = 0;
+};
+
+// The paired ratio a/b for two named entries of one workload, if both ran.
+std::optional<PairedRatio> RatioBetween(const WorkloadResult& w, const std::string& a,
+                                        const std::string& b);
+const LatencyEntry* FindEntry(const WorkloadResult& w, const std::string& name);
+
+// Launcher names the targets refer to.
+inline constexpr const char* kBareName = "bare fork+exec";
+inline constexpr const char* kCorralRunName = "corral run (full default)";
+inline constexpr const char* kCorralExecName = "corral exec (persistent)";
+inline constexpr const char* kBwrapName = "bwrap";
+
+// Fills results->targets from the figures (the targets, as ratios from this run).
+void EvaluateTargets(BenchResults* results);
+
+}  // namespace corral::bench

@@ -1,0 +1,139 @@
+#include "bench/sandboxes.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "bench/launcher.h"
+#include "runtime/persistent.h"
+
+namespace corral::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// At most this many `corral create` in flight: beyond it a 2-core host only queues them,
+// and thousands of simultaneous processes would measure the scheduler, not corral.
+constexpr int kMaxInFlight = 64;
+
+std::optional<int64_t> ReadKbField(const std::string& path, const std::string& field) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(field, 0) == 0) {
+      try {
+        return std::stoll(line.substr(field.size())) * 1024;
+      } catch (...) {
+        return std::nullopt;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// MemAvailable moves with page cache and other tenants; the median of a few reads a
+// moment apart is steadier than one.
+std::optional<int64_t> SettledMemAvailable() {
+  std::vector<int64_t> v;
+  for (int i = 0; i < 5; ++i) {
+    if (auto m = ReadMemAvailableBytes()) v.push_back(*m);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+std::optional<int64_t> ReadPssBytes(int pid) {
+  return ReadKbField("/proc/" + std::to_string(pid) + "/smaps_rollup", "Pss:");
+}
+
+std::optional<int64_t> ReadMemAvailableBytes() {
+  return ReadKbField("/proc/meminfo", "MemAvailable:");
+}
+
+SandboxFigures MeasureSandboxes(const std::string& corral_exe, int count, Progress& progress) {
+  SandboxFigures f;
+  f.requested = count;
+  f.concurrency = std::min(count, kMaxInFlight);
+  const std::string prefix = "corral-bench-" + std::to_string(getpid()) + "-";
+  progress.Update("sandboxes: settling memory");
+  const auto before = SettledMemAvailable();
+
+  std::atomic<int> next{0}, created{0};
+  std::mutex mu;
+  std::string first_error;
+  std::vector<bool> up(static_cast<size_t>(count), false);
+  const auto t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < f.concurrency; ++t) {
+    threads.emplace_back([&] {
+      for (int i; (i = next.fetch_add(1)) < count;) {
+        Status s = SpawnAndWait({corral_exe, "create", "--name", prefix + std::to_string(i)});
+        std::lock_guard<std::mutex> lock(mu);
+        if (s) {
+          up[static_cast<size_t>(i)] = true;
+          created.fetch_add(1);
+        } else if (first_error.empty()) {
+          first_error = s.error().message();
+        }
+      }
+    });
+  }
+  while (next.load() < count) {
+    progress.Update("sandboxes: creating " + std::to_string(created.load()) + "/" +
+                    std::to_string(count));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  for (auto& t : threads) t.join();
+  f.bring_up_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  f.created = created.load();
+
+  progress.Update("sandboxes: measuring idle memory");
+  const auto after = SettledMemAvailable();
+  int64_t cgroup_sum = 0, pss_sum = 0;
+  int cgroup_n = 0, pss_n = 0;
+  for (int i = 0; i < count; ++i) {
+    if (!up[static_cast<size_t>(i)]) continue;
+    auto info = runtime::InspectSandbox(prefix + std::to_string(i));
+    if (!info) continue;
+    if (info->stats && info->stats->memory_current_bytes) {
+      cgroup_sum += *info->stats->memory_current_bytes;
+      ++cgroup_n;
+    }
+    if (auto pss = ReadPssBytes(info->record.init_pid)) {
+      pss_sum += *pss;
+      ++pss_n;
+    }
+  }
+  if (f.created > 0 && before && after)
+    f.mem_available_per_sandbox_bytes = static_cast<double>(*before - *after) / f.created;
+  if (cgroup_n > 0) f.cgroup_memory_per_sandbox_bytes = static_cast<double>(cgroup_sum) / cgroup_n;
+  if (pss_n > 0) f.init_pss_per_sandbox_bytes = static_cast<double>(pss_sum) / pss_n;
+
+  progress.Update("sandboxes: removing");
+  const auto r0 = Clock::now();
+  for (int i = 0; i < count; ++i) {
+    if (!up[static_cast<size_t>(i)]) continue;
+    Status s = runtime::RemoveSandbox(prefix + std::to_string(i));
+    if (!s && first_error.empty()) first_error = "rm: " + s.error().message();
+  }
+  f.remove_s = std::chrono::duration<double>(Clock::now() - r0).count();
+  if (f.created == count) {
+    f.status = EntryStatus::kOk;
+  } else {
+    f.status = f.created > 0 ? EntryStatus::kOk : EntryStatus::kFailed;
+    f.reason = std::to_string(count - f.created) + " of " + std::to_string(count) +
+               " creates failed: " + first_error;
+  }
+  if (!first_error.empty() && f.reason.empty()) f.reason = first_error;
+  return f;
+}
+
+}  // namespace corral::bench

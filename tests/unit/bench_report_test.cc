@@ -1,0 +1,133 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/report.h"
+#include "bench/results.h"
+
+namespace corral::bench {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+LatencyEntry Ok(const std::string& name, const std::string& group, std::vector<double> ms) {
+  LatencyEntry e;
+  e.name = name;
+  e.group = group;
+  e.description = "test";
+  e.samples_ms = std::move(ms);
+  e.summary = Summarize(e.samples_ms);
+  return e;
+}
+
+BenchResults MakeResults() {
+  BenchResults r;
+  r.command = "corral bench --quick";
+  r.started_at = "2026-12-01T06:00:00Z";
+  r.machine = {"Linux 6.18.0 x86_64", "Test CPU", 2, 4LL << 30, "hybrid"};
+  r.rounds = 3;
+  r.workers = 2;
+  WorkloadResult w;
+  w.workload = "/bin/true";
+  w.entries.push_back(Ok(kBareName, "layer", {1, 1, 1}));
+  w.entries.push_back(Ok(kCorralRunName, "layer", {4, 4, 4}));
+  w.entries.push_back(Ok(kCorralExecName, "layer", {1.5, 1.5, 1.5}));
+  w.entries.push_back(Ok(kBwrapName, "peer", {10, 10, 10}));
+  LatencyEntry skipped;
+  skipped.name = "nsjail";
+  skipped.group = "peer";
+  skipped.status = EntryStatus::kSkipped;
+  skipped.reason = "not installed";
+  w.entries.push_back(skipped);
+  r.latency.push_back(w);
+  ThroughputEntry tc{kCorralRunName, EntryStatus::kOk, "", 2, 400, {400, 400}};
+  ThroughputEntry tb{kBwrapName, EntryStatus::kOk, "", 2, 100, {100, 100}};
+  r.throughput = {tc, tb};
+  r.sandboxes.status = EntryStatus::kOk;
+  r.sandboxes.requested = r.sandboxes.created = 100;
+  r.sandboxes.bring_up_s = 2.0;
+  r.sandboxes.mem_available_per_sandbox_bytes = 2.0 * 1024 * 1024;
+  EvaluateTargets(&r);
+  return r;
+}
+
+TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
+  BenchResults r = MakeResults();
+  ASSERT_EQ(r.targets.size(), 5u);
+  EXPECT_TRUE(r.targets[0].measured);
+  EXPECT_DOUBLE_EQ(r.targets[0].value, 0.4);  // 4 / 10
+  EXPECT_TRUE(r.targets[0].pass);
+  EXPECT_DOUBLE_EQ(r.targets[1].value, 1.5);  // exec / bare
+  EXPECT_TRUE(r.targets[1].pass);
+  EXPECT_DOUBLE_EQ(r.targets[2].value, 4.0);  // 400/s vs 100/s
+  EXPECT_TRUE(r.targets[2].pass);
+  EXPECT_DOUBLE_EQ(r.targets[3].value, 2.0);  // MiB
+  EXPECT_FALSE(r.targets[3].pass);
+  EXPECT_DOUBLE_EQ(r.targets[4].value, 20.0);  // 2 s for 100 -> 20 s for 1000
+  EXPECT_FALSE(r.targets[4].pass);
+  EXPECT_THAT(r.targets[4].note, HasSubstr("extrapolated"));
+}
+
+TEST(BenchTargets, MissingPeerMeansNotMeasuredRatherThanPass) {
+  BenchResults r = MakeResults();
+  r.latency[0].entries[3].status = EntryStatus::kSkipped;
+  r.throughput.pop_back();
+  EvaluateTargets(&r);
+  EXPECT_FALSE(r.targets[0].measured);
+  EXPECT_FALSE(r.targets[0].pass);
+  EXPECT_FALSE(r.targets[2].measured);
+}
+
+TEST(BenchReportTable, ShowsMachineFiguresSkipsAndPassMiss) {
+  const std::string t = FormatTable(MakeResults());
+  EXPECT_THAT(t, HasSubstr("Linux 6.18.0 x86_64, 2 cores"));
+  EXPECT_THAT(t, HasSubstr("cgroups hybrid"));
+  EXPECT_THAT(t, HasSubstr("nsjail"));
+  EXPECT_THAT(t, HasSubstr("skipped: not installed"));
+  EXPECT_THAT(t, HasSubstr("4.00"));  // corral run median
+  EXPECT_THAT(t, HasSubstr("0.40"));  // x bwrap
+  EXPECT_THAT(t, HasSubstr("PASS"));
+  EXPECT_THAT(t, HasSubstr("MISS"));
+  EXPECT_THAT(t, HasSubstr("400.0/s"));
+}
+
+TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
+  auto j = nlohmann::json::parse(ToJson(MakeResults()));
+  EXPECT_EQ(j["machine"]["cores"], 2);
+  EXPECT_EQ(j["command"], "corral bench --quick");
+  const auto& entries = j["latency"][0]["entries"];
+  ASSERT_EQ(entries.size(), 5u);
+  EXPECT_EQ(entries[1]["name"], kCorralRunName);
+  EXPECT_DOUBLE_EQ(entries[1]["summary_ms"]["median"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(entries[1]["ratio_vs_bare"]["median"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(entries[1]["ratio_vs_bwrap"]["median"].get<double>(), 0.4);
+  EXPECT_EQ(entries[1]["samples_ms"].size(), 3u);
+  EXPECT_EQ(entries[4]["status"], "skipped");
+  EXPECT_EQ(entries[4]["reason"], "not installed");
+  EXPECT_FALSE(entries[4].contains("summary_ms"));
+  EXPECT_EQ(j["targets"].size(), 5u);
+  EXPECT_EQ(j["targets"][0]["pass"], true);
+  EXPECT_EQ(j["throughput"][0]["launches_per_s"], 400);
+  EXPECT_EQ(j["sandboxes"]["created"], 100);
+}
+
+TEST(BenchReportSvg, IsOneSvgDocumentWithABarPerMeasuredLauncherAndEscapedText) {
+  BenchResults r = MakeResults();
+  r.latency[0].workload = "sh -c 'echo <hi> & bye'";
+  const std::string svg = ToSvg(r);
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_THAT(svg, HasSubstr("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+  EXPECT_THAT(svg, HasSubstr("</svg>"));
+  size_t bars = 0;
+  for (size_t p = svg.find("<rect x="); p != std::string::npos; p = svg.find("<rect x=", p + 1))
+    ++bars;
+  EXPECT_EQ(bars, 4u);  // four measured launchers; the skipped one gets text only
+  EXPECT_THAT(svg, HasSubstr("sh -c &apos;echo &lt;hi&gt; &amp; bye&apos;"));
+  EXPECT_THAT(svg, Not(HasSubstr("<hi>")));
+  EXPECT_THAT(svg, HasSubstr("skipped: not installed"));
+}
+
+}  // namespace
+}  // namespace corral::bench
