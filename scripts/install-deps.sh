@@ -14,6 +14,8 @@ packages=(
   libseccomp-dev libcap-dev libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
   # tests
   libgtest-dev libgmock-dev busybox-static iproute2 procps util-linux python3
+  # peers that `corral bench` compares against (skipped when absent)
+  bubblewrap crun runc firejail
   # cgroup v2 tests in a throwaway VM (tests/vm)
   qemu-system-x86 cpio
 )
