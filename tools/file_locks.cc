@@ -1,15 +1,22 @@
 #include "tools/file_locks.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 
 namespace corral::tools {
 
-std::shared_ptr<std::mutex> FileLock(const std::string& sandbox_id, const std::string& path) {
+namespace {
+
+std::shared_ptr<std::mutex> ProcessMutex(const std::string& key) {
   static std::mutex registry_mu;
   static std::map<std::string, std::weak_ptr<std::mutex>> registry;
   std::lock_guard<std::mutex> lock(registry_mu);
-  // '\0' cannot occur in an id or a path, so the key is unambiguous.
-  std::string key = sandbox_id + '\0' + path;
   if (auto existing = registry[key].lock()) return existing;
   auto fresh = std::make_shared<std::mutex>();
   registry[key] = fresh;
@@ -17,6 +24,48 @@ std::shared_ptr<std::mutex> FileLock(const std::string& sandbox_id, const std::s
     it = it->second.expired() ? registry.erase(it) : std::next(it);
   }
   return fresh;
+}
+
+// FNV-1a over the key: stable across processes, which is all a lock file name needs.
+std::string LockFileName(const std::string& key) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : key) h = (h ^ c) * 1099511628211ULL;
+  char name[32];
+  std::snprintf(name, sizeof name, "%016llx.lock", static_cast<unsigned long long>(h));
+  return name;
+}
+
+UniqueFd OpenLockFile(const std::string& key) {
+  const char* env = std::getenv("CORRAL_RUNTIME_DIR");
+  std::string root = env != nullptr && *env == '/' ? env : "/run/corral";
+  std::string dir = root + "/tool-locks";
+  if (::mkdir(root.c_str(), 0700) != 0 && errno != EEXIST) return UniqueFd();
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return UniqueFd();
+  std::string path = dir + "/" + LockFileName(key);
+  return UniqueFd(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600));
+}
+
+}  // namespace
+
+FileLockGuard::FileLockGuard(std::shared_ptr<std::mutex> mutex, UniqueFd lock_file)
+    : mutex_(std::move(mutex)), lock_file_(std::move(lock_file)) {}
+
+FileLockGuard::~FileLockGuard() {
+  lock_file_.Reset();  // releases the flock
+  mutex_->unlock();
+}
+
+std::unique_ptr<FileLockGuard> LockFile(const std::string& sandbox_id, const std::string& path) {
+  // '\0' cannot occur in an id or a path, so the key is unambiguous.
+  std::string key = sandbox_id + '\0' + path;
+  std::shared_ptr<std::mutex> mutex = ProcessMutex(key);
+  mutex->lock();
+  UniqueFd file = OpenLockFile(key);
+  if (file) {
+    while (::flock(file.get(), LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  return std::make_unique<FileLockGuard>(std::move(mutex), std::move(file));
 }
 
 }  // namespace corral::tools

@@ -1,14 +1,33 @@
-// Process-wide locks per (sandbox id, path), held by write_file and str_replace so two
-// concurrent edits of one file cannot lose an update (DeerFlow's file_operation_lock).
-// Entries disappear when no caller holds them. Thread-safe.
+// Locks per (sandbox id, path), held by write_file and str_replace so two concurrent edits
+// of one file cannot lose an update (DeerFlow's file_operation_lock). A lock is both a
+// process-wide mutex (threads of one process, e.g. a daemon) and an flock on a lock file
+// under <runtime dir>/tool-locks/ (separate `corral tool` processes), so it holds across
+// every caller on the host. Lock files are named by a hash of (sandbox, path) and stay,
+// one per file ever edited, on the runtime tmpfs.
 #pragma once
 
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "base/unique_fd.h"
+
 namespace corral::tools {
 
-std::shared_ptr<std::mutex> FileLock(const std::string& sandbox_id, const std::string& path);
+class FileLockGuard {
+ public:
+  FileLockGuard(std::shared_ptr<std::mutex> mutex, UniqueFd lock_file);
+  ~FileLockGuard();
+  FileLockGuard(const FileLockGuard&) = delete;
+  FileLockGuard& operator=(const FileLockGuard&) = delete;
+
+ private:
+  std::shared_ptr<std::mutex> mutex_;
+  UniqueFd lock_file_;  // flock'ed; closing releases it
+};
+
+// Blocks until this caller holds the lock of (sandbox_id, path). If the lock file cannot
+// be created (no runtime dir), only the in-process mutex is held.
+std::unique_ptr<FileLockGuard> LockFile(const std::string& sandbox_id, const std::string& path);
 
 }  // namespace corral::tools

@@ -165,8 +165,7 @@ ToolOutput WriteFile(runtime::Sandbox& sb, Args& a, const ToolSettings& s) {
     out.limit = "write_file_max_bytes";
     return out;
   }
-  auto lock = FileLock(sb.id(), path);
-  std::lock_guard<std::mutex> guard(*lock);
+  auto lock = LockFile(sb.id(), path);
   auto r = sb.WriteFile(path, content, append);
   if (!r) return WriteError(path, r.error());
   return Ok("OK");
@@ -187,8 +186,7 @@ ToolOutput StrReplace(runtime::Sandbox& sb, Args& a, const ToolSettings&) {
   std::string path = a.Str("path"), old_str = a.Str("old_str"), new_str = a.Str("new_str");
   bool all = a.Bool("replace_all", false);
   if (a.error()) return Err(*a.error());
-  auto lock = FileLock(sb.id(), path);
-  std::lock_guard<std::mutex> guard(*lock);
+  auto lock = LockFile(sb.id(), path);
   auto content = sb.ReadFile(path, std::nullopt, std::nullopt);
   if (!content) {
     if (auto p = PolicyError(content.error())) return *p;
