@@ -1,0 +1,234 @@
+// Unit tests (no root) for the pure parts of the run path: bounded output capture, the
+// outcome and its exit codes, the command environment, spec <-> JSON, sandbox records,
+// and the setup-record channel.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "jail/setup_record.h"
+#include "runtime/outcome.h"
+#include "runtime/output_capture.h"
+#include "runtime/planner.h"
+#include "runtime/sandbox_store.h"
+#include "runtime/spec_json.h"
+#include "tests/support/temp_dir.h"
+
+namespace corral::runtime {
+namespace {
+
+TEST(OutputCapture, KeepsEverythingUnderTheLimit) {
+  OutputCapture c(10);
+  c.Append("abc", 3);
+  c.Append("defg", 4);
+  StreamOutcome s = c.Finish();
+  EXPECT_EQ(s.text, "abcdefg");
+  EXPECT_EQ(s.bytes, 7);
+  EXPECT_EQ(s.dropped_bytes, 0);
+}
+
+TEST(OutputCapture, KeepsHeadAndTailAndCountsTheRest) {
+  OutputCapture c(8);  // 4 bytes of head, 4 of tail
+  std::string all;
+  for (char ch = 'a'; ch <= 'z'; ++ch) {  // one byte at a time exercises the ring
+    c.Append(&ch, 1);
+    all += ch;
+  }
+  StreamOutcome s = c.Finish();
+  EXPECT_EQ(s.bytes, 26);
+  EXPECT_EQ(s.dropped_bytes, 18);
+  EXPECT_EQ(s.text, "abcd\n[corral: 18 bytes dropped]\nwxyz");
+}
+
+TEST(OutputCapture, LargeChunksKeepOnlyTheirEnd) {
+  OutputCapture c(6);
+  std::string big(1000, 'x');
+  big[997] = '1';
+  big[998] = '2';
+  big[999] = '3';
+  c.Append("HE", 2);
+  c.Append(big.data(), big.size());
+  StreamOutcome s = c.Finish();
+  EXPECT_EQ(s.bytes, 1002);
+  EXPECT_EQ(s.dropped_bytes, 996);
+  EXPECT_EQ(s.text, "HEx\n[corral: 996 bytes dropped]\n123");
+}
+
+TEST(OutputCapture, MemoryStaysBoundedWhateverIsWritten) {
+  OutputCapture c(1024);
+  std::string chunk(65536, 'z');
+  for (int i = 0; i < 2000; ++i) c.Append(chunk.data(), chunk.size());  // 128 MiB
+  StreamOutcome s = c.Finish();
+  EXPECT_EQ(s.bytes, 2000LL * 65536);
+  EXPECT_LT(s.text.size(), 1024u + 64u);
+}
+
+TEST(Outcome, ExitCodesFollowDockerAndTimeout) {
+  RunOutcome o;
+  o.status = RunStatus::kExited;
+  o.exit_code = 3;
+  EXPECT_EQ(CliExitCode(o), 3);
+  o.status = RunStatus::kTimedOut;
+  EXPECT_EQ(CliExitCode(o), 124);
+  o.status = RunStatus::kOomKilled;
+  EXPECT_EQ(CliExitCode(o), 137);
+  o.status = RunStatus::kSignaled;
+  o.signal = 15;
+  EXPECT_EQ(CliExitCode(o), 143);
+  o.status = RunStatus::kSetupFailed;
+  o.setup_error = jail::SetupFailure{jail::SetupStep::kExecve, ENOENT, "execve x"};
+  EXPECT_EQ(CliExitCode(o), 127);
+  o.setup_error->err = EACCES;
+  EXPECT_EQ(CliExitCode(o), 126);
+  o.setup_error = jail::SetupFailure{jail::SetupStep::kMount, ENOENT, "bind-mount a -> b"};
+  EXPECT_EQ(CliExitCode(o), 125);
+  o.interrupted_by = 2;
+  EXPECT_EQ(CliExitCode(o), 130);
+}
+
+TEST(Outcome, JsonHasEveryDocumentedField) {
+  RunOutcome o;
+  o.status = RunStatus::kSetupFailed;
+  o.setup_error =
+      jail::SetupFailure{jail::SetupStep::kMount, ENOENT, "bind-mount /srv/skills -> /mnt/skills"};
+  o.captured = true;
+  o.stdout_stream.text = std::string("bad \xff utf8");
+  nlohmann::json j = nlohmann::json::parse(OutcomeToJson(o));
+  for (const char* key :
+       {"status", "exit_code", "signal", "limit", "wall_ms", "cpu_user_ms", "cpu_system_ms",
+        "memory_peak_bytes", "pids_peak", "stdout", "stderr", "stdout_bytes", "stderr_bytes",
+        "stdout_dropped_bytes", "stderr_dropped_bytes", "setup_error"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["status"], "setup_failed");
+  EXPECT_EQ(j["exit_code"], 125);
+  EXPECT_EQ(j["setup_error"]["step"], "mount");
+  EXPECT_EQ(j["setup_error"]["errno"], "ENOENT");
+  EXPECT_EQ(j["setup_error"]["message"],
+            "setup failed at bind-mount /srv/skills -> /mnt/skills: No such file or directory");
+  EXPECT_NE(j["stdout"].get<std::string>().find("\xef\xbf\xbd"), std::string::npos);
+}
+
+TEST(Outcome, ErrorsBeforeAJailHaveTheSameShape) {
+  nlohmann::json j =
+      nlohmann::json::parse(ErrorToJson(Error(ErrorCode::kInvalidArgument, "limits.memory: bad")));
+  EXPECT_EQ(j["status"], "setup_failed");
+  EXPECT_EQ(j["exit_code"], 125);
+  EXPECT_EQ(j["setup_error"]["step"], "validate");
+}
+
+TEST(CommandEnvironment, SmallDefaultPlusOverrides) {
+  JailSpec spec;
+  spec.env = {{"FOO", "bar"}, {"PATH", "/opt/bin:/usr/bin"}};
+  auto env = CommandEnvironment(spec);
+  auto get = [&](const std::string& k) -> std::string {
+    for (const auto& [name, value] : env) {
+      if (name == k) return value;
+    }
+    return "<unset>";
+  };
+  EXPECT_EQ(get("PATH"), "/opt/bin:/usr/bin");
+  EXPECT_EQ(get("HOME"), "/home/sandbox");
+  EXPECT_EQ(get("USER"), "sandbox");
+  EXPECT_EQ(get("FOO"), "bar");
+  EXPECT_EQ(get("LANG"), "C.UTF-8");
+  EXPECT_LE(env.size(), 9u);
+}
+
+TEST(WeakenedIsolation, NamesEveryOptOut) {
+  JailSpec spec;
+  EXPECT_TRUE(WeakenedIsolation(spec).empty());
+  spec.namespaces.pid = false;
+  spec.namespaces.net = false;
+  spec.unsafe.allow_missing_limits = true;
+  EXPECT_EQ(WeakenedIsolation(spec).size(), 3u);
+}
+
+TEST(SpecJson, RoundTripsEveryField) {
+  JailSpec s;
+  s.argv = {"bash", "-c", "echo hi"};
+  s.env = {{"A", "1"}};
+  s.rootfs = "/srv/root";
+  s.user_data_dir = "/srv/ud";
+  s.mounts = {{"/a", "/b", false}};
+  s.workdir = "/w";
+  s.hostname = "h";
+  s.uid = 1234;
+  s.namespaces.ipc = false;
+  s.seccomp_profile = "strict";
+  s.limits.memory_bytes = 77 << 20;
+  s.limits.cpu_time_seconds = 9;
+  s.cgroups.driver = "v1";
+  s.unsafe.allow_root = true;
+  auto back = SpecFromJson(SpecToJson(s));
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(SpecToJson(*back), SpecToJson(s));
+  EXPECT_EQ(back->limits.cpu_time_seconds, 9);
+  EXPECT_FALSE(back->skills_dir.has_value());
+  EXPECT_FALSE(SpecFromJson("{\"argv\": 3}"));
+}
+
+TEST(SandboxStore, ClaimIsExclusiveAndRecordsRoundTrip) {
+  test::TempDir dir;
+  SandboxStore store(dir.path());
+  ASSERT_TRUE(dir.MakeDirs("sandboxes", 0700));
+  ASSERT_TRUE(store.Claim("t1"));
+  Status again = store.Claim("t1");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code(), ErrorCode::kAlreadyExists);
+  EXPECT_FALSE(store.Claim("../x"));
+  SandboxRecord r;
+  r.id = "0123456789ab";
+  r.name = "t1";
+  r.init_pid = 42;
+  r.spec.hostname = "hh";
+  ASSERT_TRUE(store.Save(r));
+  auto by_name = store.Find("t1");
+  ASSERT_TRUE(by_name) << by_name.error().message();
+  EXPECT_EQ(by_name->init_pid, 42);
+  EXPECT_EQ(by_name->spec.hostname, "hh");
+  auto by_id = store.Find("0123456789ab");
+  ASSERT_TRUE(by_id);
+  EXPECT_EQ(by_id->name, "t1");
+  EXPECT_EQ(store.List().size(), 1u);
+  EXPECT_FALSE(store.Find("nope"));
+  ASSERT_TRUE(store.Forget("t1"));
+  EXPECT_TRUE(store.List().empty());
+}
+
+TEST(SandboxStore, NamesAreValidated) {
+  EXPECT_TRUE(IsValidSandboxName("a-B_9"));
+  EXPECT_FALSE(IsValidSandboxName(""));
+  EXPECT_FALSE(IsValidSandboxName("a/b"));
+  EXPECT_FALSE(IsValidSandboxName(".."));
+  EXPECT_FALSE(IsValidSandboxName(std::string(65, 'a')));
+  EXPECT_TRUE(IsValidSandboxName(std::string(64, 'a')));
+}
+
+TEST(ProcessStartTicks, KnowsOurselvesAndNotTheDead) {
+  EXPECT_TRUE(ProcessStartTicks(getpid()).has_value());
+  EXPECT_FALSE(ProcessStartTicks(0x3fffffff).has_value());
+}
+
+TEST(SetupRecord, FailureCrossesTheChannelAndEofMeansRunning) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds), 0);
+  jail::ReportSetupFailure(fds[1], jail::SetupStep::kChdir, ENOENT, "chdir /nope");
+  auto got = jail::ReadSetupResult(fds[0], 1000);
+  ASSERT_TRUE(got);
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->step, jail::SetupStep::kChdir);
+  EXPECT_EQ((*got)->ToString(), "setup failed at chdir /nope: No such file or directory");
+  close(fds[1]);
+  auto eof = jail::ReadSetupResult(fds[0], 1000);
+  ASSERT_TRUE(eof);
+  EXPECT_FALSE(eof->has_value());
+  close(fds[0]);
+}
+
+}  // namespace
+}  // namespace corral::runtime
