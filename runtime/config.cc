@@ -12,6 +12,7 @@
 
 #include "base/files.h"
 #include "runtime/sizes.h"
+#include "runtime/provider_config.h"
 
 namespace corral::runtime {
 namespace {
@@ -455,6 +456,19 @@ const Table<UnsafeSpec>& UnsafeTable() {
   return table;
 }
 
+// DeerFlow's `sandbox:` and `skills:` sections configure the tool layer
+// (runtime/provider_config.h, read by `corral tool`). A jail accepts them so that one file
+// configures both, and still checks them, so a typo there is not silently ignored.
+Rule<JailSpec> ProviderSectionKey(const char* key) {
+  return {key, [section = std::string(key)](const YAML::Node& n, const Where& w, Reader& r,
+                                            JailSpec&) {
+            ProviderConfig scratch;
+            Status st = section == "sandbox" ? LoadProviderConfig(n, YAML::Node(), &scratch)
+                                             : LoadProviderConfig(YAML::Node(), n, &scratch);
+            if (!st) r.Report(w, st.error().message());
+          }};
+}
+
 const Table<JailSpec>& TopLevel() {
   static const Table<JailSpec> table = {
       OptionalStringKey("rootfs", &JailSpec::rootfs),
@@ -471,6 +485,8 @@ const Table<JailSpec>& TopLevel() {
       SectionKey("limits", &JailSpec::limits, LimitsTable()),
       SectionKey("cgroups", &JailSpec::cgroups, CgroupTable()),
       SectionKey("unsafe", &JailSpec::unsafe, UnsafeTable()),
+      ProviderSectionKey("sandbox"),
+      ProviderSectionKey("skills"),
   };
   return table;
 }
