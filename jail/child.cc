@@ -25,9 +25,6 @@ namespace corral::jail {
 
 namespace {
 
-// Exit status of a child whose setup failed; the parent reads the record, not this.
-constexpr int kSetupFailedExit = 125;
-
 bool CheckLifeline(const JailPlan& plan, int setup_fd) {
   if (!plan.die_with_parent) return true;
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {

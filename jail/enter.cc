@@ -18,8 +18,6 @@ namespace corral::jail {
 
 namespace {
 
-constexpr int kSetupFailedExit = 125;
-
 [[noreturn]] void RunEnterChild(const EnterRequest& r, int setup_fd) {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
     ReportSetupFailure(setup_fd, SetupStep::kLifeline, errno, "PR_SET_PDEATHSIG");

@@ -16,6 +16,9 @@
 
 namespace corral::jail {
 
+// Exit status of a jail child whose setup failed; the parent reads the record, not this.
+inline constexpr int kSetupFailedExit = 125;
+
 enum class SetupStep : uint32_t {
   kLifeline = 1,     // parent death signal / parent already gone
   kStdio,            // dup2 of stdin/stdout/stderr

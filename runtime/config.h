@@ -47,6 +47,9 @@ std::vector<std::string> ConfigKeyPaths();
 // checked against the online CPUs. See config_validate.cc for the full list of rules.
 std::vector<std::string> Validate(const JailSpec& spec);
 
+// Validate() as one Status: kInvalidArgument listing every problem, one per line.
+Status ValidateSpec(const JailSpec& spec);
+
 // `--mount HOST:CONTAINER[:ro|rw]`; read-only unless `:rw`. Paths are checked by Validate.
 Result<MountSpec> ParseMountFlag(const std::string& flag);
 // `--env NAME=VALUE`; the value may be empty or contain '='. NAME is checked here.

@@ -351,4 +351,12 @@ std::vector<std::string> Validate(const JailSpec& spec) {
   return p.Take();
 }
 
+Status ValidateSpec(const JailSpec& spec) {
+  std::vector<std::string> problems = Validate(spec);
+  if (problems.empty()) return Ok();
+  std::string text = "invalid configuration:";
+  for (const auto& p : problems) text += "\n  " + p;
+  return Error(ErrorCode::kInvalidArgument, text);
+}
+
 }  // namespace corral::runtime

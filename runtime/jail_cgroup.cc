@@ -13,13 +13,17 @@ cgroups::Limits CgroupLimitsFor(const LimitsSpec& limits) {
   return out;
 }
 
+cgroups::ManagerOptions ManagerOptionsFor(const CgroupSpec& cgroups) {
+  cgroups::ManagerOptions options;
+  options.driver = cgroups.driver;
+  options.parent = cgroups.parent;
+  return options;
+}
+
 Result<JailCgroup> CreateJailCgroup(const JailSpec& spec) {
   JailCgroup result;
   bool allow_missing = spec.unsafe.allow_missing_limits;
-  cgroups::ManagerOptions options;
-  options.driver = spec.cgroups.driver;
-  options.parent = spec.cgroups.parent;
-  auto manager = cgroups::CgroupManager::Create(options);
+  auto manager = cgroups::CgroupManager::Create(ManagerOptionsFor(spec.cgroups));
   if (!manager) {
     if (!allow_missing) {
       return manager.error().WithContext(

@@ -20,6 +20,7 @@ struct JailCgroup {
 };
 
 cgroups::Limits CgroupLimitsFor(const LimitsSpec& limits);
+cgroups::ManagerOptions ManagerOptionsFor(const CgroupSpec& cgroups);
 
 Result<JailCgroup> CreateJailCgroup(const JailSpec& spec);
 

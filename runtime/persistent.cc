@@ -44,10 +44,7 @@ std::string RandomId() {
 }
 
 Result<std::unique_ptr<cgroups::CgroupManager>> ManagerFor(const JailSpec& spec) {
-  cgroups::ManagerOptions options;
-  options.driver = spec.cgroups.driver;
-  options.parent = spec.cgroups.parent;
-  return cgroups::CgroupManager::Create(options);
+  return cgroups::CgroupManager::Create(ManagerOptionsFor(spec.cgroups));
 }
 
 // A pidfd for the recorded init, or an error saying the sandbox is dead. The start time
@@ -126,12 +123,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   record.idle_timeout_seconds = request.idle_timeout_seconds;
   record.spec = request.spec;
   record.spec.argv = {"corral-init"};  // the init; execs bring their own argv
-  std::vector<std::string> problems = Validate(record.spec);
-  if (!problems.empty()) {
-    std::string text = "invalid configuration:";
-    for (const auto& p : problems) text += "\n  " + p;
-    return Error(ErrorCode::kInvalidArgument, text);
-  }
+  RETURN_IF_ERROR(ValidateSpec(record.spec));
   for (const auto& w : WeakenedIsolation(record.spec)) spdlog::warn("{}", w);
   RETURN_IF_ERROR(store.Claim(record.name));
   ScopeGuard forget([&] { (void)store.Forget(record.name); });
@@ -231,14 +223,8 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
 
   OutputCapture out(spec.limits.output_limit_bytes);
   OutputCapture err(spec.limits.output_limit_bytes);
-  Watch watch;
-  watch.process = &command;
-  watch.cgroup = exec_cg.get();
-  watch.io = &io;
-  watch.out = &out;
-  watch.err = &err;
-  watch.signal_fd = signals.fd();
-  SetDeadline(watch, spec.limits, start);
+  Watch watch =
+      NewWatch(&command, exec_cg.get(), &io, &out, &err, signals.fd(), spec.limits, start);
   ASSIGN_OR_RETURN(auto setup, command.AwaitSetup(kInitSetupTimeoutMs));
   if (setup) {
     outcome.status = RunStatus::kSetupFailed;

@@ -16,14 +16,6 @@ namespace corral::runtime {
 
 namespace {
 
-Status ValidateOrExplain(const JailSpec& spec) {
-  std::vector<std::string> problems = Validate(spec);
-  if (problems.empty()) return Ok();
-  std::string text = "invalid configuration:";
-  for (const auto& p : problems) text += "\n  " + p;
-  return Error(ErrorCode::kInvalidArgument, text);
-}
-
 // Clones the jail into the cgroup: directly (clone3 CLONE_INTO_CGROUP) where the driver
 // allows, so that not one instruction runs outside it; else the child joins it itself
 // before doing anything else.
@@ -51,7 +43,7 @@ Result<jail::JailProcess> SpawnJail(const jail::JailPlan& plan, const Stdio& io,
 
 Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   PhaseTrace trace;
-  RETURN_IF_ERROR(ValidateOrExplain(spec));
+  RETURN_IF_ERROR(ValidateSpec(spec));
   trace.Mark("validate");
   Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(JailCgroup cg, CreateJailCgroup(spec));
@@ -72,14 +64,8 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
 
   OutputCapture out(spec.limits.output_limit_bytes);
   OutputCapture err(spec.limits.output_limit_bytes);
-  Watch watch;
-  watch.process = &process;
-  watch.cgroup = cg.cgroup.get();
-  watch.io = &io;
-  watch.out = &out;
-  watch.err = &err;
-  watch.signal_fd = signals.fd();
-  SetDeadline(watch, spec.limits, start);
+  Watch watch =
+      NewWatch(&process, cg.cgroup.get(), &io, &out, &err, signals.fd(), spec.limits, start);
 
   int setup_timeout_ms =
       spec.limits.timeout_seconds > 0 ? static_cast<int>(spec.limits.timeout_seconds * 1000) : -1;

@@ -81,12 +81,22 @@ Result<Stdio> MakeStdio(const RunOptions& options) {
   return io;
 }
 
-void SetDeadline(Watch& w, const LimitsSpec& limits, Clock::time_point start) {
+Watch NewWatch(jail::JailProcess* process, cgroups::Cgroup* cgroup, Stdio* io, OutputCapture* out,
+               OutputCapture* err, int signal_fd, const LimitsSpec& limits,
+               Clock::time_point start) {
+  Watch w;
+  w.process = process;
+  w.cgroup = cgroup;
+  w.io = io;
+  w.out = out;
+  w.err = err;
+  w.signal_fd = signal_fd;
   w.grace_seconds = limits.kill_grace_seconds;
   if (limits.timeout_seconds > 0) {
     w.deadline =
         start + std::chrono::milliseconds(static_cast<int64_t>(limits.timeout_seconds * 1000));
   }
+  return w;
 }
 
 void KillNow(Watch& w) {

@@ -75,8 +75,11 @@ struct Watch {
   std::optional<int> interrupted_by;
 };
 
-// Sets the deadline from the limits (timeout_seconds counted from `start`; 0 = none).
-void SetDeadline(Watch& w, const LimitsSpec& limits, Clock::time_point start);
+// A Watch over `process` with the deadline and grace of `limits` (timeout_seconds counted
+// from `start`; 0 = none).
+Watch NewWatch(jail::JailProcess* process, cgroups::Cgroup* cgroup, Stdio* io, OutputCapture* out,
+               OutputCapture* err, int signal_fd, const LimitsSpec& limits,
+               Clock::time_point start);
 // SIGKILL to the watched process and everything in the cgroup.
 void KillNow(Watch& w);
 // Returns once the watched process has exited (its pidfd is readable); drains output,
