@@ -5,6 +5,7 @@
 // Bounds on time here are loose functional checks ("the deadline fired, not the 60 s
 // sleep"), never performance targets; those live in bench/.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -16,8 +17,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "base/files.h"
 #include "tests/support/corral_paths.h"
@@ -58,8 +57,8 @@ TEST_F(LimitsTest, MemoryHogIsOomKilledAndReported) {
 TEST_F(LimitsTest, ForkBombStopsAtPidsLimitAndDiesWithTheCommand) {
   JailRun run;
   // Children sleep 60 s: only the jail's teardown can end them before the leak check.
-  nlohmann::json o = Outcome({"--pids-limit", "32", "--timeout", "30"},
-                             {"forkbomb", "100000", "60"}, &run);
+  nlohmann::json o =
+      Outcome({"--pids-limit", "32", "--timeout", "30"}, {"forkbomb", "100000", "60"}, &run);
   ASSERT_EQ(o["status"], "exited") << run.Describe();
   ASSERT_TRUE(run.probe.is_object()) << run.Describe();
   EXPECT_LT(run.probe["forked"].get<int64_t>(), 32) << run.Describe();
@@ -108,7 +107,7 @@ TEST_F(LimitsTest, CpuLimitThrottles) {
   double cpu = o["cpu_user_ms"].get<double>() + o["cpu_system_ms"].get<double>();
   double wall = o["wall_ms"].get<double>();
   std::printf("cpus=0.2: %.0f ms CPU in %.0f ms wall (%.0f%%)\n", cpu, wall, 100 * cpu / wall);
-  EXPECT_GT(cpu, 100) << run.Describe();        // it did run
+  EXPECT_GT(cpu, 100) << run.Describe();         // it did run
   EXPECT_LT(cpu / wall, 0.5) << run.Describe();  // loose: 0.2 requested
 }
 
@@ -124,8 +123,8 @@ TEST_F(LimitsTest, FileSizeLimitIsReported) {
   TempDir dir;
   ASSERT_TRUE(dir.WriteFile("c.yaml", "limits: {file_size: 1m}\n"));
   JailRun run;
-  Result<JailRun> r = RunJailed(CorralBinary(),
-                                {"run", "--json", "--config", dir.Join("c.yaml"), "--", "dd",
+  Result<JailRun> r =
+      RunJailed(CorralBinary(), {"run", "--json", "--config", dir.Join("c.yaml"), "--", "dd",
                                  "if=/dev/zero", "of=/tmp/big", "bs=1M", "count=8"});
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->outcome["status"], "signaled") << r->Describe();
@@ -164,9 +163,9 @@ TEST_F(LimitsTest, GigabyteOfOutputIsTruncatedAndCorralStaysSmall) {
 
   // The same flood with the default 10 MiB cap, measuring corral's own peak memory.
   int status = 0;
-  long rss_kib = CorralPeakRssKib({"run", "--json", "-v", ProbeBinary() + ":/opt/p:ro", "--",
-                                   "/opt/p", "flood", "1000000000"},
-                                  &status);
+  long rss_kib = CorralPeakRssKib(
+      {"run", "--json", "-v", ProbeBinary() + ":/opt/p:ro", "--", "/opt/p", "flood", "1000000000"},
+      &status);
   ASSERT_GT(rss_kib, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   std::printf("corral peak RSS with a 1 GB flood and a 10 MiB cap: %ld KiB\n", rss_kib);
@@ -186,8 +185,8 @@ TEST_F(LimitsTest, LimitThatCannotBeAppliedIsRefused) {
   EXPECT_EQ(r->exit_code, 125) << r->Describe();
   EXPECT_NE(r->err.find("unsafe.allow_missing_limits"), std::string::npos) << r->Describe();
 
-  ASSERT_TRUE(dir.WriteFile("ok.yaml", "cgroups: {driver: " + driver +
-                                           "}\nunsafe: {allow_missing_limits: true}\n"));
+  ASSERT_TRUE(dir.WriteFile(
+      "ok.yaml", "cgroups: {driver: " + driver + "}\nunsafe: {allow_missing_limits: true}\n"));
   r = RunCorral({"run", "--config", dir.Join("ok.yaml"), "--", "true"});
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->exit_code, 0) << r->Describe();
@@ -203,14 +202,10 @@ TEST_F(LimitsTest, LimitThatCannotBeAppliedIsRefused) {
 // the next corral removes the orphaned cgroup.
 TEST_F(LimitsTest, KillNineOfCorralLeavesNothingRunning) {
   std::string probe_mount = ProbeBinary() + ":/opt/p:ro";
-  std::vector<std::string> args = {CorralBinary(), "run", "-v", probe_mount, "--", "/opt/p",
-                                   "sleep", "60"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
-  RecordSpawnedPid(pid);
+  Result<pid_t> started =
+      StartProgram({CorralBinary(), "run", "-v", probe_mount, "--", "/opt/p", "sleep", "60"});
+  ASSERT_TRUE(started) << started.error().message();
+  pid_t pid = *started;
   // Wait until the jail's cgroup has the sleeper in it.
   std::string name = "run-" + std::to_string(pid) + "-1";
   std::vector<std::string> candidates = {"/sys/fs/cgroup/pids/corral/" + name,

@@ -1,7 +1,7 @@
 // Persistent sandboxes, black-box through `corral create/exec/ps/stats/rm`. Root only;
 // leak-checked: after each test no process, mount, cgroup or state entry may remain.
+#include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,13 +10,9 @@
 #include <filesystem>
 #include <thread>
 
-#include <gtest/gtest.h>
-
 #include "tests/support/corral_paths.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/temp_dir.h"
-
-extern char** environ;
 
 namespace corral::test {
 namespace {
@@ -190,13 +186,9 @@ TEST_F(SandboxTest, DeadSandboxIsReportedAndCleanedUp) {
 
 TEST_F(SandboxTest, KillingTheCliMidExecLeavesTheSandboxHealthy) {
   std::string name = Create();
-  std::vector<std::string> args = {CorralBinary(), "exec", name, "--", "sleep", "60"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
-  RecordSpawnedPid(pid);
+  Result<pid_t> started = StartProgram({CorralBinary(), "exec", name, "--", "sleep", "60"});
+  ASSERT_TRUE(started) << started.error().message();
+  pid_t pid = *started;
   // Wait until the sleep runs inside.
   bool running = false;
   for (int i = 0; i < 100 && !running; ++i) {
@@ -255,8 +247,8 @@ TEST_F(SandboxTest, ConcurrentCreatesOfOneNameHaveOneWinner) {
 }
 
 TEST_F(SandboxTest, InvalidNamesAreRejected) {
-  for (const std::string& bad : std::vector<std::string>{"../x", "a/b", "", "has space",
-                                                          std::string(65, 'a')}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"../x", "a/b", "", "has space", std::string(65, 'a')}) {
     Result<RunResult> r = RunCorral({"create", "--name", bad});
     ASSERT_TRUE(r);
     EXPECT_EQ(r->exit_code, 125) << bad;

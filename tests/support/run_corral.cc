@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -165,6 +166,18 @@ std::string Truncated(const std::string& s, size_t max) {
 }
 
 }  // namespace
+
+Result<pid_t> StartProgram(const std::vector<std::string>& argv) {
+  std::vector<std::string> storage = argv;
+  std::vector<char*> pointers;
+  for (auto& a : storage) pointers.push_back(a.data());
+  pointers.push_back(nullptr);
+  pid_t pid;
+  int err = posix_spawn(&pid, pointers[0], nullptr, nullptr, pointers.data(), environ);
+  if (err != 0) return Error::FromErrno(err, "posix_spawn " + argv[0]);
+  RecordSpawnedPid(pid);
+  return pid;
+}
 
 Result<RunResult> RunProgram(const std::string& binary, const std::vector<std::string>& args,
                              const RunOptions& options) {

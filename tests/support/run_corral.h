@@ -51,6 +51,11 @@ struct RunResult {
 Result<RunResult> RunProgram(const std::string& binary, const std::vector<std::string>& args,
                              const RunOptions& options = {});
 
+// Starts `argv` (argv[0] is the program) in the background with the test's stdio and
+// environment and records its pid for the leak checker; the caller waits for it. For
+// tests that must kill a corral mid-run.
+Result<pid_t> StartProgram(const std::vector<std::string>& argv);
+
 // Where the integration tests bind the probe inside a jail.
 inline constexpr char kProbeInJail[] = "/opt/probe/corral_probe";
 
