@@ -82,7 +82,20 @@ void SendReport(int status_fd, int wait_status) {
 // SIGKILLs everything left in the namespace: daemons, double-forked grandchildren).
 // Persistent (command = -1): reaps forever; an exec's processes are reparented to us when
 // the exec's parent (the corral CLI) goes away.
-[[noreturn]] void RunInit(const JailPlan& plan, pid_t command, int setup_fd, int status_fd) {
+// Persistent mode with a corral-init program: replace ourselves with it. Every fd is
+// CLOEXEC first, so a successful exec closes the setup channel (the parent's "running").
+[[noreturn]] void ExecInitProgram(int init_exe_fd, int setup_fd) {
+  sys::CloseRange(0, ~0U, CLOSE_RANGE_CLOEXEC);
+  char name[] = "corral-init";
+  char* argv[] = {name, nullptr};
+  char* envp[] = {nullptr};
+  ::syscall(SYS_execveat, init_exe_fd, "", argv, envp, AT_EMPTY_PATH);
+  ReportSetupFailure(setup_fd, SetupStep::kInit, errno, "exec corral-init");
+  ::_exit(kSetupFailedExit);
+}
+
+[[noreturn]] void RunInit(const JailPlan& plan, pid_t command, int setup_fd, int status_fd,
+                          int init_exe_fd) {
   SetProcessTitle("corral-init");
   sigset_t all;
   sigfillset(&all);
@@ -91,6 +104,7 @@ void SendReport(int status_fd, int wait_status) {
     if (command > 0) ::kill(command, SIGKILL);
     ::_exit(kSetupFailedExit);
   }
+  if (command < 0 && init_exe_fd >= 0) ExecInitProgram(init_exe_fd, setup_fd);
   // Keep only status_fd: holding the command's stdout pipe or the setup channel open
   // would keep the parent from seeing EOF on them.
   sys::CloseRange(0, static_cast<unsigned>(status_fd) - 1, 0);
@@ -124,7 +138,9 @@ void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
       !SetUpUtsAndNet(plan, setup_fd)) {
     ::_exit(kSetupFailedExit);
   }
-  if (plan.init_mode == InitMode::kPersistent) RunInit(plan, -1, setup_fd, status_fd);
+  if (plan.init_mode == InitMode::kPersistent) {
+    RunInit(plan, -1, setup_fd, status_fd, request.init_exe_fd);
+  }
   pid_t command = static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
   if (command < 0) {
     ReportSetupFailure(setup_fd, SetupStep::kFork, errno, "fork command");
@@ -135,7 +151,7 @@ void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
     HardenAndExec(plan, setup_fd);
     ::_exit(kSetupFailedExit);
   }
-  RunInit(plan, command, setup_fd, status_fd);
+  RunInit(plan, command, setup_fd, status_fd, -1);
 }
 
 }  // namespace corral::jail

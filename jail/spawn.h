@@ -32,6 +32,9 @@ struct SpawnRequest {
   int stderr_fd = 2;
   int cgroup_fd = -1;                  // v2: clone3(CLONE_INTO_CGROUP) into this cgroup
   std::vector<int> cgroup_attach_fds;  // the child writes "0" into each (v1)
+  // Persistent mode: an O_PATH fd of the small corral-init program, which the child
+  // execs as PID 1 once hardened. -1: the child itself stays on as the init.
+  int init_exe_fd = -1;
 };
 
 // What the init sends when the command ends.

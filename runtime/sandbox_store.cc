@@ -107,6 +107,12 @@ Status SandboxStore::Claim(const std::string& name) {
   return TouchLastUsed(name);
 }
 
+std::string SandboxStore::IdPath(const std::string& id) const { return root_ + "/ids/" + id; }
+
+std::string SandboxStore::IdlePath(const std::string& name) const {
+  return root_ + "/idle/" + name;
+}
+
 Status SandboxStore::Save(const SandboxRecord& record) {
   std::string dir = DirOf(record.name);
   std::string tmp = dir + "/state.json.tmp";
@@ -120,6 +126,21 @@ Status SandboxStore::Save(const SandboxRecord& record) {
   if (::rename(tmp.c_str(), (dir + "/state.json").c_str()) != 0) {
     return Error::FromErrno(errno, "rename " + tmp);
   }
+  // Indexes, so that finding by id and the idle sweep never read every record.
+  RETURN_IF_ERROR(MkdirPrivate(root_ + "/ids"));
+  if (::symlink(record.name.c_str(), IdPath(record.id).c_str()) != 0 && errno != EEXIST) {
+    return Error::FromErrno(errno, "symlink " + IdPath(record.id));
+  }
+  if (record.idle_timeout_seconds > 0) {
+    RETURN_IF_ERROR(MkdirPrivate(root_ + "/idle"));
+    // Written before it can matter: the sweep skips a sandbox whose entry reads as 0.
+    UniqueFd idle(::open(IdlePath(record.name).c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC,
+                         0600));
+    std::string text = std::to_string(record.idle_timeout_seconds) + "\n";
+    if (!idle || ::write(idle.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+      return Error::FromErrno(errno, "write " + IdlePath(record.name));
+    }
+  }
   return Ok();
 }
 
@@ -130,8 +151,15 @@ Result<SandboxRecord> SandboxStore::Find(const std::string& name_or_id) const {
   }
   std::string path = DirOf(name_or_id) + "/state.json";
   if (auto text = ReadFile(path)) return RecordFromJson(*text, path);
-  for (const SandboxRecord& r : List()) {
-    if (r.id == name_or_id) return r;
+  char target[128];
+  ssize_t n = ::readlink(IdPath(name_or_id).c_str(), target, sizeof target - 1);
+  if (n > 0) {
+    std::string name(target, static_cast<size_t>(n));
+    std::string by_id = DirOf(name) + "/state.json";
+    if (!IsValidSandboxName(name)) {
+      return Error(ErrorCode::kIo, IdPath(name_or_id) + ": corrupt index entry");
+    }
+    if (auto text = ReadFile(by_id)) return RecordFromJson(*text, by_id);
   }
   return Error(ErrorCode::kNotFound, "no sandbox named '" + name_or_id + "'", ENOENT);
 }
@@ -152,8 +180,34 @@ std::vector<SandboxRecord> SandboxStore::List() const {
   return out;
 }
 
+std::vector<IdleEntry> SandboxStore::IdleCandidates() const {
+  std::vector<IdleEntry> out;
+  DIR* dir = ::opendir((root_ + "/idle").c_str());
+  if (dir == nullptr) return out;
+  while (dirent* e = ::readdir(dir)) {
+    std::string name = e->d_name;
+    if (!IsValidSandboxName(name)) continue;
+    auto text = ReadFile(IdlePath(name));
+    if (!text) continue;
+    double timeout = std::strtod(text->c_str(), nullptr);
+    if (timeout > 0) out.push_back({name, timeout});
+  }
+  ::closedir(dir);
+  return out;
+}
+
 Status SandboxStore::Forget(const std::string& name) {
   std::string dir = DirOf(name);
+  if (auto text = ReadFile(dir + "/state.json")) {
+    if (auto record = RecordFromJson(*text, dir)) {
+      if (::unlink(IdPath(record->id).c_str()) != 0 && errno != ENOENT) {
+        return Error::FromErrno(errno, "unlink " + IdPath(record->id));
+      }
+    }
+  }
+  if (::unlink(IdlePath(name).c_str()) != 0 && errno != ENOENT) {
+    return Error::FromErrno(errno, "unlink " + IdlePath(name));
+  }
   for (const char* f : {"/state.json", "/state.json.tmp", "/lock", "/last_used"}) {
     if (::unlink((dir + f).c_str()) != 0 && errno != ENOENT) {
       return Error::FromErrno(errno, "unlink " + dir + f);

@@ -7,6 +7,10 @@
 //   <runtime>/sandboxes/<name>/lock         flock: shared while an exec starts, exclusive
 //                                           for rm
 //   <runtime>/sandboxes/<name>/last_used    its mtime is the last exec's start
+//   <runtime>/ids/<id>                       symlink to <name>: find by id without a scan
+//   <runtime>/idle/<name>                    idle timeout in seconds, only for sandboxes
+//                                            that have one: the idle sweep reads these
+// Every exec and create runs the idle sweep, so neither may cost O(number of sandboxes).
 // Creating the <name> directory is the atomic step that makes one of two concurrent
 // `create`s of a name win. Names and ids are validated before they become paths.
 // Parent side.
@@ -41,6 +45,11 @@ struct SandboxRecord {
   JailSpec spec;              // as created; exec overrides argv/env/workdir/timeout
 };
 
+struct IdleEntry {
+  std::string name;
+  double timeout_seconds = 0;
+};
+
 class SandboxStore {
  public:
   // Uses $CORRAL_RUNTIME_DIR if set, else /run/corral.
@@ -57,7 +66,9 @@ class SandboxStore {
   // By name or by id.
   Result<SandboxRecord> Find(const std::string& name_or_id) const;
   std::vector<SandboxRecord> List() const;
-  // Removes the directory of `name` (after the sandbox is torn down).
+  // Sandboxes created with an idle timeout (from the idle index, not the records).
+  std::vector<IdleEntry> IdleCandidates() const;
+  // Removes the directory of `name` and its index entries (after the sandbox is torn down).
   Status Forget(const std::string& name);
 
   // flock on <name>/lock; shared = LOCK_SH, else LOCK_EX. The fd holds the lock. With
@@ -69,6 +80,8 @@ class SandboxStore {
   double LastUsed(const std::string& name) const;
 
  private:
+  std::string IdPath(const std::string& id) const;
+  std::string IdlePath(const std::string& name) const;
   std::string root_;
 };
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "base/files.h"
 #include "tests/support/corral_paths.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/temp_dir.h"
@@ -114,6 +115,30 @@ TEST_F(SandboxTest, ExecHasTheSameIdentityAndHardeningAsRun) {
   EXPECT_EQ(report["NoNewPrivs"], 1);
   EXPECT_EQ(report["Seccomp"], 2);
   EXPECT_TRUE(report["session_leader"].get<bool>());
+}
+
+// PID 1 is the small static corral-init (jail/init), exec'd only after the init hardened
+// itself: still uid 0 without capabilities, no_new_privs, seccomp.
+TEST_F(SandboxTest, InitIsTheSmallHardenedCorralInit) {
+  std::string name = Create();
+  nlohmann::json stats = Stats(name);
+  ASSERT_TRUE(stats.contains("init_pid")) << stats.dump();
+  std::string proc = "/proc/" + std::to_string(stats["init_pid"].get<int>());
+  std::error_code ec;
+  std::string exe = std::filesystem::read_symlink(proc + "/exe", ec).filename();
+  EXPECT_EQ(exe, "corral-init");
+  Result<std::string> status = ReadFile(proc + "/status");
+  ASSERT_TRUE(status) << status.error().message();
+  EXPECT_NE(status->find("CapEff:\t0000000000000000"), std::string::npos) << *status;
+  EXPECT_NE(status->find("CapBnd:\t0000000000000000"), std::string::npos) << *status;
+  EXPECT_NE(status->find("NoNewPrivs:\t1"), std::string::npos) << *status;
+  EXPECT_NE(status->find("Seccomp:\t2"), std::string::npos) << *status;
+  // Still reaps: a background child of an exec that ended is not left a zombie.
+  std::string pid = Bash(name, "sleep 0.2 & echo $!");
+  ASSERT_FALSE(pid.empty());
+  pid.pop_back();
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_EQ(Bash(name, "test -e /proc/" + pid + " && echo left || echo reaped"), "reaped\n");
 }
 
 TEST_F(SandboxTest, SandboxesCannotSeeEachOther) {

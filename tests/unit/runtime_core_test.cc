@@ -196,8 +196,31 @@ TEST(SandboxStore, ClaimIsExclusiveAndRecordsRoundTrip) {
   EXPECT_EQ(by_id->name, "t1");
   EXPECT_EQ(store.List().size(), 1u);
   EXPECT_FALSE(store.Find("nope"));
+  EXPECT_TRUE(store.IdleCandidates().empty());
   ASSERT_TRUE(store.Forget("t1"));
   EXPECT_TRUE(store.List().empty());
+  EXPECT_FALSE(store.Find("0123456789ab"));  // the id index entry went with it
+}
+
+TEST(SandboxStore, IdleIndexListsOnlySandboxesWithATimeout) {
+  test::TempDir dir;
+  SandboxStore store(dir.path());
+  ASSERT_TRUE(dir.MakeDirs("sandboxes", 0700));
+  for (const char* name : {"never", "idles"}) {
+    ASSERT_TRUE(store.Claim(name));
+    SandboxRecord r;
+    r.id = std::string("id-") + name;
+    r.name = name;
+    r.idle_timeout_seconds = std::string(name) == "idles" ? 90 : 0;
+    ASSERT_TRUE(store.Save(r));
+  }
+  auto idle = store.IdleCandidates();
+  ASSERT_EQ(idle.size(), 1u);
+  EXPECT_EQ(idle[0].name, "idles");
+  EXPECT_EQ(idle[0].timeout_seconds, 90);
+  ASSERT_TRUE(store.Forget("idles"));
+  EXPECT_TRUE(store.IdleCandidates().empty());
+  ASSERT_TRUE(store.Forget("never"));
 }
 
 TEST(SandboxStore, NamesAreValidated) {
