@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/result.h"
@@ -152,6 +153,15 @@ class CgroupManager {
   // what is missing. An explicit driver that does not work here is an error too.
   static Result<std::unique_ptr<CgroupManager>> Create(const ManagerOptions& options);
 
+  // cgroup v1: the first write to any cgroup.procs after a quiet spell waits for an RCU
+  // grace period (5-20 ms measured here; the global cgroup_threadgroup_rwsem's writer must
+  // first push every reader onto the slow path), and writes within a grace period of
+  // the last one are fast. This starts that wait now, on a thread that migrates this
+  // process into the cgroup it is already in (a no-op), so that it elapses while the
+  // caller creates the cgroup and plans the jail; the child's own attach then finds the
+  // rwsem ready. The thread is joined when the handle is destroyed. v2 and fake cgroupfs
+  // trees: an empty handle (clone3 CLONE_INTO_CGROUP needs no migration).
+  virtual std::jthread WarmUpAttach() { return {}; }
   virtual Driver driver() const = 0;
   // Creates `<parent>/<name>` in every hierarchy the driver uses. `name` must match
   // [A-Za-z0-9_.-]{1,128}.

@@ -328,6 +328,31 @@ Result<std::unique_ptr<Cgroup>> V1Cgroup::CreateChild(const std::string& name) {
 
 // ---- V1Manager ----
 
+namespace {
+
+// cgroup.procs of the cgroup this process is in, in the hierarchy mounted at `mount` that
+// holds `controller` (from /proc/self/cgroup lines "id:controller,...:/path"), or "".
+std::string OwnProcsFile(const std::string& mount, const std::string& controller) {
+  auto text = ReadFile("/proc/self/cgroup");
+  if (!text) return "";
+  size_t pos = 0;
+  while (pos < text->size()) {
+    size_t end = text->find('\n', pos);
+    if (end == std::string::npos) end = text->size();
+    std::string line = text->substr(pos, end - pos);
+    pos = end + 1;
+    size_t c1 = line.find(':');
+    size_t c2 = c1 == std::string::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string::npos) continue;
+    std::string controllers = "," + line.substr(c1 + 1, c2 - c1 - 1) + ",";
+    if (controllers.find("," + controller + ",") == std::string::npos) continue;
+    return JoinPath(JoinPath(mount, line.substr(c2 + 1)), "cgroup.procs");
+  }
+  return "";
+}
+
+}  // namespace
+
 Result<std::unique_ptr<CgroupManager>> V1Manager::Create(const HierarchyInfo& info,
                                                          const std::vector<std::string>& parent,
                                                          ManagerOptions options) {
@@ -346,7 +371,30 @@ Result<std::unique_ptr<CgroupManager>> V1Manager::Create(const HierarchyInfo& in
       if (Has(p.controllers, "memory")) (void)EnsureMemoryHierarchy(p.dir);
     }
   }
-  return std::unique_ptr<CgroupManager>(new V1Manager(std::move(options), std::move(parents)));
+  std::string own_procs;
+  if (options.fs_root_override.empty()) {
+    // Any hierarchy will do (the rwsem is global); prefer one whose migration has no side
+    // effects at all.
+    for (const char* controller : {"freezer", "pids", "cpuacct", "cpu", "memory"}) {
+      for (const auto& [c, mount] : info.v1_mounts) {
+        if (c == controller && own_procs.empty()) own_procs = OwnProcsFile(mount, c);
+      }
+    }
+  }
+  return std::unique_ptr<CgroupManager>(
+      new V1Manager(std::move(options), std::move(parents), std::move(own_procs)));
+}
+
+std::jthread V1Manager::WarmUpAttach() {
+  if (own_procs_.empty()) return {};
+  // The thread starts with every signal blocked, so that a SIGINT or SIGTERM meant for
+  // the supervisor (which takes them through a signalfd) cannot land on it instead.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  std::jthread thread([path = own_procs_] { (void)WriteFile(path, "0"); });
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return thread;
 }
 
 Result<std::unique_ptr<Cgroup>> V1Manager::CreateCgroup(const std::string& name) {

@@ -88,16 +88,20 @@ class V1Manager : public ManagerBase {
   Driver driver() const override { return Driver::kV1; }
   Result<std::unique_ptr<Cgroup>> CreateCgroup(const std::string& name) override;
   Result<std::unique_ptr<Cgroup>> OpenCgroup(const std::string& name) override;
+  std::jthread WarmUpAttach() override;
 
  protected:
   Result<std::vector<std::string>> ListCgroups() override;
   Result<std::unique_ptr<Cgroup>> OpenForCleanup(const std::string& name) override;
 
  private:
-  V1Manager(ManagerOptions options, std::vector<V1Dir> parents)
-      : ManagerBase(std::move(options)), parents_(std::move(parents)) {}
+  V1Manager(ManagerOptions options, std::vector<V1Dir> parents, std::string own_procs)
+      : ManagerBase(std::move(options)),
+        parents_(std::move(parents)),
+        own_procs_(std::move(own_procs)) {}
 
   std::vector<V1Dir> parents_;
+  std::string own_procs_;  // cgroup.procs of our own cgroup in one hierarchy, or ""
 };
 
 }  // namespace corral::cgroups::internal

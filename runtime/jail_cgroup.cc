@@ -34,6 +34,7 @@ Result<JailCgroup> CreateJailCgroup(const JailSpec& spec) {
     return result;
   }
   result.manager = std::move(*manager);
+  result.attach_warmup = result.manager->WarmUpAttach();
   if (auto reaped = result.manager->ReapOrphans(); reaped && !reaped->empty()) {
     spdlog::info("removed {} cgroup(s) left by crashed corral runs", reaped->size());
   }

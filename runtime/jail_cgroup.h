@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/result.h"
@@ -17,6 +18,7 @@ struct JailCgroup {
   std::unique_ptr<cgroups::CgroupManager> manager;  // null when running without cgroups
   std::unique_ptr<cgroups::Cgroup> cgroup;           // null when running without cgroups
   std::vector<std::string> warnings;
+  std::jthread attach_warmup;  // see CgroupManager::WarmUpAttach; joined on destruction
 };
 
 cgroups::Limits CgroupLimitsFor(const LimitsSpec& limits);

@@ -131,6 +131,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   ScopeGuard forget([&] { (void)store.Forget(record.name); });
 
   ASSIGN_OR_RETURN(auto manager, ManagerFor(record.spec));
+  std::jthread attach_warmup = manager->WarmUpAttach();
   ASSIGN_OR_RETURN(auto sandbox_cg, manager->CreateCgroup(record.cgroup_name));
   auto warnings = sandbox_cg->ApplyLimits(CgroupLimitsFor(record.spec.limits),
                                           record.spec.unsafe.allow_missing_limits);
@@ -196,7 +197,9 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   (void)store.TouchLastUsed(record.name);
 
   std::unique_ptr<cgroups::Cgroup> exec_cg;
+  std::jthread attach_warmup;  // joined on return; see CgroupManager::WarmUpAttach
   if (auto manager = ManagerFor(spec)) {
+    attach_warmup = (*manager)->WarmUpAttach();
     ASSIGN_OR_RETURN(auto sandbox_cg, (*manager)->OpenCgroup(record.cgroup_name));
     sandbox_cg->Release();  // only a handle; the sandbox's cgroup is not ours to remove
     ASSIGN_OR_RETURN(exec_cg, sandbox_cg->CreateChild(ExecCgroupName()));
