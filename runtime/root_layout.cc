@@ -6,14 +6,18 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "base/files.h"
 #include "jail/mounts.h"
+#include "runtime/etc_snapshot.h"
 #include "runtime/planner.h"
 
 namespace corral::runtime {
@@ -31,8 +35,8 @@ const char* const kSystemDirs[] = {"usr", "bin", "sbin", "lib", "lib32", "lib64"
 const char* const kProvidedTopLevel[] = {"proc", "dev", "sys", "tmp", "mnt", "home", "etc", "run"};
 
 // /etc files worth having: dynamic linking, name service, TLS, time zone, shells, locale.
-// Copied (snapshotted into the jail's tmpfs) rather than bound: one write is cheaper than
-// a mount, and the jail then cannot observe later host edits. Missing ones are skipped.
+// Copied, not bound, so that the jail cannot observe later host edits: into a shared
+// read-only snapshot (runtime/etc_snapshot.h) bound at /etc. Missing ones are skipped.
 const char* const kEtcFiles[] = {
     "ld.so.cache", "ld.so.conf", "nsswitch.conf",   "host.conf",      "gai.conf",
     "resolv.conf", "protocols",  "services",        "networks",       "mime.types",
@@ -104,6 +108,10 @@ class RootBuilder {
     return Ok();
   }
 
+  // A directory that a bound tree already provides: later binds below it need no mkdir
+  // (which would fail on a read-only bind).
+  void KnownDir(const std::string& path) { dirs_.insert(path); }
+
   void Mkdir(const std::string& path, mode_t mode = 0755) {
     if (!dirs_.insert(path).second) return;
     MountOp op = NewOp(MountOp::Kind::kMkdir, At(path));
@@ -171,26 +179,32 @@ bool PointsIntoSystemDirs(const std::string& target) {
   return false;
 }
 
-void AddEtcFile(RootBuilder& root, const std::string& etc_source, const std::string& name,
-                bool keep_all_symlinks) {
+// How one of kEtcFiles enters the jail's /etc, or nullopt if the host lacks it.
+std::optional<EtcEntry> EtcFileEntry(const std::string& etc_source, const std::string& name,
+                                     bool keep_all_symlinks) {
   std::string host = etc_source + "/" + name;
   struct stat st;
-  if (::lstat(host.c_str(), &st) != 0) return;
+  if (::lstat(host.c_str(), &st) != 0) return std::nullopt;
   if (S_ISLNK(st.st_mode)) {
     char target[4096];
     ssize_t n = ::readlink(host.c_str(), target, sizeof target - 1);
-    if (n <= 0) return;
+    if (n <= 0) return std::nullopt;
     target[n] = '\0';
     if (keep_all_symlinks || PointsIntoSystemDirs(target)) {
-      root.Symlink("/etc/" + name, target);
-      return;
+      return EtcEntry{EtcEntry::Kind::kSymlink, name, target, ""};
     }
-    if (::stat(host.c_str(), &st) != 0) return;  // dangling: skip
+    if (::stat(host.c_str(), &st) != 0) return std::nullopt;  // dangling: skip
   }
-  if (!S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) > kMaxCopiedEtcFile) return;
-  auto content = ReadFile(host);
-  if (!content) return;  // unreadable host file: the jail simply lacks it
-  root.File("/etc/" + name, std::move(*content), 0644);
+  if (!S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) > kMaxCopiedEtcFile) {
+    return std::nullopt;
+  }
+  if (::access(host.c_str(), R_OK) != 0) return std::nullopt;  // the jail simply lacks it
+  std::string fingerprint = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+                            std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) +
+                            "." + std::to_string(st.st_mtim.tv_nsec) + ":" +
+                            std::to_string(st.st_ctim.tv_sec) + "." +
+                            std::to_string(st.st_ctim.tv_nsec);
+  return EtcEntry{EtcEntry::Kind::kHostFile, name, host, fingerprint};
 }
 
 std::string PasswdFile(const JailSpec& spec) {
@@ -211,22 +225,66 @@ std::string GroupFile(const JailSpec& spec) {
   return out;
 }
 
+// Without a shared snapshot (the runtime directory is not writable): the same entries
+// written into this jail's tmpfs root.
+void AddEtcCopy(RootBuilder& root, const std::vector<EtcEntry>& entries) {
+  root.Mkdir("/etc");
+  for (const EtcEntry& e : entries) {
+    std::string path = "/etc/" + e.path;
+    switch (e.kind) {
+      case EtcEntry::Kind::kDir:
+        root.Mkdir(path);
+        break;
+      case EtcEntry::Kind::kFile:
+        root.File(path, e.data, 0644);
+        break;
+      case EtcEntry::Kind::kSymlink:
+        root.Symlink(path, e.data);
+        break;
+      case EtcEntry::Kind::kHostFile:
+        if (auto content = ReadFile(e.data)) root.File(path, std::move(*content), 0644);
+        break;
+    }
+  }
+}
+
 Status AddEtc(RootBuilder& root, const JailSpec& spec) {
   std::string etc_source = spec.rootfs ? *spec.rootfs + "/etc" : "/etc";
   bool keep_all_symlinks = spec.rootfs.has_value();
-  root.Mkdir("/etc");
-  root.Mkdir("/etc/ssl");
-  root.File("/etc/passwd", PasswdFile(spec));
-  root.File("/etc/group", GroupFile(spec));
-  root.File("/etc/hostname", spec.hostname + "\n");
-  root.File("/etc/hosts", "127.0.0.1\tlocalhost\n127.0.1.1\t" + spec.hostname +
-                              "\n::1\tlocalhost ip6-localhost ip6-loopback\n");
-  for (const char* name : kEtcFiles) AddEtcFile(root, etc_source, name, keep_all_symlinks);
+  using Kind = EtcEntry::Kind;
+  std::vector<EtcEntry> entries = {
+      {Kind::kDir, "ssl", "", ""},
+      {Kind::kFile, "passwd", PasswdFile(spec), ""},
+      {Kind::kFile, "group", GroupFile(spec), ""},
+      {Kind::kFile, "hostname", spec.hostname + "\n", ""},
+      {Kind::kFile, "hosts",
+       "127.0.0.1\tlocalhost\n127.0.1.1\t" + spec.hostname +
+           "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+       ""},
+  };
+  for (const char* name : kEtcFiles) {
+    if (auto e = EtcFileEntry(etc_source, name, keep_all_symlinks)) entries.push_back(*e);
+  }
+  std::vector<std::string> bound_dirs;
   for (const char* name : kEtcDirs) {
     std::string host = etc_source + "/" + name;
     struct stat st;
     if (::lstat(host.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-    RETURN_IF_ERROR(root.Bind(host, std::string("/etc/") + name, /*read_only=*/true));
+    bound_dirs.emplace_back(name);
+    entries.push_back({Kind::kDir, name, "", ""});  // the mount point
+  }
+  if (auto snapshot = EnsureEtcSnapshot(entries)) {
+    RETURN_IF_ERROR(root.Bind(*snapshot, "/etc", /*read_only=*/true));
+    for (const EtcEntry& e : entries) {
+      if (e.kind == Kind::kDir) root.KnownDir("/etc/" + e.path);
+    }
+  } else {
+    spdlog::debug("no shared /etc snapshot ({}); copying /etc into the jail",
+                  snapshot.error().message());
+    AddEtcCopy(root, entries);
+  }
+  for (const std::string& name : bound_dirs) {
+    RETURN_IF_ERROR(root.Bind(etc_source + "/" + name, "/etc/" + name, /*read_only=*/true));
   }
   return Ok();
 }
