@@ -158,8 +158,10 @@ class CgroupManager {
   // first push every reader onto the slow path), and writes within a grace period of
   // the last one are fast. This starts that wait now, on a thread that migrates this
   // process into the cgroup it is already in (a no-op), so that it elapses while the
-  // caller creates the cgroup and plans the jail; the child's own attach then finds the
-  // rwsem ready. The thread is joined when the handle is destroyed. v2 and fake cgroupfs
+  // caller plans and clones the jail; the child's own attach then waits only for what is
+  // left. Call it after the cgroup's directories are made and its limits written: the
+  // writer holds cgroup_mutex while it waits, so a mkdir or rmdir of any cgroup waits
+  // with it. The thread is joined when the handle is destroyed. v2 and fake cgroupfs
   // trees: an empty handle (clone3 CLONE_INTO_CGROUP needs no migration).
   virtual std::jthread WarmUpAttach() { return {}; }
   virtual Driver driver() const = 0;

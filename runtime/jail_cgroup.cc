@@ -34,7 +34,6 @@ Result<JailCgroup> CreateJailCgroup(const JailSpec& spec) {
     return result;
   }
   result.manager = std::move(*manager);
-  result.attach_warmup = result.manager->WarmUpAttach();
   if (auto reaped = result.manager->ReapOrphans(); reaped && !reaped->empty()) {
     spdlog::info("removed {} cgroup(s) left by crashed corral runs", reaped->size());
   }
@@ -48,6 +47,7 @@ Result<JailCgroup> CreateJailCgroup(const JailSpec& spec) {
         "without them)");
   }
   for (auto& w : *warnings) result.warnings.push_back(std::move(w));
+  result.attach_warmup = result.manager->WarmUpAttach();
   return result;
 }
 

@@ -131,13 +131,13 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   ScopeGuard forget([&] { (void)store.Forget(record.name); });
 
   ASSIGN_OR_RETURN(auto manager, ManagerFor(record.spec));
-  std::jthread attach_warmup = manager->WarmUpAttach();
   ASSIGN_OR_RETURN(auto sandbox_cg, manager->CreateCgroup(record.cgroup_name));
   auto warnings = sandbox_cg->ApplyLimits(CgroupLimitsFor(record.spec.limits),
                                           record.spec.unsafe.allow_missing_limits);
   if (!warnings) return warnings.error();
   for (const auto& w : *warnings) spdlog::warn("{}", w);
   ASSIGN_OR_RETURN(auto init_cg, sandbox_cg->CreateChild("init"));
+  std::jthread attach_warmup = manager->WarmUpAttach();
 
   RETURN_IF_ERROR(PrepareHostDirs(record.spec));
   ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(record.spec));
@@ -199,10 +199,10 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   std::unique_ptr<cgroups::Cgroup> exec_cg;
   std::jthread attach_warmup;  // joined on return; see CgroupManager::WarmUpAttach
   if (auto manager = ManagerFor(spec)) {
-    attach_warmup = (*manager)->WarmUpAttach();
     ASSIGN_OR_RETURN(auto sandbox_cg, (*manager)->OpenCgroup(record.cgroup_name));
     sandbox_cg->Release();  // only a handle; the sandbox's cgroup is not ours to remove
     ASSIGN_OR_RETURN(exec_cg, sandbox_cg->CreateChild(ExecCgroupName()));
+    attach_warmup = (*manager)->WarmUpAttach();
   } else if (!spec.unsafe.allow_missing_limits) {
     return manager.error();
   }
