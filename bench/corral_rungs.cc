@@ -7,10 +7,18 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/launcher.h"
+#include "runtime/jail_pool.h"
 #include "runtime/supervisor.h"
 
 namespace corral::bench {
 namespace {
+
+// Ok if an in-process run exited 0; else what happened, with its stderr.
+Status ExitedZero(const char* who, const runtime::RunOutcome& out) {
+  if (out.status == runtime::RunStatus::kExited && out.exit_code == 0) return Ok();
+  return Error(ErrorCode::kIo, std::string(who) + ": " + runtime::RunStatusName(out.status) + " " +
+                                   std::to_string(out.exit_code) + " " + out.stderr_stream.text);
+}
 
 // `corral run -- <workload>`: exec of the binary, as a user or a script runs it.
 class CorralRunLauncher : public Launcher {
@@ -46,12 +54,38 @@ class RunJailLauncher : public Launcher {
     runtime::RunOptions opts;
     opts.capture_output = true;
     ASSIGN_OR_RETURN(runtime::RunOutcome out, runtime::RunJail(spec, opts));
-    if (out.status != runtime::RunStatus::kExited || out.exit_code != 0)
-      return Error(ErrorCode::kIo, std::string("RunJail: ") + runtime::RunStatusName(out.status) +
-                                       " " + std::to_string(out.exit_code) + " " +
-                                       out.stderr_stream.text);
-    return Ok();
+    return ExitedZero("RunJail", out);
   }
+};
+
+// runtime::JailPool in this process: a jail prepared before the command is known (fresh
+// namespaces, cgroup and root each time, used once), the way a long-running caller such
+// as a daemon would run commands. The pool refills in Settle(), outside the timing.
+class JailPoolLauncher : public Launcher {
+ public:
+  std::string name() const override { return "runtime::JailPool (in-process, warm)"; }
+  std::string group() const override { return "layer"; }
+  std::string description() const override {
+    return "runtime::JailPool(default JailSpec, 2 ready).Run(capture_output)";
+  }
+  bool thread_safe() const override { return false; }  // takes over SIGINT/SIGTERM, as RunJail
+  Status Prepare() override {
+    ASSIGN_OR_RETURN(pool_, runtime::JailPool::Create(runtime::JailSpec(), 2));
+    return pool_->WaitUntilFull();
+  }
+  void Cleanup() override { pool_.reset(); }
+  void Settle() override { (void)pool_->WaitUntilFull(); }
+  Status Launch(const Workload& w) override {
+    runtime::JailSpec spec;
+    spec.argv = w.argv;
+    runtime::RunOptions opts;
+    opts.capture_output = true;
+    ASSIGN_OR_RETURN(runtime::RunOutcome out, pool_->Run(spec, opts));
+    return ExitedZero("JailPool", out);
+  }
+
+ private:
+  std::unique_ptr<runtime::JailPool> pool_;
 };
 
 // `corral exec <sandbox> -- <workload>` into one persistent sandbox created up front.
@@ -141,6 +175,7 @@ std::vector<std::unique_ptr<Launcher>> MakeCorralRungs(const std::string& corral
   std::vector<std::unique_ptr<Launcher>> out;
   out.push_back(std::make_unique<CorralRunLauncher>(corral_exe));
   out.push_back(std::make_unique<RunJailLauncher>());
+  out.push_back(std::make_unique<JailPoolLauncher>());
   out.push_back(std::make_unique<CorralExecLauncher>(corral_exe));
   out.push_back(std::make_unique<ToolBashLauncher>(corral_exe));
   return out;

@@ -34,6 +34,11 @@ class Launcher {
   virtual std::optional<std::string> Unsupported(const Workload&) const { return std::nullopt; }
   // Runs `w` once; ok only if it exited 0.
   virtual Status Launch(const Workload& w) = 0;
+  // Untimed, after each timed Launch() of the latency rounds: work the launcher defers
+  // off its user's path (a warm pool refills here), done before the next launcher is
+  // timed so that it neither counts as this launcher's latency nor slows the next one.
+  // Throughput slices do not call it: there the deferred work competes for the CPU.
+  virtual void Settle() {}
   // Whether Launch() may be called from several threads at once (throughput runs).
   virtual bool thread_safe() const { return true; }
 };

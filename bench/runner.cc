@@ -83,6 +83,7 @@ WorkloadResult MeasureWorkload(std::vector<Prepared>& launchers, const Workload&
       auto t0 = Clock::now();
       Status s = launchers[i].launcher->Launch(w);
       const double ms = MsSince(t0);
+      launchers[i].launcher->Settle();
       if (!s) {
         e.status = EntryStatus::kFailed;
         e.reason = "round " + std::to_string(r + 1) + ": " + s.error().message();

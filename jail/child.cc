@@ -14,7 +14,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
+#include "jail/command.h"
 #include "jail/hardening.h"
 #include "jail/mounts.h"
 #include "jail/process_title.h"
@@ -130,8 +132,55 @@ void SendReport(int status_fd, int wait_status) {
 
 }  // namespace
 
+// A prepared jail: blocks until its command arrives, then puts the command's stdio in
+// place. Returns false when the parent gave the jail up (EOF) or sent garbage.
+bool AwaitCommand(int status_fd, int setup_fd, CommandView* view) {
+  int fds[3];
+  if (!ReceiveCommand(status_fd, view, fds)) return false;
+  bool ok = RedirectStdio(fds[0], fds[1], fds[2], setup_fd);
+  for (int fd : fds) {
+    if (fd > 2) ::close(fd);
+  }
+  return ok;
+}
+
+// Closes every inherited fd the child does not use. A parent with several threads may
+// clone jails concurrently; each child then starts with copies of the other spawns' fds
+// (their setup and status sockets, bind trees, pidfds), and a prepared jail waiting for
+// its command would hold them for as long as it waits: another jail's setup would never
+// see EOF. No allocation: the fds to keep go into a fixed array.
+void CloseUnusedFds(const SpawnRequest& request, int setup_fd, int status_fd) {
+  constexpr size_t kMaxKeep = 256;
+  int keep[kMaxKeep];
+  size_t n = 0;
+  auto add = [&](int fd) {
+    if (fd > 2 && n < kMaxKeep) keep[n++] = fd;
+  };
+  add(setup_fd);
+  add(status_fd);
+  add(request.stdin_fd);
+  add(request.stdout_fd);
+  add(request.stderr_fd);
+  add(request.init_exe_fd);
+  for (int fd : request.cgroup_attach_fds) add(fd);
+  for (const MountOp& op : request.plan->mounts) add(op.source_fd);
+  if (n == kMaxKeep) return;  // cannot tell what is unused: keep everything
+  for (size_t i = 1; i < n; ++i) {  // insertion sort: n is small
+    for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; --j) std::swap(keep[j - 1], keep[j]);
+  }
+  unsigned next = 3;
+  for (size_t i = 0; i < n; ++i) {
+    if (static_cast<unsigned>(keep[i]) > next) {
+      sys::CloseRange(next, static_cast<unsigned>(keep[i]) - 1, 0);
+    }
+    next = static_cast<unsigned>(keep[i]) + 1;
+  }
+  sys::CloseRange(next, ~0U, 0);
+}
+
 void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
   const JailPlan& plan = *request.plan;
+  CloseUnusedFds(request, setup_fd, status_fd);
   if (!CheckLifeline(plan, setup_fd) ||
       !RedirectStdio(request.stdin_fd, request.stdout_fd, request.stderr_fd, setup_fd) ||
       !JoinCgroup(request, setup_fd) || !BuildRoot(plan, setup_fd) ||
@@ -141,17 +190,23 @@ void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
   if (plan.init_mode == InitMode::kPersistent) {
     RunInit(plan, -1, setup_fd, status_fd, request.init_exe_fd);
   }
-  pid_t command = static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
-  if (command < 0) {
+  CommandView view;
+  const CommandView* command = nullptr;
+  if (plan.deferred_command) {
+    if (!AwaitCommand(status_fd, setup_fd, &view)) ::_exit(kSetupFailedExit);
+    command = &view;
+  }
+  pid_t child = static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
+  if (child < 0) {
     ReportSetupFailure(setup_fd, SetupStep::kFork, errno, "fork command");
     ::_exit(kSetupFailedExit);
   }
-  if (command == 0) {
+  if (child == 0) {
     ::close(status_fd);
-    HardenAndExec(plan, setup_fd);
+    HardenAndExec(plan, setup_fd, command);
     ::_exit(kSetupFailedExit);
   }
-  RunInit(plan, command, setup_fd, status_fd, -1);
+  RunInit(plan, child, setup_fd, status_fd, -1);
 }
 
 }  // namespace corral::jail

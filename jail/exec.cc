@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "jail/child_text.h"
+#include "jail/command.h"
 #include "jail/hardening.h"
 #include "jail/setup_record.h"
 #include "jail/syscalls.h"
@@ -37,30 +38,42 @@ void ReportExecFailure(int report_fd, int err, const char* name) {
 
 // execvp without the allocation: tries each PATH entry, remembering EACCES so that
 // "found but not executable" (126) is not reported as "not found" (127).
-void ExecCommand(const JailPlan& plan, int report_fd) {
-  const char* name = plan.argv[0];
+void ExecCommand(const JailPlan& plan, const CommandView* command, int report_fd) {
+  char* const* argv = command != nullptr ? command->argv : plan.argv.data();
+  char* const* envp = command != nullptr ? command->envp : plan.envp.data();
+  const char* name = argv[0];
   if (std::strchr(name, '/') != nullptr) {
-    ::execve(name, plan.argv.data(), plan.envp.data());
+    ::execve(name, argv, envp);
     ReportExecFailure(report_fd, errno, name);
     return;
   }
   int result = ENOENT;
-  for (const std::string& dir : plan.path_dirs) {
+  // false: stop looking (the file exists but cannot be run for another reason).
+  auto try_dir = [&](const char* dir) {
     char path[4096];
     ChildText text(path, sizeof path);
-    text.Add(dir.c_str()).Add("/").Add(name);
-    ::execve(path, plan.argv.data(), plan.envp.data());
+    text.Add(dir).Add("/").Add(name);
+    ::execve(path, argv, envp);
     int err = errno;
-    if (err == ENOENT || err == ENOTDIR) continue;
+    if (err == ENOENT || err == ENOTDIR) return true;
     result = err;
-    if (err != EACCES) break;  // ENOEXEC, E2BIG, ...: the file exists, stop looking
+    return err == EACCES;  // ENOEXEC, E2BIG, ...: the file exists, stop looking
+  };
+  if (command != nullptr) {
+    for (const char* const* dir = command->path_dirs; *dir != nullptr; ++dir) {
+      if (!try_dir(*dir)) break;
+    }
+  } else {
+    for (const std::string& dir : plan.path_dirs) {
+      if (!try_dir(dir.c_str())) break;
+    }
   }
   ReportExecFailure(report_fd, result, name);
 }
 
 }  // namespace
 
-void HardenAndExec(const JailPlan& plan, int report_fd) {
+void HardenAndExec(const JailPlan& plan, int report_fd, const CommandView* command) {
   ResetSignals();
   // A new session: the command has no controlling terminal, so it cannot TIOCSTI
   // keystrokes into the caller's shell.
@@ -78,9 +91,10 @@ void HardenAndExec(const JailPlan& plan, int report_fd) {
     return;
   }
   if (!ApplyRlimits(plan, report_fd)) return;
-  if (::chdir(plan.workdir.c_str()) != 0) {
+  const char* workdir = command != nullptr ? command->workdir : plan.workdir.c_str();
+  if (::chdir(workdir) != 0) {
     char what[512];
-    ChildText(what, sizeof what).Add("chdir ").Add(plan.workdir.c_str());
+    ChildText(what, sizeof what).Add("chdir ").Add(workdir);
     ReportSetupFailure(report_fd, SetupStep::kChdir, errno, what);
     return;
   }
@@ -98,7 +112,7 @@ void HardenAndExec(const JailPlan& plan, int report_fd) {
     ReportSetupFailure(report_fd, SetupStep::kSeccomp, err, "install seccomp filter");
     return;
   }
-  ExecCommand(plan, report_fd);
+  ExecCommand(plan, command, report_fd);
 }
 
 }  // namespace corral::jail

@@ -36,9 +36,12 @@ bool ApplyRlimits(const JailPlan& plan, int report_fd);
 // jail/net.cc
 bool BringUpLoopback(int report_fd);
 
-// jail/exec.cc: resets signal state, then runs every step above and execs the command.
-// Returns only on failure (after reporting); the caller then _exit()s.
-void HardenAndExec(const JailPlan& plan, int report_fd);
+// jail/exec.cc: resets signal state, then runs every step above and execs the command:
+// the plan's own, or `command` (argv, envp, PATH, working directory) when a prepared jail
+// received one (jail/command.h). Returns only on failure (after reporting); the caller
+// then _exit()s.
+struct CommandView;
+void HardenAndExec(const JailPlan& plan, int report_fd, const CommandView* command = nullptr);
 
 // Restores default signal dispositions (including SIG_IGN inherited from the parent,
 // which execve would keep) and unblocks every signal.

@@ -58,6 +58,10 @@ struct JailPlan {
   bool new_cgroup_ns = false;     // unshare(CLONE_NEWCGROUP) after joining the cgroup
   bool die_with_parent = true;    // PR_SET_PDEATHSIG(SIGKILL) on the init
   InitMode init_mode = InitMode::kOneShot;
+  // One-shot only: build the jail, then wait for the command on the status socket
+  // (jail/command.h) instead of running argv/envp/workdir below. A prepared jail of a
+  // pool (runtime/jail_pool.h) is spawned this way before anyone knows what it will run.
+  bool deferred_command = false;
 
   // --- root (jail/mounts.cc) ---
   std::string staging_dir;           // where the new root is built before pivot_root

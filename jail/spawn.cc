@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "jail/child.h"
+#include "jail/command.h"
 #include "jail/syscalls.h"
 
 namespace corral::jail {
@@ -54,6 +55,11 @@ Result<std::optional<SetupFailure>> JailProcess::AwaitSetup(int timeout_ms) {
   auto result = ReadSetupResult(setup_fd_.get(), timeout_ms);
   setup_fd_.Reset();
   return result;
+}
+
+Status JailProcess::SendCommand(const std::string& encoded, int stdin_fd, int stdout_fd,
+                                int stderr_fd) {
+  return jail::SendCommand(status_fd_.get(), encoded, stdin_fd, stdout_fd, stderr_fd);
 }
 
 std::optional<InitReport> JailProcess::TakeReport() {

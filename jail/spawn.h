@@ -60,6 +60,8 @@ class JailProcess {
 
   // Reads the setup result (see ReadSetupResult) and closes the setup channel.
   Result<std::optional<SetupFailure>> AwaitSetup(int timeout_ms);
+  // A prepared jail (plan.deferred_command): hands it its command and stdio.
+  Status SendCommand(const std::string& encoded, int stdin_fd, int stdout_fd, int stderr_fd);
   // Non-blocking: the InitReport if the init sent one.
   std::optional<InitReport> TakeReport();
   // Sends a signal to the init (SIGKILL ends the whole PID namespace).

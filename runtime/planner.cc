@@ -127,6 +127,19 @@ Status PrepareHostDirs(const JailSpec& spec) {
   return Ok();
 }
 
+jail::DeferredCommand CommandFor(const JailSpec& spec) {
+  jail::DeferredCommand c;
+  c.workdir = spec.workdir ? *spec.workdir
+                           : (spec.user_data_dir ? std::string(kUserDataPath) + "/workspace"
+                                                 : std::string("/"));
+  c.argv = spec.argv;
+  for (const auto& [name, value] : CommandEnvironment(spec)) {
+    c.envp.push_back(name + "=" + value);
+    if (name == "PATH") c.path_dirs = SplitPath(value);
+  }
+  return c;
+}
+
 namespace {
 
 // What a fresh jail and an exec into a persistent sandbox share: who the command runs as,
@@ -135,14 +148,11 @@ Status PlanCommand(const JailSpec& spec, jail::JailPlan* plan) {
   plan->uid = spec.uid;
   plan->gid = spec.gid;
   AddRlimits(spec, plan);
-  plan->workdir = spec.workdir ? *spec.workdir
-                               : (spec.user_data_dir ? std::string(kUserDataPath) + "/workspace"
-                                                     : std::string("/"));
-  plan->argv_storage = spec.argv;
-  for (const auto& [name, value] : CommandEnvironment(spec)) {
-    plan->envp_storage.push_back(name + "=" + value);
-    if (name == "PATH") plan->path_dirs = SplitPath(value);
-  }
+  jail::DeferredCommand command = CommandFor(spec);
+  plan->workdir = std::move(command.workdir);
+  plan->argv_storage = std::move(command.argv);
+  plan->envp_storage = std::move(command.envp);
+  plan->path_dirs = std::move(command.path_dirs);
   plan->FinalizePointers();
   auto seccomp = CompileProfile(spec.seccomp_profile);
   if (!seccomp) return seccomp.error().WithContext("seccomp profile " + spec.seccomp_profile);

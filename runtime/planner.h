@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/result.h"
+#include "jail/command.h"
 #include "jail/plan.h"
 #include "runtime/spec.h"
 
@@ -29,6 +30,10 @@ Status PrepareHostDirs(const JailSpec& spec);
 
 // The spec must have passed Validate().
 Result<jail::JailPlan> Plan(const JailSpec& spec);
+
+// The command part of a plan alone (argv, envp with its PATH, working directory), for a
+// prepared jail that learns its command late (jail/command.h).
+jail::DeferredCommand CommandFor(const JailSpec& spec);
 
 // For an exec into a persistent sandbox: the command's identity, limits, argv/envp and
 // seccomp filter only — the namespaces and root already exist.

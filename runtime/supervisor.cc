@@ -1,10 +1,13 @@
 #include "runtime/supervisor.h"
 
 #include <spdlog/spdlog.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cerrno>
 
+#include "jail/command.h"
 #include "jail/spawn.h"
 #include "runtime/config.h"
 #include "runtime/jail_cgroup.h"
@@ -19,13 +22,13 @@ namespace {
 // Clones the jail into the cgroup: directly (clone3 CLONE_INTO_CGROUP) where the driver
 // allows, so that not one instruction runs outside it; else the child joins it itself
 // before doing anything else.
-Result<jail::JailProcess> SpawnJail(const jail::JailPlan& plan, const Stdio& io,
-                                    cgroups::Cgroup* cgroup) {
+Result<jail::JailProcess> SpawnJail(const jail::JailPlan& plan, int stdin_fd, int stdout_fd,
+                                    int stderr_fd, cgroups::Cgroup* cgroup) {
   jail::SpawnRequest request;
   request.plan = &plan;
-  request.stdin_fd = io.child_stdin();
-  request.stdout_fd = io.child_stdout();
-  request.stderr_fd = io.child_stderr();
+  request.stdin_fd = stdin_fd;
+  request.stdout_fd = stdout_fd;
+  request.stderr_fd = stderr_fd;
   if (cgroup != nullptr) {
     request.cgroup_fd = cgroup->clone_into_fd();
     if (request.cgroup_fd < 0) request.cgroup_attach_fds = cgroup->attach_fds();
@@ -39,36 +42,17 @@ Result<jail::JailProcess> SpawnJail(const jail::JailPlan& plan, const Stdio& io,
   return spawned;
 }
 
-}  // namespace
-
-Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
-  PhaseTrace trace;
-  RETURN_IF_ERROR(ValidateSpec(spec));
-  trace.Mark("validate");
-  Clock::time_point start = Clock::now();
-  ASSIGN_OR_RETURN(JailCgroup cg, CreateJailCgroup(spec));
-  trace.Mark("cgroup");
-  RETURN_IF_ERROR(PrepareHostDirs(spec));
-  ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(spec));
-  trace.Mark("plan");
-  ASSIGN_OR_RETURN(Stdio io, MakeStdio(options));
-
-  RunOutcome outcome;
-  outcome.warnings = WeakenedIsolation(spec);
-  for (auto& w : cg.warnings) outcome.warnings.push_back(std::move(w));
-  outcome.captured = options.capture_output;
-  SignalGuard signals;
-  ASSIGN_OR_RETURN(jail::JailProcess process, SpawnJail(plan, io, cg.cgroup.get()));
-  io.CloseChildEnds();
-  trace.Mark("clone");
-
-  OutputCapture out(spec.limits.output_limit_bytes);
-  OutputCapture err(spec.limits.output_limit_bytes);
-  Watch watch =
-      NewWatch(&process, cg.cgroup.get(), &io, &out, &err, signals.fd(), spec.limits, start);
+// From a spawned jail to its outcome: wait with the deadline while draining output, kill
+// the tree, collect the figures, remove the cgroup. `io`'s child ends are already closed.
+Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& io,
+                             const LimitsSpec& limits, SignalGuard& signals,
+                             Clock::time_point start, RunOutcome outcome, PhaseTrace& trace) {
+  OutputCapture out(limits.output_limit_bytes);
+  OutputCapture err(limits.output_limit_bytes);
+  Watch watch = NewWatch(&process, cg.cgroup.get(), &io, &out, &err, signals.fd(), limits, start);
 
   int setup_timeout_ms =
-      spec.limits.timeout_seconds > 0 ? static_cast<int>(spec.limits.timeout_seconds * 1000) : -1;
+      limits.timeout_seconds > 0 ? static_cast<int>(limits.timeout_seconds * 1000) : -1;
   auto setup = process.AwaitSetup(setup_timeout_ms);
   if (!setup) {
     KillNow(watch);
@@ -95,12 +79,78 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   }
   DrainToEof(watch);
   outcome.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  FillOutcome(spec.limits, wait_status, watch, stats, usage, &outcome);
+  FillOutcome(limits, wait_status, watch, stats, usage, &outcome);
   if (cg.cgroup) {
     if (auto st = cg.cgroup->Destroy(); !st) spdlog::warn("{}", st.error().message());
   }
   trace.Mark("teardown");
   return outcome;
+}
+
+RunOutcome NewOutcome(const JailSpec& spec, const JailCgroup& cg, const RunOptions& options) {
+  RunOutcome outcome;
+  outcome.warnings = WeakenedIsolation(spec);
+  for (const auto& w : cg.warnings) outcome.warnings.push_back(w);
+  outcome.captured = options.capture_output;
+  return outcome;
+}
+
+}  // namespace
+
+Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
+  PhaseTrace trace;
+  RETURN_IF_ERROR(ValidateSpec(spec));
+  trace.Mark("validate");
+  Clock::time_point start = Clock::now();
+  ASSIGN_OR_RETURN(JailCgroup cg, CreateJailCgroup(spec));
+  trace.Mark("cgroup");
+  RETURN_IF_ERROR(PrepareHostDirs(spec));
+  ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(spec));
+  trace.Mark("plan");
+  ASSIGN_OR_RETURN(Stdio io, MakeStdio(options));
+
+  RunOutcome outcome = NewOutcome(spec, cg, options);
+  SignalGuard signals;
+  ASSIGN_OR_RETURN(jail::JailProcess process,
+                   SpawnJail(plan, io.child_stdin(), io.child_stdout(), io.child_stderr(),
+                             cg.cgroup.get()));
+  io.CloseChildEnds();
+  trace.Mark("clone");
+  return Supervise(process, cg, io, spec.limits, signals, start, std::move(outcome), trace);
+}
+
+Result<PreparedJail> PrepareJail(const JailSpec& spec) {
+  RETURN_IF_ERROR(ValidateSpec(spec));
+  PreparedJail jail;
+  jail.spec = spec;
+  ASSIGN_OR_RETURN(jail.cgroup, CreateJailCgroup(spec));
+  RETURN_IF_ERROR(PrepareHostDirs(spec));
+  ASSIGN_OR_RETURN(jail.plan, Plan(spec));
+  jail.plan.deferred_command = true;
+  // Until its command arrives the jail holds /dev/null, not the preparer's stdio.
+  UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!dev_null) return Error::FromErrno(errno, "/dev/null");
+  ASSIGN_OR_RETURN(jail.process, SpawnJail(jail.plan, dev_null.get(), dev_null.get(),
+                                           dev_null.get(), jail.cgroup.cgroup.get()));
+  return jail;
+}
+
+Result<RunOutcome> RunPrepared(PreparedJail jail, const JailSpec& spec,
+                               const RunOptions& options) {
+  PhaseTrace trace;
+  RETURN_IF_ERROR(ValidateSpec(spec));
+  ASSIGN_OR_RETURN(std::string command, jail::EncodeCommand(CommandFor(spec)));
+  Clock::time_point start = Clock::now();
+  ASSIGN_OR_RETURN(Stdio io, MakeStdio(options));
+  RunOutcome outcome = NewOutcome(spec, jail.cgroup, options);
+  SignalGuard signals;
+  // If this fails the jail is gone (its root could not be built, say): its setup record,
+  // read below, says why.
+  (void)jail.process.SendCommand(command, io.child_stdin(), io.child_stdout(), io.child_stderr());
+  io.CloseChildEnds();
+  trace.Mark("hand-off");
+  return Supervise(jail.process, jail.cgroup, io, spec.limits, signals, start, std::move(outcome),
+                   trace);
 }
 
 }  // namespace corral::runtime

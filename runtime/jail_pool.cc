@@ -1,0 +1,102 @@
+#include "runtime/jail_pool.h"
+
+#include <signal.h>
+
+#include <chrono>
+
+#include "jail/command.h"
+#include "runtime/config.h"
+#include "runtime/planner.h"
+#include "runtime/spec_json.h"
+
+namespace corral::runtime {
+
+namespace {
+
+// The spec with what a prepared jail learns late (RunPrepared) cleared.
+std::string KeyOf(JailSpec spec) {
+  spec.argv.clear();
+  spec.env.clear();
+  spec.workdir.reset();
+  spec.limits.timeout_seconds = 0;
+  spec.limits.output_limit_bytes = 0;
+  return SpecToJson(spec);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<JailPool>> JailPool::Create(const JailSpec& base, size_t size) {
+  if (size == 0) return Error(ErrorCode::kInvalidArgument, "jail pool: size must be at least 1");
+  JailSpec checked = base;
+  if (checked.argv.empty()) checked.argv = {"/bin/true"};  // the pool's spec has no command
+  RETURN_IF_ERROR(ValidateSpec(checked));
+  std::unique_ptr<JailPool> pool(new JailPool(std::move(checked), size));
+  // Every signal blocked in the refill thread: a SIGINT meant for a supervisor's signalfd
+  // must not land there.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  pool->refill_ = std::jthread([p = pool.get()](std::stop_token stop) { p->RefillLoop(stop); });
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return pool;
+}
+
+JailPool::JailPool(JailSpec base, size_t size)
+    : base_(std::move(base)), base_key_(KeyOf(base_)), size_(size) {}
+
+JailPool::~JailPool() {
+  refill_.request_stop();
+  changed_.notify_all();
+  if (refill_.joinable()) refill_.join();
+}
+
+bool JailPool::Fits(const JailSpec& spec) const { return KeyOf(spec) == base_key_; }
+
+void JailPool::RefillLoop(std::stop_token stop) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop.stop_requested()) {
+    if (ready_.size() >= size_) {
+      changed_.wait(lock, stop, [&] { return ready_.size() < size_; });
+      continue;
+    }
+    lock.unlock();
+    auto jail = PrepareJail(base_);
+    lock.lock();
+    if (jail) {
+      ready_.push_back(std::move(*jail));
+      last_error_.reset();
+    } else {
+      last_error_ = jail.error();
+      // Back off, so that a host that cannot build jails is not spun on.
+      changed_.wait_for(lock, stop, std::chrono::milliseconds(200), [] { return false; });
+    }
+    changed_.notify_all();
+  }
+}
+
+Status JailPool::WaitUntilFull() {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait(lock, [&] { return ready_.size() >= size_ || last_error_.has_value(); });
+  if (ready_.size() < size_ && last_error_) return *last_error_;
+  return Ok();
+}
+
+Result<RunOutcome> JailPool::Run(const JailSpec& spec, const RunOptions& options) {
+  if (!Fits(spec) || !jail::EncodeCommand(CommandFor(spec))) return RunJail(spec, options);
+  std::optional<PreparedJail> jail;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!ready_.empty()) {
+      jail.emplace(std::move(ready_.front()));
+      ready_.pop_front();
+    }
+  }
+  changed_.notify_all();
+  if (!jail) {
+    ASSIGN_OR_RETURN(PreparedJail fresh, PrepareJail(base_));
+    jail.emplace(std::move(fresh));
+  }
+  return RunPrepared(std::move(*jail), spec, options);
+}
+
+}  // namespace corral::runtime
