@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "base/scope_guard.h"
 #include "jail/command.h"
 #include "runtime/config.h"
 #include "runtime/planner.h"
@@ -55,8 +56,12 @@ bool JailPool::Fits(const JailSpec& spec) const { return KeyOf(spec) == base_key
 void JailPool::RefillLoop(std::stop_token stop) {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop.stop_requested()) {
-    if (ready_.size() >= size_) {
-      changed_.wait(lock, stop, [&] { return ready_.size() < size_; });
+    // Refilling waits while a command runs: on a small host, building the next jail
+    // (cgroup mkdirs under cgroup_mutex, namespace creation, mounts) would compete with the
+    // running command's exec and teardown for CPU and kernel locks, and that is the
+    // latency the pool exists to cut.
+    if (ready_.size() >= size_ || running_ > 0) {
+      changed_.wait(lock, stop, [&] { return ready_.size() < size_ && running_ == 0; });
       continue;
     }
     lock.unlock();
@@ -86,12 +91,19 @@ Result<RunOutcome> JailPool::Run(const JailSpec& spec, const RunOptions& options
   std::optional<PreparedJail> jail;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    ++running_;
     if (!ready_.empty()) {
       jail.emplace(std::move(ready_.front()));
       ready_.pop_front();
     }
   }
-  changed_.notify_all();
+  ScopeGuard done([&] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --running_;
+    }
+    changed_.notify_all();
+  });
   if (!jail) {
     ASSIGN_OR_RETURN(PreparedJail fresh, PrepareJail(base_));
     jail.emplace(std::move(fresh));

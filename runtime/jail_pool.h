@@ -8,7 +8,8 @@
 // exactly one command. Isolation is the same as RunJail's; only the order differs: the
 // cgroup attach (an RCU grace period on v1), the clone, the root and the network happen
 // while nobody waits. A background thread (started with every signal blocked) keeps
-// `size` jails ready.
+// `size` jails ready, refilling only while no Run() is in progress; a Run() that finds
+// none ready prepares one itself.
 //
 // Jails are children of the refill thread (their parent-death signal is tied to it), so
 // destroy the pool only after its Run() calls have returned.
@@ -54,6 +55,7 @@ class JailPool {
   std::mutex mu_;
   std::condition_variable_any changed_;
   std::deque<PreparedJail> ready_;
+  int running_ = 0;  // Run() calls in progress; refilling waits for none
   std::optional<Error> last_error_;
   std::jthread refill_;  // last: stopped and joined before the jails above go
 };
