@@ -63,7 +63,7 @@ class RunJailLauncher : public Launcher {
 // as a daemon would run commands. The pool refills in Settle(), outside the timing.
 class JailPoolLauncher : public Launcher {
  public:
-  std::string name() const override { return "runtime::JailPool (in-process, warm)"; }
+  std::string name() const override { return "JailPool in-process (warm)"; }
   std::string group() const override { return "layer"; }
   std::string description() const override {
     return "runtime::JailPool(default JailSpec, 2 ready).Run(capture_output)";
