@@ -14,7 +14,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <utility>
 
 #include "jail/command.h"
 #include "jail/hardening.h"
@@ -144,38 +143,17 @@ bool AwaitCommand(int status_fd, int setup_fd, CommandView* view) {
   return ok;
 }
 
-// Closes every inherited fd the child does not use. A parent with several threads may
-// clone jails concurrently; each child then starts with copies of the other spawns' fds
-// (their setup and status sockets, bind trees, pidfds), and a prepared jail waiting for
-// its command would hold them for as long as it waits: another jail's setup would never
-// see EOF. No allocation: the fds to keep go into a fixed array.
+// Every fd a fresh jail's child uses; the rest were inherited from whatever else the
+// parent had open (see CloseFdsExcept).
 void CloseUnusedFds(const SpawnRequest& request, int setup_fd, int status_fd) {
-  constexpr size_t kMaxKeep = 256;
-  int keep[kMaxKeep];
-  size_t n = 0;
-  auto add = [&](int fd) {
-    if (fd > 2 && n < kMaxKeep) keep[n++] = fd;
-  };
-  add(setup_fd);
-  add(status_fd);
-  add(request.stdin_fd);
-  add(request.stdout_fd);
-  add(request.stderr_fd);
-  add(request.init_exe_fd);
-  for (int fd : request.cgroup_attach_fds) add(fd);
-  for (const MountOp& op : request.plan->mounts) add(op.source_fd);
-  if (n == kMaxKeep) return;  // cannot tell what is unused: keep everything
-  for (size_t i = 1; i < n; ++i) {  // insertion sort: n is small
-    for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; --j) std::swap(keep[j - 1], keep[j]);
+  KeepFds keep;
+  for (int fd : {setup_fd, status_fd, request.stdin_fd, request.stdout_fd, request.stderr_fd,
+                 request.init_exe_fd}) {
+    keep.Add(fd);
   }
-  unsigned next = 3;
-  for (size_t i = 0; i < n; ++i) {
-    if (static_cast<unsigned>(keep[i]) > next) {
-      sys::CloseRange(next, static_cast<unsigned>(keep[i]) - 1, 0);
-    }
-    next = static_cast<unsigned>(keep[i]) + 1;
-  }
-  sys::CloseRange(next, ~0U, 0);
+  for (int fd : request.cgroup_attach_fds) keep.Add(fd);
+  for (const MountOp& op : request.plan->mounts) keep.Add(op.source_fd);
+  CloseFdsExcept(keep);
 }
 
 void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {

@@ -19,6 +19,12 @@ namespace corral::jail {
 namespace {
 
 [[noreturn]] void RunEnterChild(const EnterRequest& r, int setup_fd) {
+  KeepFds keep;
+  for (int fd : {setup_fd, r.stdin_fd, r.stdout_fd, r.stderr_fd, r.init_pidfd, r.init_root_fd}) {
+    keep.Add(fd);
+  }
+  for (int fd : r.cgroup_attach_fds) keep.Add(fd);
+  CloseFdsExcept(keep);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
     ReportSetupFailure(setup_fd, SetupStep::kLifeline, errno, "PR_SET_PDEATHSIG");
     ::_exit(kSetupFailedExit);

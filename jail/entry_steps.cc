@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "jail/hardening.h"
 #include "jail/setup_record.h"
+#include "jail/syscalls.h"
 
 namespace corral::jail {
 
@@ -14,6 +16,21 @@ namespace {
 // Stdio is juggled through fds out of the way of 0/1/2.
 constexpr int kStdioScratchFd = 100;
 }  // namespace
+
+void CloseFdsExcept(KeepFds& keep) {
+  if (keep.overflow) return;  // cannot tell what is unused: keep everything
+  int* fds = keep.fds;
+  for (int i = 1; i < keep.count; ++i) {  // insertion sort: a handful of fds
+    for (int j = i; j > 0 && fds[j - 1] > fds[j]; --j) std::swap(fds[j - 1], fds[j]);
+  }
+  unsigned next = 3;
+  for (int i = 0; i < keep.count; ++i) {
+    unsigned fd = static_cast<unsigned>(fds[i]);
+    if (fd > next) sys::CloseRange(next, fd - 1, 0);
+    if (fd + 1 > next) next = fd + 1;
+  }
+  sys::CloseRange(next, ~0U, 0);
+}
 
 bool RedirectStdio(int stdin_fd, int stdout_fd, int stderr_fd, int report_fd) {
   // Through scratch copies, so that e.g. a stdout_fd of 0 is not clobbered by stdin.

@@ -20,6 +20,27 @@
 namespace corral::jail {
 
 // jail/entry_steps.cc: before hardening, in both entries.
+
+// Fds a child keeps; fixed capacity, no allocation.
+struct KeepFds {
+  static constexpr int kCapacity = 256;
+  int fds[kCapacity];
+  int count = 0;
+  bool overflow = false;
+  void Add(int fd) {
+    if (fd <= 2) return;  // stdio is replaced, never closed
+    if (count == kCapacity) {
+      overflow = true;
+    } else {
+      fds[count++] = fd;
+    }
+  }
+};
+// Closes every fd >= 3 not in `keep` (all of them kept if it overflowed). A parent with
+// several threads may clone jails concurrently, so a child starts with copies of the other
+// spawns' fds (their setup and status sockets, bind trees, pidfds); held by a child that
+// waits (a prepared jail, a slow setup), another spawn's setup channel would never see EOF.
+void CloseFdsExcept(KeepFds& keep);
 bool RedirectStdio(int stdin_fd, int stdout_fd, int stderr_fd, int report_fd);
 bool JoinCgroupThroughFds(const std::vector<int>& attach_fds, int report_fd);
 

@@ -11,26 +11,16 @@
 
 #include "base/files.h"
 #include "base/unique_fd.h"
+#include "runtime/runtime_dir.h"
 
 namespace corral::runtime {
 
 namespace {
 
-// FNV-1a: stable across builds and processes. Only root can write the snapshot directory,
-// so a collision could only be engineered by root.
-uint64_t Fnv1a(const std::string& text, uint64_t h) {
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
-
-std::string SnapshotRoot() {
-  const char* env = std::getenv("CORRAL_RUNTIME_DIR");
-  std::string root = env != nullptr && *env == '/' ? env : "/run/corral";
-  return root + "/etc";
-}
+std::string SnapshotRoot() { return RuntimeDir() + "/etc"; }
 
 std::string KeyOf(const std::vector<EtcEntry>& entries) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = kFnv1aSeed;
   for (const EtcEntry& e : entries) {
     h = Fnv1a(std::to_string(static_cast<int>(e.kind)) + "\n" + e.path + "\n" +
                   std::to_string(e.data.size()) + "\n",

@@ -12,23 +12,13 @@
 
 #include "base/files.h"
 #include "base/unique_fd.h"
+#include "runtime/runtime_dir.h"
 
 namespace corral::runtime {
 
 namespace {
 
-// FNV-1a: stable across builds and processes, unlike std::hash. Collisions do not matter
-// for security: only root can write the cache directory.
-uint64_t Fnv1a(const std::string& text, uint64_t h = 1469598103934665603ULL) {
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
-
-std::string CacheDir() {
-  const char* env = std::getenv("CORRAL_RUNTIME_DIR");
-  std::string root = env != nullptr && *env == '/' ? env : "/run/corral";
-  return root + "/seccomp-cache";
-}
+std::string CacheDir() { return RuntimeDir() + "/seccomp-cache"; }
 
 std::string CacheKey(const std::string& text) {
   const scmp_version* v = seccomp_version();

@@ -1,0 +1,22 @@
+// The runtime directory and the content keys of what corral caches in it. Parent side.
+//
+// <runtime dir> is $CORRAL_RUNTIME_DIR when set to an absolute path, else /run/corral;
+// owner-only, like everything in it (sandboxes/, seccomp-cache/, etc/, tool-locks/).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace corral::runtime {
+
+std::string RuntimeDir();
+
+// FNV-1a: stable across builds and processes, unlike std::hash. Cache keys only: only
+// root can write the runtime directory, so a collision could only be engineered by root.
+inline constexpr uint64_t kFnv1aSeed = 1469598103934665603ULL;
+inline uint64_t Fnv1a(const std::string& text, uint64_t h = kFnv1aSeed) {
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+}  // namespace corral::runtime
