@@ -1,7 +1,7 @@
 #include "runtime/supervisor.h"
 
-#include <spdlog/spdlog.h>
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -122,7 +122,6 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
 Result<PreparedJail> PrepareJail(const JailSpec& spec) {
   RETURN_IF_ERROR(ValidateSpec(spec));
   PreparedJail jail;
-  jail.spec = spec;
   ASSIGN_OR_RETURN(jail.cgroup, CreateJailCgroup(spec));
   RETURN_IF_ERROR(PrepareHostDirs(spec));
   ASSIGN_OR_RETURN(jail.plan, Plan(spec));

@@ -35,7 +35,6 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options);
 // what the jail was prepared with: the caller checks) and supervises it like RunJail.
 // A prepared jail runs one command, once.
 struct PreparedJail {
-  JailSpec spec;  // as prepared
   JailCgroup cgroup;
   jail::JailPlan plan;
   jail::JailProcess process;
