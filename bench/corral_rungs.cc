@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/launcher.h"
+#include "bench/results.h"
 #include "runtime/jail_pool.h"
+#include "runtime/pool_client.h"
 #include "runtime/supervisor.h"
 
 namespace corral::bench {
@@ -24,17 +26,62 @@ Status ExitedZero(const char* who, const runtime::RunOutcome& out) {
 class CorralRunLauncher : public Launcher {
  public:
   explicit CorralRunLauncher(std::string exe) : exe_(std::move(exe)) {}
-  std::string name() const override { return "corral run (full default)"; }
+  std::string name() const override { return kCorralRunName; }
   std::string group() const override { return "layer"; }
-  std::string description() const override { return "corral run -- <workload>"; }
+  std::string description() const override { return "corral run --pool off -- <workload>"; }
   Status Launch(const Workload& w) override {
-    std::vector<std::string> argv = {exe_, "run", "--"};
+    std::vector<std::string> argv = {exe_, "run", "--pool", "off", "--"};
     argv.insert(argv.end(), w.argv.begin(), w.argv.end());
     return SpawnAndWait(argv);
   }
 
  private:
   std::string exe_;
+};
+
+// `corral run -- <workload>` served by a `corral pool` started for the benchmark: the
+// same command line and the same isolation (a fresh jail per run), the jail built before
+// the run asked. The pool refills in Settle(), outside the timing.
+class CorralPoolRunLauncher : public Launcher {
+ public:
+  explicit CorralPoolRunLauncher(std::string exe) : exe_(std::move(exe)) {}
+  std::string name() const override { return kCorralPoolRunName; }
+  std::string group() const override { return "layer"; }
+  std::string description() const override {
+    return "corral pool --size 2 & corral run --pool SOCKET -- <workload>";
+  }
+  Status Prepare() override {
+    char tmpl[] = "/tmp/corral-bench-pool.XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return Error::FromErrno(errno, "mkdtemp");
+    dir_ = tmpl;
+    socket_ = dir_ + "/pool.sock";
+    ASSIGN_OR_RETURN(server_, SpawnBackground({exe_, "pool", "--size", "2", "--socket", socket_},
+                                              dir_ + "/pool.log"));
+    // The server binds its socket first, then fills: wait for both.
+    for (int i = 0; i < 1000 && !std::filesystem::exists(socket_); ++i) usleep(10 * 1000);
+    Status ready = runtime::WaitForPoolReady(socket_);
+    if (!ready) return Error(ErrorCode::kIo, "corral pool: " + ready.error().message());
+    return Ok();
+  }
+  void Cleanup() override {
+    StopBackground(server_);
+    server_ = -1;
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+    dir_.clear();
+  }
+  void Settle() override { (void)runtime::WaitForPoolReady(socket_); }
+  Status Launch(const Workload& w) override {
+    std::vector<std::string> argv = {exe_, "run", "--pool", socket_, "--"};
+    argv.insert(argv.end(), w.argv.begin(), w.argv.end());
+    return SpawnAndWait(argv);
+  }
+
+ private:
+  std::string exe_;
+  std::string dir_;
+  std::string socket_;
+  pid_t server_ = -1;
 };
 
 // runtime::RunJail() in this process: the library's cost without exec'ing the binary.
@@ -174,6 +221,7 @@ class ToolBashLauncher : public Launcher {
 std::vector<std::unique_ptr<Launcher>> MakeCorralRungs(const std::string& corral_exe) {
   std::vector<std::unique_ptr<Launcher>> out;
   out.push_back(std::make_unique<CorralRunLauncher>(corral_exe));
+  out.push_back(std::make_unique<CorralPoolRunLauncher>(corral_exe));
   out.push_back(std::make_unique<RunJailLauncher>());
   out.push_back(std::make_unique<JailPoolLauncher>());
   out.push_back(std::make_unique<CorralExecLauncher>(corral_exe));

@@ -1,6 +1,7 @@
 #include "bench/launcher.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,6 +87,41 @@ Status SpawnAndWait(const std::vector<std::string>& argv) {
 
 Result<std::string> SpawnAndCapture(const std::vector<std::string>& argv) {
   return Spawn(argv, true);
+}
+
+Result<pid_t> SpawnBackground(const std::vector<std::string>& argv, const std::string& log_path) {
+  UniqueFd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  UniqueFd log(open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (!devnull || !log) return Error::FromErrno(errno, "opening " + log_path);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, devnull.get(), 0);
+  posix_spawn_file_actions_adddup2(&fa, log.get(), 1);
+  posix_spawn_file_actions_adddup2(&fa, log.get(), 2);
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return Error::FromErrno(rc, "spawning " + argv[0]);
+  return pid;
+}
+
+void StopBackground(pid_t pid, int grace_ms) {
+  if (pid <= 0) return;
+  kill(pid, SIGTERM);
+  for (int waited = 0;; waited += 10) {
+    int status = 0;
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) return;
+    if (waited >= grace_ms) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return;
+    }
+    usleep(10 * 1000);
+  }
 }
 
 Status WriteRegularFile(const std::string& path, const std::string& content) {

@@ -5,6 +5,8 @@
 // Also the process helper every command-line launcher uses.
 #pragma once
 
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +51,12 @@ Status SpawnAndWait(const std::vector<std::string>& argv);
 
 // Same, but returns stdout (at most 1 MiB) on success.
 Result<std::string> SpawnAndCapture(const std::vector<std::string>& argv);
+
+// posix_spawn()s a long-running helper (a pool server) with stdin on /dev/null and
+// stdout/stderr appended to `log_path`; the caller ends it (StopBackground).
+Result<pid_t> SpawnBackground(const std::vector<std::string>& argv, const std::string& log_path);
+// SIGTERM, then waits for it (SIGKILL after `grace_ms`).
+void StopBackground(pid_t pid, int grace_ms = 5000);
 
 // Creates or truncates the regular file `path` (0644) and writes all of `content`.
 // (base/files.h WriteFile only writes existing files, as cgroup files are.)

@@ -74,6 +74,8 @@ void EvaluateTargets(BenchResults* r) {
   r->targets.clear();
   r->targets.push_back(RatioTarget(*r, "corral run / bwrap, median /bin/true", kCorralRunName,
                                    kBwrapName, 0.5, true));
+  r->targets.push_back(RatioTarget(*r, "corral run, pool server / bwrap, median /bin/true",
+                                   kCorralPoolRunName, kBwrapName, 0.5, true));
   r->targets.push_back(RatioTarget(*r, "corral exec / bare fork+exec, median /bin/true",
                                    kCorralExecName, kBareName, 2.0, true));
 

@@ -95,6 +95,7 @@ const LatencyEntry* FindEntry(const WorkloadResult& w, const std::string& name);
 // Launcher names the targets refer to.
 inline constexpr const char* kBareName = "bare fork+exec";
 inline constexpr const char* kCorralRunName = "corral run (full default)";
+inline constexpr const char* kCorralPoolRunName = "corral run, pool server";
 inline constexpr const char* kCorralExecName = "corral exec (persistent)";
 inline constexpr const char* kBwrapName = "bwrap";
 

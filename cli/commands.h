@@ -15,6 +15,7 @@ void SetCommandAfterDoubleDash(std::vector<std::string> command);
 std::vector<std::string> CommandWithTrailing(const std::vector<std::string>& positional);
 
 void AddRunCommand(CLI::App& app, int* exit_code);
+void AddPoolCommand(CLI::App& app, int* exit_code);
 void AddCheckCommand(CLI::App& app, int* exit_code);
 void AddSandboxCommands(CLI::App& app, int* exit_code);  // create exec ps stats rm reap
 void AddToolCommands(CLI::App& app, int* exit_code);     // tool, threads

@@ -4,11 +4,42 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <initializer_list>
 #include <string_view>
 #include <vector>
 
 #include "cli/commands.h"
 #include "jail/process_title.h"
+
+namespace {
+
+struct CommandGroup {
+  std::initializer_list<std::string_view> names;
+  void (*add)(CLI::App&, int*);
+};
+
+// Only the group of the subcommand named first is built when there is one: building
+// every subcommand's options costs more than a pooled `corral run` spends in its jail.
+// Anything else (--help, a typo) gets them all, for the help text and the error.
+void AddCommands(CLI::App& app, std::string_view first_arg, int* exit_code) {
+  using namespace corral::cli;
+  static const CommandGroup kGroups[] = {
+      {{"run"}, AddRunCommand},
+      {{"pool"}, AddPoolCommand},
+      {{"check"}, AddCheckCommand},
+      {{"create", "exec", "ps", "stats", "rm", "reap"}, AddSandboxCommands},
+      {{"tool", "threads"}, AddToolCommands},
+      {{"bench"}, AddBenchCommand},
+  };
+  for (const CommandGroup& group : kGroups) {
+    for (std::string_view name : group.names) {
+      if (name == first_arg) return group.add(app, exit_code);
+    }
+  }
+  for (const CommandGroup& group : kGroups) group.add(app, exit_code);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   corral::jail::RegisterArgvArea(argc, argv);
@@ -21,11 +52,7 @@ int main(int argc, char** argv) {
   CLI::App app{"corral: run untrusted commands in an isolated process tree"};
   app.require_subcommand(1);
   int exit_code = 0;
-  corral::cli::AddRunCommand(app, &exit_code);
-  corral::cli::AddCheckCommand(app, &exit_code);
-  corral::cli::AddSandboxCommands(app, &exit_code);
-  corral::cli::AddToolCommands(app, &exit_code);
-  corral::cli::AddBenchCommand(app, &exit_code);
+  AddCommands(app, argc > 1 ? argv[1] : "", &exit_code);
   // Everything after the first "--" is the command, verbatim. Splitting it off here keeps
   // the argument parser from ever reading the command's own flags.
   int parsed_argc = argc;

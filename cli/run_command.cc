@@ -1,4 +1,7 @@
-// `corral run [OPTIONS] -- CMD [ARGS...]`: flags -> JailSpec -> runtime::RunJail.
+// `corral run [OPTIONS] -- CMD [ARGS...]`: flags -> JailSpec -> a pool server's jail
+// (runtime/pool_client.h) or runtime::RunJail.
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -6,6 +9,8 @@
 #include "cli/commands.h"
 #include "cli/jail_flags.h"
 #include "cli/outcome_report.h"
+#include "runtime/pool_client.h"
+#include "runtime/pool_protocol.h"
 #include "runtime/supervisor.h"
 
 namespace corral::cli {
@@ -16,8 +21,26 @@ struct RunFlags {
   JailFlags jail;
   bool json = false;
   bool stdin_passthrough = false;
+  std::string pool = "auto";
   std::vector<std::string> command;
 };
+
+// Through a pool server when one serves a pool this spec fits (runtime/pool_client.h),
+// else cold. `--pool auto` looks at the default socket; a named socket must answer.
+Result<runtime::RunOutcome> RunPooledOrCold(const std::string& pool, const runtime::JailSpec& spec,
+                                            const runtime::RunOptions& options) {
+  if (pool == "off") return runtime::RunJail(spec, options);
+  bool named = pool != "auto";
+  std::string socket = named ? pool : runtime::DefaultPoolSocket();
+  auto answer = runtime::RunInPool(socket, spec, options);
+  if (!answer) return answer.error();
+  if (answer->outcome) return std::move(*answer->outcome);
+  if (named && answer->cold_reason.rfind("no pool server", 0) == 0) {
+    return Error(ErrorCode::kNotFound, "--pool: " + answer->cold_reason);
+  }
+  spdlog::debug("not pooled, running cold: {}", answer->cold_reason);
+  return runtime::RunJail(spec, options);
+}
 
 int Run(const RunFlags& flags) {
   runtime::JailSpec spec;
@@ -37,7 +60,7 @@ int Run(const RunFlags& flags) {
   runtime::RunOptions options;
   options.capture_output = flags.json;
   options.pass_stdin = flags.stdin_passthrough;
-  auto outcome = runtime::RunJail(spec, options);
+  auto outcome = RunPooledOrCold(flags.pool, spec, options);
   if (!outcome) {
     std::fprintf(stderr, "corral: %s\n", outcome.error().message().c_str());
     if (flags.json) std::cout << runtime::ErrorToJson(outcome.error()) << std::endl;
@@ -54,6 +77,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   AddJailFlags(run, &flags->jail);
   run->add_flag("--json", flags->json, "capture output and print one JSON outcome object");
   run->add_flag("-i,--stdin", flags->stdin_passthrough, "pass stdin through (default /dev/null)");
+  run->add_option("--pool", flags->pool,
+                  "auto (a `corral pool` at the default socket, if one runs) | off | SOCKET");
   run->add_option("command", flags->command, "the command and its arguments (after --)");
   run->callback([flags, exit_code] { *exit_code = Run(*flags); });
 }

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "base/scope_guard.h"
 #include "jail/command.h"
@@ -52,6 +53,23 @@ JailPool::~JailPool() {
 }
 
 bool JailPool::Fits(const JailSpec& spec) const { return KeyOf(spec) == base_key_; }
+
+std::optional<std::string> JailPool::Unfit(const JailSpec& spec) const {
+  std::string key = KeyOf(spec);
+  if (key != base_key_) {
+    std::string where;
+    for (const auto& op : nlohmann::json::diff(nlohmann::json::parse(base_key_),
+                                               nlohmann::json::parse(key))) {
+      if (!where.empty()) where += ", ";
+      where += op.value("path", "?");
+    }
+    return "differs from the pool's spec at " + where;
+  }
+  if (auto encoded = jail::EncodeCommand(CommandFor(spec)); !encoded) {
+    return encoded.error().message();
+  }
+  return std::nullopt;
+}
 
 void JailPool::RefillLoop(std::stop_token stop) {
   std::unique_lock<std::mutex> lock(mu_);

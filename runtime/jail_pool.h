@@ -20,6 +20,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -39,6 +40,9 @@ class JailPool {
   // Whether `spec` can run in this pool's jails: equal to the pool's spec in everything
   // but argv, env, workdir, timeout and output limit.
   bool Fits(const JailSpec& spec) const;
+  // Why this pool cannot run `spec` ("differs from the pool's spec at /hostname, ..." or
+  // a command too large to hand over); nullopt if it can.
+  std::optional<std::string> Unfit(const JailSpec& spec) const;
   // Runs `spec`'s command in a ready jail, or in one prepared now if none is ready; a spec
   // that does not fit (or a command too large to hand over) runs through RunJail.
   Result<RunOutcome> Run(const JailSpec& spec, const RunOptions& options);

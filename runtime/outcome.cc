@@ -96,6 +96,7 @@ std::string OutcomeToJson(const RunOutcome& o) {
     j["setup_error"] = nullptr;
   }
   if (o.interrupted_by) j["interrupted_by"] = *o.interrupted_by;
+  if (o.pooled) j["pooled"] = true;
   if (!o.warnings.empty()) j["warnings"] = o.warnings;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

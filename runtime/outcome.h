@@ -40,6 +40,7 @@ struct RunOutcome {
   StreamOutcome stderr_stream;
   std::optional<jail::SetupFailure> setup_error;
   std::optional<int> interrupted_by;  // SIGINT/SIGTERM/SIGHUP received by corral itself
+  bool pooled = false;  // ran in a jail prepared before it was asked for (a pool)
   std::vector<std::string> warnings;  // e.g. limits skipped under unsafe.allow_missing_limits
 };
 

@@ -212,7 +212,7 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   trace.Mark("plan");
   RunOutcome outcome;
   outcome.captured = request.io.capture_output;
-  SignalGuard signals;
+  StopSources stops(request.io);
 
   // Opened after the pidfd: a recycled pid cannot slip in between (OpenInit checked it).
   UniqueFd init_root(::open(("/proc/" + std::to_string(record.init_pid) + "/root").c_str(),
@@ -237,7 +237,7 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   OutputCapture out(spec.limits.output_limit_bytes);
   OutputCapture err(spec.limits.output_limit_bytes);
   Watch watch =
-      NewWatch(&command, exec_cg.get(), &io, &out, &err, signals.fd(), spec.limits, start);
+      NewWatch(&command, exec_cg.get(), &io, &out, &err, stops, spec.limits, start);
   ASSIGN_OR_RETURN(auto setup, command.AwaitSetup(kInitSetupTimeoutMs));
   if (setup) {
     outcome.status = RunStatus::kSetupFailed;

@@ -42,14 +42,33 @@ Result<jail::JailProcess> SpawnJail(const jail::JailPlan& plan, int stdin_fd, in
   return spawned;
 }
 
+// The end of a run whose command has exited while its init still runs (the init's report
+// came first): SIGKILL to the init takes the PID namespace down, SIGKILL to the cgroup
+// takes anything else; output is then drained to EOF and the figures read, so the
+// outcome can be delivered before the namespaces' and the cgroup's teardown.
+void EndEarly(jail::JailProcess& process, JailCgroup& cg, Watch& watch, int wait_status,
+              const LimitsSpec& limits, Clock::time_point start, RunOutcome* outcome) {
+  process.Kill(SIGKILL);
+  (void)cg.cgroup->SignalAll(SIGKILL);
+  cgroups::Stats stats;
+  if (auto s = cg.cgroup->ReadStats()) stats = *s;
+  DrainToEof(watch);
+  outcome->wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  FillOutcome(limits, wait_status, watch, stats, rusage{}, outcome);
+}
+
 // From a spawned jail to its outcome: wait with the deadline while draining output, kill
 // the tree, collect the figures, remove the cgroup. `io`'s child ends are already closed.
+// With an on_outcome callback (and a jail it can be early for, see RunOptions), the
+// outcome is delivered at the init's report and the teardown follows.
 Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& io,
-                             const LimitsSpec& limits, SignalGuard& signals,
-                             Clock::time_point start, RunOutcome outcome, PhaseTrace& trace) {
+                             const JailSpec& spec, const RunOptions& options,
+                             const StopSources& stops, Clock::time_point start,
+                             RunOutcome outcome, PhaseTrace& trace) {
+  const LimitsSpec& limits = spec.limits;
   OutputCapture out(limits.output_limit_bytes);
   OutputCapture err(limits.output_limit_bytes);
-  Watch watch = NewWatch(&process, cg.cgroup.get(), &io, &out, &err, signals.fd(), limits, start);
+  Watch watch = NewWatch(&process, cg.cgroup.get(), &io, &out, &err, stops, limits, start);
 
   int setup_timeout_ms =
       limits.timeout_seconds > 0 ? static_cast<int>(limits.timeout_seconds * 1000) : -1;
@@ -64,13 +83,33 @@ Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& 
     KillNow(watch);
   }
   trace.Mark("setup+exec");
+  bool early = options.on_outcome && spec.namespaces.pid && cg.cgroup != nullptr &&
+               outcome.status != RunStatus::kSetupFailed;
+  if (early) watch.report_fd = process.status_fd();
   WaitForExit(watch);
-  rusage usage{};
-  auto init_status = process.Reap(&usage);
-  trace.Mark("command+exit");
   // The init reports the command's own status; without a report (the init was killed:
   // OOM, timeout, our SIGKILL) its own status is what we have.
   std::optional<jail::InitReport> report = process.TakeReport();
+  if (early && !report) {  // the init closed the channel without a report: it is exiting
+    watch.report_fd = -1;
+    WaitForExit(watch);
+    report = process.TakeReport();
+  }
+  if (early && report) {
+    EndEarly(process, cg, watch, report->wait_status, limits, start, &outcome);
+    trace.Mark("command+exit");
+    options.on_outcome(outcome);
+    trace.Mark("answer");
+    rusage usage{};
+    (void)process.Reap(&usage);
+    if (auto st = cg.cgroup->Destroy(); !st) spdlog::warn("{}", st.error().message());
+    trace.Mark("teardown");
+    return outcome;
+  }
+  rusage usage{};
+  auto init_status = process.Reap(&usage);
+  trace.Mark("command+exit");
+  if (!report) report = process.TakeReport();
   int wait_status = report ? report->wait_status : (init_status ? *init_status : 0);
   cgroups::Stats stats;
   if (cg.cgroup) {
@@ -84,6 +123,7 @@ Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& 
     if (auto st = cg.cgroup->Destroy(); !st) spdlog::warn("{}", st.error().message());
   }
   trace.Mark("teardown");
+  if (options.on_outcome) options.on_outcome(outcome);
   return outcome;
 }
 
@@ -110,13 +150,13 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(options));
 
   RunOutcome outcome = NewOutcome(spec, cg, options);
-  SignalGuard signals;
+  StopSources stops(options);
   ASSIGN_OR_RETURN(jail::JailProcess process,
                    SpawnJail(plan, io.child_stdin(), io.child_stdout(), io.child_stderr(),
                              cg.cgroup.get()));
   io.CloseChildEnds();
   trace.Mark("clone");
-  return Supervise(process, cg, io, spec.limits, signals, start, std::move(outcome), trace);
+  return Supervise(process, cg, io, spec, options, stops, start, std::move(outcome), trace);
 }
 
 Result<PreparedJail> PrepareJail(const JailSpec& spec) {
@@ -142,13 +182,14 @@ Result<RunOutcome> RunPrepared(PreparedJail jail, const JailSpec& spec,
   Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(options));
   RunOutcome outcome = NewOutcome(spec, jail.cgroup, options);
-  SignalGuard signals;
+  outcome.pooled = true;
+  StopSources stops(options);
   // If this fails the jail is gone (its root could not be built, say): its setup record,
   // read below, says why.
   (void)jail.process.SendCommand(command, io.child_stdin(), io.child_stdout(), io.child_stderr());
   io.CloseChildEnds();
   trace.Mark("hand-off");
-  return Supervise(jail.process, jail.cgroup, io, spec.limits, signals, start, std::move(outcome),
+  return Supervise(jail.process, jail.cgroup, io, spec, options, stops, start, std::move(outcome),
                    trace);
 }
 

@@ -6,6 +6,8 @@
 // over: they stop the jail (and are reported in RunOutcome::interrupted_by).
 #pragma once
 
+#include <functional>
+
 #include "base/result.h"
 #include "jail/plan.h"
 #include "jail/spawn.h"
@@ -21,6 +23,22 @@ struct RunOptions {
   bool capture_output = false;
   // true: the command reads the caller's stdin; false: /dev/null.
   bool pass_stdin = false;
+  // The caller's stdio: what the command gets when output is not captured / stdin is
+  // passed. A pool server (runtime/pool_server.h) puts its client's fds here.
+  int stdin_fd = 0;
+  int stdout_fd = 1;
+  int stderr_fd = 2;
+  // >= 0: stop requests come from this stream instead of corral's own SIGINT/SIGTERM/
+  // SIGHUP, and the signal mask is left alone: one byte is the number of the signal the
+  // requester received; EOF means the requester is gone (reported as SIGHUP).
+  int interrupt_fd = -1;
+  // Set: called with the outcome as soon as it is known — the command has exited, every
+  // process of the jail has been sent SIGKILL, its output is drained, its figures are
+  // read — and before the teardown (the init's and the namespaces' exit, the cgroup's
+  // removal), which still completes before the run returns. A server answers its client
+  // here. Only for jails with a PID namespace and a cgroup; otherwise it is called after
+  // the teardown.
+  std::function<void(const RunOutcome&)> on_outcome;
 };
 
 // Errors are corral's own failures before a jail exists (invalid spec, no cgroup where one

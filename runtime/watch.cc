@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,6 +50,16 @@ void BeginStop(Watch& w) {
   }
 }
 
+// One stop request from an interrupt stream: the signal number byte, SIGHUP at EOF or on
+// an error; nullopt if nothing was there after all.
+std::optional<int> ReadInterrupt(int fd) {
+  unsigned char signo = 0;
+  ssize_t n = ::recv(fd, &signo, 1, MSG_DONTWAIT);
+  if (n == 1) return signo > 0 && signo < NSIG ? static_cast<int>(signo) : SIGTERM;
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return std::nullopt;
+  return SIGHUP;
+}
+
 double TimevalMs(const timeval& tv) { return tv.tv_sec * 1000.0 + tv.tv_usec / 1000.0; }
 
 }  // namespace
@@ -70,6 +81,9 @@ Result<Stdio> MakeStdio(const RunOptions& options) {
   Stdio io;
   io.capture = options.capture_output;
   io.pass_stdin = options.pass_stdin;
+  io.caller_stdin = options.stdin_fd;
+  io.caller_stdout = options.stdout_fd;
+  io.caller_stderr = options.stderr_fd;
   if (!options.pass_stdin) {
     io.dev_null.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (!io.dev_null) return Error::FromErrno(errno, "/dev/null");
@@ -82,7 +96,7 @@ Result<Stdio> MakeStdio(const RunOptions& options) {
 }
 
 Watch NewWatch(jail::JailProcess* process, cgroups::Cgroup* cgroup, Stdio* io, OutputCapture* out,
-               OutputCapture* err, int signal_fd, const LimitsSpec& limits,
+               OutputCapture* err, const StopSources& stops, const LimitsSpec& limits,
                Clock::time_point start) {
   Watch w;
   w.process = process;
@@ -90,7 +104,8 @@ Watch NewWatch(jail::JailProcess* process, cgroups::Cgroup* cgroup, Stdio* io, O
   w.io = io;
   w.out = out;
   w.err = err;
-  w.signal_fd = signal_fd;
+  w.signal_fd = stops.signal_fd();
+  w.interrupt_fd = stops.interrupt_fd;
   w.grace_seconds = limits.kill_grace_seconds;
   if (limits.timeout_seconds > 0) {
     w.deadline =
@@ -125,11 +140,13 @@ void WaitForExit(Watch& w) {
       timeout_ms = static_cast<int>(
           std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1);
     }
-    pollfd fds[4] = {{w.process->pidfd(), POLLIN, 0},
+    pollfd fds[6] = {{w.process->pidfd(), POLLIN, 0},
                      {w.signal_fd, POLLIN, 0},
                      {w.io->out.read.get(), POLLIN, 0},
-                     {w.io->err.read.get(), POLLIN, 0}};
-    int n = ::poll(fds, 4, timeout_ms);
+                     {w.io->err.read.get(), POLLIN, 0},
+                     {w.interrupt_fd, POLLIN, 0},
+                     {w.report_fd, POLLIN, 0}};
+    int n = ::poll(fds, 6, timeout_ms);
     if (n < 0 && errno != EINTR) return;
     if (n <= 0) continue;
     if (fds[2].revents != 0 && !DrainOnce(w.io->out.read.get(), *w.out)) w.io->out.read.Reset();
@@ -141,7 +158,15 @@ void WaitForExit(Watch& w) {
         KillNow(w);
       }
     }
-    if (fds[0].revents != 0) return;
+    if (fds[4].revents != 0) {
+      std::optional<int> sig = ReadInterrupt(w.interrupt_fd);
+      if (sig && !w.interrupted_by) {
+        w.interrupted_by = *sig;
+        KillNow(w);
+      }
+      if (!sig || *sig == SIGHUP) w.interrupt_fd = -1;  // hung up: nothing more will come
+    }
+    if (fds[0].revents != 0 || fds[5].revents != 0) return;
   }
 }
 

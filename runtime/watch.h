@@ -39,6 +39,17 @@ class SignalGuard {
   UniqueFd fd_;
 };
 
+// Where stop requests come from: corral's own signals, or the caller's interrupt stream
+// (RunOptions::interrupt_fd), in which case the signal mask is not touched.
+struct StopSources {
+  explicit StopSources(const RunOptions& options) : interrupt_fd(options.interrupt_fd) {
+    if (interrupt_fd < 0) signals.emplace();
+  }
+  int signal_fd() const { return signals ? signals->fd() : -1; }
+  std::optional<SignalGuard> signals;
+  int interrupt_fd;
+};
+
 struct Pipe {
   UniqueFd read;
   UniqueFd write;
@@ -52,10 +63,13 @@ struct Stdio {
   Pipe err;
   bool capture = false;
   bool pass_stdin = false;
+  int caller_stdin = 0;  // RunOptions::stdin_fd ...
+  int caller_stdout = 1;
+  int caller_stderr = 2;
 
-  int child_stdin() const { return pass_stdin ? 0 : dev_null.get(); }
-  int child_stdout() const { return capture ? out.write.get() : 1; }
-  int child_stderr() const { return capture ? err.write.get() : 2; }
+  int child_stdin() const { return pass_stdin ? caller_stdin : dev_null.get(); }
+  int child_stdout() const { return capture ? out.write.get() : caller_stdout; }
+  int child_stderr() const { return capture ? err.write.get() : caller_stderr; }
   // After spawning: our copies of the write ends would keep the pipes open forever.
   void CloseChildEnds();
 };
@@ -67,7 +81,9 @@ struct Watch {
   Stdio* io = nullptr;
   OutputCapture* out = nullptr;
   OutputCapture* err = nullptr;
-  int signal_fd = -1;
+  int signal_fd = -1;     // a SignalGuard's signalfd, or -1
+  int interrupt_fd = -1;  // RunOptions::interrupt_fd, or -1
+  int report_fd = -1;     // >= 0: WaitForExit also returns once this is readable
   Clock::time_point deadline = Clock::time_point::max();
   double grace_seconds = 2;
   // Observed:
@@ -78,11 +94,12 @@ struct Watch {
 // A Watch over `process` with the deadline and grace of `limits` (timeout_seconds counted
 // from `start`; 0 = none).
 Watch NewWatch(jail::JailProcess* process, cgroups::Cgroup* cgroup, Stdio* io, OutputCapture* out,
-               OutputCapture* err, int signal_fd, const LimitsSpec& limits,
+               OutputCapture* err, const StopSources& stops, const LimitsSpec& limits,
                Clock::time_point start);
 // SIGKILL to the watched process and everything in the cgroup.
 void KillNow(Watch& w);
-// Returns once the watched process has exited (its pidfd is readable); drains output,
+// Returns once the watched process has exited (its pidfd is readable) or report_fd is
+// readable; drains output,
 // enforces the deadline (SIGTERM to the cgroup, SIGKILL after the grace) and reacts to
 // corral's stop signals meanwhile.
 void WaitForExit(Watch& w);

@@ -41,6 +41,7 @@ BenchResults MakeResults() {
   skipped.status = EntryStatus::kSkipped;
   skipped.reason = "not installed";
   w.entries.push_back(skipped);
+  w.entries.push_back(Ok(kCorralPoolRunName, "layer", {6, 6, 6}));
   r.latency.push_back(w);
   ThroughputEntry tc{kCorralRunName, EntryStatus::kOk, "", 2, 400, {400, 400}};
   ThroughputEntry tb{kBwrapName, EntryStatus::kOk, "", 2, 100, {100, 100}};
@@ -55,19 +56,21 @@ BenchResults MakeResults() {
 
 TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   BenchResults r = MakeResults();
-  ASSERT_EQ(r.targets.size(), 5u);
+  ASSERT_EQ(r.targets.size(), 6u);
   EXPECT_TRUE(r.targets[0].measured);
   EXPECT_DOUBLE_EQ(r.targets[0].value, 0.4);  // 4 / 10
   EXPECT_TRUE(r.targets[0].pass);
-  EXPECT_DOUBLE_EQ(r.targets[1].value, 1.5);  // exec / bare
-  EXPECT_TRUE(r.targets[1].pass);
-  EXPECT_DOUBLE_EQ(r.targets[2].value, 4.0);  // 400/s vs 100/s
+  EXPECT_DOUBLE_EQ(r.targets[1].value, 0.6);  // pooled run / bwrap
+  EXPECT_FALSE(r.targets[1].pass);
+  EXPECT_DOUBLE_EQ(r.targets[2].value, 1.5);  // exec / bare
   EXPECT_TRUE(r.targets[2].pass);
-  EXPECT_DOUBLE_EQ(r.targets[3].value, 2.0);  // MiB
-  EXPECT_FALSE(r.targets[3].pass);
-  EXPECT_DOUBLE_EQ(r.targets[4].value, 20.0);  // 2 s for 100 -> 20 s for 1000
+  EXPECT_DOUBLE_EQ(r.targets[3].value, 4.0);  // 400/s vs 100/s
+  EXPECT_TRUE(r.targets[3].pass);
+  EXPECT_DOUBLE_EQ(r.targets[4].value, 2.0);  // MiB
   EXPECT_FALSE(r.targets[4].pass);
-  EXPECT_THAT(r.targets[4].note, HasSubstr("extrapolated"));
+  EXPECT_DOUBLE_EQ(r.targets[5].value, 20.0);  // 2 s for 100 -> 20 s for 1000
+  EXPECT_FALSE(r.targets[5].pass);
+  EXPECT_THAT(r.targets[5].note, HasSubstr("extrapolated"));
 }
 
 TEST(BenchTargets, MissingPeerMeansNotMeasuredRatherThanPass) {
@@ -77,7 +80,8 @@ TEST(BenchTargets, MissingPeerMeansNotMeasuredRatherThanPass) {
   EvaluateTargets(&r);
   EXPECT_FALSE(r.targets[0].measured);
   EXPECT_FALSE(r.targets[0].pass);
-  EXPECT_FALSE(r.targets[2].measured);
+  EXPECT_FALSE(r.targets[1].measured);
+  EXPECT_FALSE(r.targets[3].measured);
 }
 
 TEST(BenchReportTable, ShowsMachineFiguresSkipsAndPassMiss) {
@@ -98,7 +102,7 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(j["machine"]["cores"], 2);
   EXPECT_EQ(j["command"], "corral bench --quick");
   const auto& entries = j["latency"][0]["entries"];
-  ASSERT_EQ(entries.size(), 5u);
+  ASSERT_EQ(entries.size(), 6u);
   EXPECT_EQ(entries[1]["name"], kCorralRunName);
   EXPECT_DOUBLE_EQ(entries[1]["summary_ms"]["median"].get<double>(), 4.0);
   EXPECT_DOUBLE_EQ(entries[1]["ratio_vs_bare"]["median"].get<double>(), 4.0);
@@ -107,7 +111,7 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(entries[4]["status"], "skipped");
   EXPECT_EQ(entries[4]["reason"], "not installed");
   EXPECT_FALSE(entries[4].contains("summary_ms"));
-  EXPECT_EQ(j["targets"].size(), 5u);
+  EXPECT_EQ(j["targets"].size(), 6u);
   EXPECT_EQ(j["targets"][0]["pass"], true);
   EXPECT_EQ(j["throughput"][0]["launches_per_s"], 400);
   EXPECT_EQ(j["sandboxes"]["created"], 100);
@@ -123,7 +127,7 @@ TEST(BenchReportSvg, IsOneSvgDocumentWithABarPerMeasuredLauncherAndEscapedText) 
   size_t bars = 0;
   for (size_t p = svg.find("<rect x="); p != std::string::npos; p = svg.find("<rect x=", p + 1))
     ++bars;
-  EXPECT_EQ(bars, 4u);  // four measured launchers; the skipped one gets text only
+  EXPECT_EQ(bars, 5u);  // five measured launchers; the skipped one gets text only
   EXPECT_THAT(svg, HasSubstr("sh -c &apos;echo &lt;hi&gt; &amp; bye&apos;"));
   EXPECT_THAT(svg, Not(HasSubstr("<hi>")));
   EXPECT_THAT(svg, HasSubstr("skipped: not installed"));

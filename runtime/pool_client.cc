@@ -1,0 +1,117 @@
+#include "runtime/pool_client.h"
+
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "runtime/phase_trace.h"
+#include "runtime/pool_protocol.h"
+#include "runtime/spec_json.h"
+#include "runtime/watch.h"
+
+namespace corral::runtime {
+
+namespace {
+
+// nullopt: nobody serves there (no such socket file, or a stale one).
+Result<std::optional<UniqueFd>> Connect(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    return Error(ErrorCode::kInvalidArgument, "pool socket path too long: " + path);
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return Error::FromErrno(errno, "socket");
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    return std::optional<UniqueFd>(std::move(fd));
+  }
+  if (errno == ENOENT || errno == ECONNREFUSED) return std::optional<UniqueFd>();
+  return Error::FromErrno(errno, "connect " + path);
+}
+
+Result<nlohmann::json> ParseReply(const std::string& frame) {
+  nlohmann::json reply = nlohmann::json::parse(frame, nullptr, false);
+  if (!reply.is_object() || !reply.contains("kind")) {
+    return Error(ErrorCode::kIo, "pool server: malformed reply");
+  }
+  if (reply["kind"] == "error") {
+    return Error(ErrorCode::kIo, "pool server: " + reply.value("message", "unknown error"));
+  }
+  return reply;
+}
+
+// Waits for the reply, forwarding each stop signal this process receives as one byte.
+Result<std::string> AwaitReply(int connection) {
+  StopSources stops(RunOptions{});  // SIGINT/SIGTERM/SIGHUP now arrive on a signalfd
+  for (;;) {
+    pollfd fds[2] = {{connection, POLLIN, 0}, {stops.signal_fd(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return Error::FromErrno(errno, "poll");
+    }
+    if (fds[1].revents != 0) {
+      signalfd_siginfo info;
+      if (::read(stops.signal_fd(), &info, sizeof info) == sizeof info) {
+        auto signo = static_cast<unsigned char>(info.ssi_signo);
+        (void)::send(connection, &signo, 1, MSG_NOSIGNAL);
+      }
+    }
+    if (fds[0].revents != 0) return ReceiveFrame(connection);
+  }
+}
+
+}  // namespace
+
+Result<PoolAnswer> RunInPool(const std::string& socket_path, const JailSpec& spec,
+                             const RunOptions& options) {
+  PhaseTrace trace;
+  PoolAnswer answer;
+  ASSIGN_OR_RETURN(std::optional<UniqueFd> connection, Connect(socket_path));
+  trace.Mark("pool connect");
+  if (!connection) {
+    answer.cold_reason = "no pool server at " + socket_path;
+    return answer;
+  }
+  nlohmann::json request = {{"op", "run"},
+                            {"spec", nlohmann::json::parse(SpecToJson(spec))},
+                            {"capture", options.capture_output},
+                            {"stdin", options.pass_stdin}};
+  RETURN_IF_ERROR(SendFrame(connection->get(), request.dump(),
+                            {options.stdin_fd, options.stdout_fd, options.stderr_fd}));
+  trace.Mark("pool request");
+  auto frame = AwaitReply(connection->get());
+  trace.Mark("pool answer");
+  if (!frame) {
+    return Error(ErrorCode::kIo, "pool server at " + socket_path +
+                                     " went away during the run: " + frame.error().message());
+  }
+  ASSIGN_OR_RETURN(nlohmann::json reply, ParseReply(*frame));
+  if (reply["kind"] == "cold") {
+    answer.cold_reason = reply.value("reason", "the pool cannot run this spec");
+    return answer;
+  }
+  if (reply["kind"] != "outcome") return Error(ErrorCode::kIo, "pool server: unexpected reply");
+  auto outcome = ReceiveFrame(connection->get());
+  if (!outcome) return Error(ErrorCode::kIo, "pool server: " + outcome.error().message());
+  ASSIGN_OR_RETURN(answer.outcome, OutcomeFromWire(*outcome));
+  trace.Mark("pool outcome");
+  return answer;
+}
+
+Status WaitForPoolReady(const std::string& socket_path) {
+  ASSIGN_OR_RETURN(std::optional<UniqueFd> connection, Connect(socket_path));
+  if (!connection) return Error(ErrorCode::kNotFound, "no pool server at " + socket_path);
+  RETURN_IF_ERROR(SendFrame(connection->get(), R"({"op":"wait_ready"})"));
+  ASSIGN_OR_RETURN(std::string frame, ReceiveFrame(connection->get()));
+  ASSIGN_OR_RETURN(nlohmann::json reply, ParseReply(frame));
+  if (reply["kind"] != "ready") return Error(ErrorCode::kIo, "pool server: unexpected reply");
+  return Ok();
+}
+
+}  // namespace corral::runtime

@@ -1,0 +1,196 @@
+#include "runtime/pool_server.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "runtime/pool_protocol.h"
+#include "runtime/runtime_dir.h"
+#include "runtime/spec_json.h"
+
+namespace corral::runtime {
+
+namespace {
+
+constexpr int kRequestTimeoutSeconds = 5;  // a client that connects and says nothing
+
+Result<sockaddr_un> AddressOf(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "pool socket path must be 1-" + std::to_string(sizeof addr.sun_path - 1) +
+                     " bytes: " + path);
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return addr;
+}
+
+// The socket file, 0600. An existing file is replaced only if nobody answers on it.
+Result<UniqueFd> Listen(const std::string& path) {
+  ASSIGN_OR_RETURN(sockaddr_un addr, AddressOf(path));
+  UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (::connect(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    return Error(ErrorCode::kAlreadyExists, "another corral pool already serves " + path);
+  }
+  if (errno == ECONNREFUSED) ::unlink(path.c_str());  // stale: its server is gone
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return Error::FromErrno(errno, "socket");
+  mode_t old_mask = ::umask(0177);
+  int rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  int bind_errno = errno;
+  ::umask(old_mask);
+  if (rc != 0) return Error::FromErrno(bind_errno, "bind " + path);
+  if (::listen(fd.get(), 128) != 0) return Error::FromErrno(errno, "listen " + path);
+  return fd;
+}
+
+void Reply(int connection, const nlohmann::json& reply) {
+  if (auto st = SendFrame(connection, reply.dump()); !st) {
+    spdlog::debug("pool: reply not delivered: {}", st.error().message());
+  }
+}
+
+void ReplyError(int connection, const std::string& message) {
+  Reply(connection, {{"kind", "error"}, {"message", message}});
+}
+
+bool PeerIsOurUser(int connection) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  return ::getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+         cred.uid == ::geteuid();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PoolServer>> PoolServer::Start(const JailSpec& spec,
+                                                      const PoolServerOptions& options) {
+  std::unique_ptr<PoolServer> server(new PoolServer());
+  server->socket_path_ = options.socket_path.empty() ? DefaultPoolSocket() : options.socket_path;
+  if (options.socket_path.empty() && ::mkdir(RuntimeDir().c_str(), 0700) != 0 &&
+      errno != EEXIST) {
+    return Error::FromErrno(errno, "mkdir " + RuntimeDir());
+  }
+  ASSIGN_OR_RETURN(server->listener_, Listen(server->socket_path_));
+  struct stat st {};
+  if (::stat(server->socket_path_.c_str(), &st) == 0) server->socket_ino_ = st.st_ino;
+  auto pool = JailPool::Create(spec, options.size);
+  if (!pool) {
+    ::unlink(server->socket_path_.c_str());
+    return pool.error();
+  }
+  server->pool_ = std::move(*pool);
+  return server;
+}
+
+PoolServer::~PoolServer() {
+  listener_.Reset();
+  struct stat st {};
+  if (socket_ino_ != 0 && ::stat(socket_path_.c_str(), &st) == 0 && st.st_ino == socket_ino_) {
+    ::unlink(socket_path_.c_str());
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  // A shut-down connection reads as EOF: its command is stopped as if the client hung up.
+  for (int fd : connections_) ::shutdown(fd, SHUT_RDWR);
+  idle_.wait(lock, [&] { return connections_.empty(); });
+  lock.unlock();
+  pool_.reset();
+}
+
+Status PoolServer::Serve(int stop_fd) {
+  for (;;) {
+    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return Error::FromErrno(errno, "poll");
+    }
+    if (fds[1].revents != 0) return Ok();
+    if (fds[0].revents == 0) continue;
+    UniqueFd connection(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!connection) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;
+      return Error::FromErrno(errno, "accept on " + socket_path_);
+    }
+    if (!PeerIsOurUser(connection.get())) {
+      ReplyError(connection.get(), "permission denied: only uid " + std::to_string(::geteuid()) +
+                                       " may use this pool");
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      connections_.insert(connection.get());
+    }
+    // Every signal blocked in the handler: the stop signals are the main thread's.
+    sigset_t all, old;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &old);
+    std::thread([this, c = std::move(connection)]() mutable { Handle(std::move(c)); }).detach();
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+}
+
+void PoolServer::Handle(UniqueFd connection) {
+  int fd = connection.get();
+  timeval timeout{kRequestTimeoutSeconds, 0};
+  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  std::vector<UniqueFd> fds;
+  auto request = ReceiveFrame(fd, &fds);
+  timeout = {0, 0};
+  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  if (request) {
+    HandleRun(fd, *request, std::move(fds));
+  } else {
+    spdlog::debug("pool: {}", request.error().message());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  connections_.erase(fd);
+  connection.Reset();
+  idle_.notify_all();
+}
+
+void PoolServer::HandleRun(int connection, const std::string& request, std::vector<UniqueFd> fds) {
+  nlohmann::json j = nlohmann::json::parse(request, nullptr, false);
+  std::string op = j.is_object() ? j.value("op", "") : "";
+  if (op == "wait_ready") {
+    Status full = pool_->WaitUntilFull();
+    if (!full) return ReplyError(connection, full.error().message());
+    return Reply(connection, {{"kind", "ready"}});
+  }
+  if (op != "run" || !j.contains("spec")) return ReplyError(connection, "malformed request");
+  auto spec = SpecFromJson(j["spec"].dump());
+  if (!spec) return ReplyError(connection, "request spec: " + spec.error().message());
+  if (auto why = pool_->Unfit(*spec)) {
+    return Reply(connection, {{"kind", "cold"}, {"reason", *why}});
+  }
+  if (fds.size() != 3) return ReplyError(connection, "a run request carries stdin, stdout, stderr");
+  RunOptions options;
+  options.capture_output = j.value("capture", false);
+  options.pass_stdin = j.value("stdin", false);
+  options.stdin_fd = fds[0].get();
+  options.stdout_fd = fds[1].get();
+  options.stderr_fd = fds[2].get();
+  options.interrupt_fd = connection;
+  // Answered as soon as the outcome is known; the jail's teardown happens after.
+  options.on_outcome = [&](const RunOutcome& outcome) {
+    fds.clear();  // the client's stdio: a pipe reader waits for our copy to close too
+    Reply(connection, {{"kind", "outcome"}});
+    // Its own frame, so that nobody parses megabytes of captured output twice.
+    if (auto st = SendFrame(connection, OutcomeToWire(outcome)); !st) {
+      spdlog::debug("pool: outcome not delivered: {}", st.error().message());
+    }
+  };
+  auto outcome = pool_->Run(*spec, options);
+  if (!outcome) ReplyError(connection, outcome.error().message());
+}
+
+}  // namespace corral::runtime

@@ -1,0 +1,63 @@
+// PoolServer: a JailPool (runtime/jail_pool.h) behind a unix socket — `corral pool` — so
+// that `corral run`, a short-lived process per command, gets a jail that was built before
+// it asked. The client sends its spec, its stdio fds and, while the command runs, the
+// signals it receives (runtime/pool_protocol.h); the server runs the command in a pooled
+// jail when the spec fits the pool's, supervises it exactly as RunJail would, and sends
+// the outcome back. A spec that does not fit gets "cold": the client runs it itself.
+//
+// Each jail is still used once: fresh namespaces, cgroup and root per run. Only the root
+// user (the server's own uid) may connect: the socket is 0600 and the peer's uid is
+// checked. Threads: one per connection, every signal blocked in them.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "runtime/jail_pool.h"
+#include "runtime/spec.h"
+
+namespace corral::runtime {
+
+struct PoolServerOptions {
+  std::string socket_path;  // empty: DefaultPoolSocket()
+  size_t size = 2;          // jails kept ready
+};
+
+class PoolServer {
+ public:
+  // Binds the socket (refusing one another server answers on; replacing a stale one) and
+  // starts filling the pool.
+  static Result<std::unique_ptr<PoolServer>> Start(const JailSpec& spec,
+                                                   const PoolServerOptions& options);
+  // Stops accepting, interrupts commands still running (their clients get an outcome
+  // with interrupted_by SIGHUP), waits for them, kills the ready jails, removes the socket.
+  ~PoolServer();
+  PoolServer(const PoolServer&) = delete;
+  PoolServer& operator=(const PoolServer&) = delete;
+
+  const std::string& socket_path() const { return socket_path_; }
+  JailPool& pool() { return *pool_; }
+  // Accepts connections until `stop_fd` is readable (a signalfd, an eventfd).
+  Status Serve(int stop_fd);
+
+ private:
+  PoolServer() = default;
+  void Handle(UniqueFd connection);
+  void HandleRun(int connection, const std::string& request, std::vector<UniqueFd> fds);
+
+  std::string socket_path_;
+  ino_t socket_ino_ = 0;  // removed on exit only if it is still ours
+  UniqueFd listener_;
+  std::unique_ptr<JailPool> pool_;
+  std::mutex mu_;
+  std::condition_variable idle_;
+  std::set<int> connections_;  // being handled; shut down on exit
+};
+
+}  // namespace corral::runtime

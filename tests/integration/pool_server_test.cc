@@ -1,0 +1,198 @@
+// `corral pool` + `corral run --pool`: runs served by a pool server must be as fresh and as
+// isolated as cold ones, keep `corral run`'s contract (exit codes, passthrough stdio,
+// --json, timeouts, Ctrl-C), fall back to a cold run for a spec the pool cannot take, and
+// the server must refuse other users, refuse a second server on its socket, and leave
+// nothing behind when stopped. Black-box through the binary; root only; leak-checked.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "runtime/pool_client.h"
+#include "runtime/pool_protocol.h"
+#include "tests/support/jail_test.h"
+#include "tests/support/temp_dir.h"
+
+namespace corral::test {
+namespace {
+
+class PoolServerTest : public JailTest {
+ protected:
+  void SetUp() override {
+    JailTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    socket_ = dir_.Join("pool.sock");
+    auto pid = StartProgram({CorralBinary(), "pool", "--size", "1", "--socket", socket_});
+    ASSERT_TRUE(pid) << pid.error().message();
+    server_ = *pid;
+    struct stat st;
+    for (int i = 0; i < 500 && ::stat(socket_.c_str(), &st) != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(runtime::WaitForPoolReady(socket_)) << "pool server did not come up";
+  }
+
+  void TearDown() override { EXPECT_EQ(StopServer(), 0); }
+
+  // SIGTERM to the server; its exit status (-1 if it had to be killed).
+  int StopServer() {
+    if (server_ <= 0) return 0;
+    ::kill(server_, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 1000; ++i) {
+      if (::waitpid(server_, &status, WNOHANG) == server_) {
+        server_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::kill(server_, SIGKILL);
+    ::waitpid(server_, &status, 0);
+    server_ = -1;
+    return -1;
+  }
+
+  Result<JailRun> Pooled(const std::vector<std::string>& flags,
+                         const std::vector<std::string>& command) {
+    std::vector<std::string> args = {"run", "--json", "--pool", socket_};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("--");
+    args.insert(args.end(), command.begin(), command.end());
+    return RunJailed(CorralBinary(), args);
+  }
+
+  TempDir dir_;
+  std::string socket_;
+  pid_t server_ = -1;
+};
+
+TEST_F(PoolServerTest, EachPooledRunGetsAFreshIsolatedJail) {
+  const char* script =
+      "echo pid=$$ uid=$(id -u) host=$(hostname); test -e /tmp/mark && echo seen || echo fresh; "
+      "touch /tmp/mark; grep -c : /proc/net/dev";
+  for (int i = 0; i < 3; ++i) {  // more runs than jails kept ready
+    auto run = Pooled({}, {"sh", "-c", script});
+    ASSERT_TRUE(run) << run.error().message();
+    EXPECT_EQ(run->outcome.value("pooled", false), true) << run->Describe();
+    EXPECT_EQ(run->outcome["status"], "exited") << run->Describe();
+    EXPECT_EQ(run->outcome["stdout"], "pid=2 uid=1000 host=sandbox\nfresh\n1\n") << run->Describe();
+    EXPECT_TRUE(run->outcome["memory_peak_bytes"].is_number()) << run->Describe();
+  }
+}
+
+TEST_F(PoolServerTest, ExitCodeStdioEnvAndWorkdirPassThrough) {
+  auto run = RunCorral({"run", "--pool", socket_, "-e", "GREETING=hello", "-w", "/tmp", "--",
+                        "sh", "-c", "echo $GREETING; pwd; echo oops >&2; exit 3"});
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(run->exit_code, 3) << run->Describe();
+  EXPECT_EQ(run->out, "hello\n/tmp\n") << run->Describe();
+  EXPECT_EQ(run->err, "oops\n") << run->Describe();
+
+  auto missing = RunCorral({"run", "--pool", socket_, "--", "/no/such/program"});
+  ASSERT_TRUE(missing) << missing.error().message();
+  EXPECT_EQ(missing->exit_code, 127) << missing->Describe();
+}
+
+TEST_F(PoolServerTest, StdinIsPassedWhenAsked) {
+  RunOptions options;
+  options.stdin_data = "from the client\n";
+  auto run = RunCorral({"run", "--pool", socket_, "-i", "--", "cat"}, options);
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(run->exit_code, 0) << run->Describe();
+  EXPECT_EQ(run->out, "from the client\n") << run->Describe();
+}
+
+TEST_F(PoolServerTest, ASpecThePoolCannotTakeRunsCold) {
+  auto run = Pooled({"--memory", "100m"}, {"sh", "-c", "echo cold"});
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(run->outcome["status"], "exited") << run->Describe();
+  EXPECT_EQ(run->outcome["stdout"], "cold\n") << run->Describe();
+  EXPECT_FALSE(run->outcome.contains("pooled")) << run->Describe();
+}
+
+TEST_F(PoolServerTest, TheRequestsTimeoutIsEnforced) {
+  auto run = Pooled({"--timeout", "1"}, {"sleep", "30"});
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(run->outcome["status"], "timed_out") << run->Describe();
+  EXPECT_EQ(run->outcome.value("pooled", false), true) << run->Describe();
+  EXPECT_EQ(run->run.exit_code, 124) << run->Describe();
+  EXPECT_LT(run->run.wall_ms, 10000) << run->Describe();
+}
+
+TEST_F(PoolServerTest, CtrlCOnTheClientStopsThePooledCommand) {
+  auto client = StartProgram({CorralBinary(), "run", "--pool", socket_, "--", "sleep", "30"});
+  ASSERT_TRUE(client) << client.error().message();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto start = std::chrono::steady_clock::now();
+  ::kill(*client, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(*client, &status, 0), *client);
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+  EXPECT_LT(took, std::chrono::seconds(5));
+}
+
+TEST_F(PoolServerTest, ANamedSocketWithoutAServerIsAnError) {
+  auto run = RunCorral({"run", "--pool", dir_.Join("nobody.sock"), "--", "true"});
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(run->exit_code, 125) << run->Describe();
+  EXPECT_NE(run->err.find("no pool server at"), std::string::npos) << run->Describe();
+}
+
+TEST_F(PoolServerTest, ASecondServerOnTheSameSocketIsRefused) {
+  auto second = RunCorral({"pool", "--socket", socket_});
+  ASSERT_TRUE(second) << second.error().message();
+  EXPECT_EQ(second->exit_code, 125) << second->Describe();
+  EXPECT_NE(second->err.find("already serves"), std::string::npos) << second->Describe();
+}
+
+TEST_F(PoolServerTest, OtherUsersAreRefusedEvenIfTheSocketIsOpenedUp) {
+  // A misconfiguration: the directory and the socket made world-accessible.
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(socket_.c_str(), 0666), 0);
+  int result[2];
+  ASSERT_EQ(::pipe(result), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // nobody: connect, ask, and report the reply through the pipe.
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0) {
+      ::_exit(2);
+    }
+    Status st = runtime::WaitForPoolReady(socket_);
+    std::string text = st ? "ok" : st.error().message();
+    (void)!::write(result[1], text.data(), text.size());
+    ::_exit(0);
+  }
+  ::close(result[1]);
+  char buf[512] = {};
+  ssize_t n = ::read(result[0], buf, sizeof buf - 1);
+  ::close(result[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_GT(n, 0);
+  EXPECT_NE(std::string(buf).find("permission denied"), std::string::npos) << buf;
+}
+
+TEST_F(PoolServerTest, StoppingTheServerRemovesItsSocketAndLeavesNothing) {
+  auto run = Pooled({}, {"true"});
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(StopServer(), 0);
+  struct stat st;
+  EXPECT_NE(::stat(socket_.c_str(), &st), 0) << "socket left behind";
+  // The fixture's leak check covers processes, mounts and cgroups.
+}
+
+}  // namespace
+}  // namespace corral::test
