@@ -46,6 +46,18 @@ Result<nlohmann::json> ParseReply(const std::string& frame) {
   return reply;
 }
 
+// Sends the request; if the server hung up first, what it said before (a refusal) is the
+// error.
+Status SendRequest(int connection, const std::string& body, const std::vector<int>& fds) {
+  Status sent = SendFrame(connection, body, fds);
+  if (sent) return sent;
+  if (auto frame = ReceiveFrame(connection)) {
+    auto reply = ParseReply(*frame);
+    if (!reply) return reply.error();
+  }
+  return sent;
+}
+
 // Waits for the reply, forwarding each stop signal this process receives as one byte.
 Result<std::string> AwaitReply(int connection) {
   StopSources stops(RunOptions{});  // SIGINT/SIGTERM/SIGHUP now arrive on a signalfd
@@ -78,12 +90,11 @@ Result<PoolAnswer> RunInPool(const std::string& socket_path, const JailSpec& spe
     answer.cold_reason = "no pool server at " + socket_path;
     return answer;
   }
-  nlohmann::json request = {{"op", "run"},
-                            {"spec", nlohmann::json::parse(SpecToJson(spec))},
-                            {"capture", options.capture_output},
-                            {"stdin", options.pass_stdin}};
-  RETURN_IF_ERROR(SendFrame(connection->get(), request.dump(),
-                            {options.stdin_fd, options.stdout_fd, options.stderr_fd}));
+  nlohmann::json request = {
+      {"op", "run"}, {"capture", options.capture_output}, {"stdin", options.pass_stdin}};
+  RETURN_IF_ERROR(SendRequest(connection->get(), request.dump(),
+                              {options.stdin_fd, options.stdout_fd, options.stderr_fd}));
+  RETURN_IF_ERROR(SendRequest(connection->get(), SpecToJson(spec), {}));
   trace.Mark("pool request");
   auto frame = AwaitReply(connection->get());
   trace.Mark("pool answer");
@@ -107,7 +118,7 @@ Result<PoolAnswer> RunInPool(const std::string& socket_path, const JailSpec& spe
 Status WaitForPoolReady(const std::string& socket_path) {
   ASSIGN_OR_RETURN(std::optional<UniqueFd> connection, Connect(socket_path));
   if (!connection) return Error(ErrorCode::kNotFound, "no pool server at " + socket_path);
-  RETURN_IF_ERROR(SendFrame(connection->get(), R"({"op":"wait_ready"})"));
+  RETURN_IF_ERROR(SendRequest(connection->get(), R"({"op":"wait_ready"})", {}));
   ASSIGN_OR_RETURN(std::string frame, ReceiveFrame(connection->get()));
   ASSIGN_OR_RETURN(nlohmann::json reply, ParseReply(frame));
   if (reply["kind"] != "ready") return Error(ErrorCode::kIo, "pool server: unexpected reply");

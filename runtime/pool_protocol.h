@@ -4,7 +4,7 @@
 //
 // Frames are a 4-byte little-endian length and a JSON object. The client's first frame
 // carries its stdin, stdout and stderr as SCM_RIGHTS:
-//   client: {"op":"run","spec":<SpecToJson>,"capture":bool,"stdin":bool}  + 3 fds
+//   client: {"op":"run","capture":bool,"stdin":bool} + 3 fds, then a frame with SpecToJson
 //           then, while the command runs, single bytes: a signal the client received
 //   client: {"op":"wait_ready"}   (answered once the pool is full: for benchmarks, tests)
 //   server: {"kind":"outcome"}, then a frame with OutcomeToWire: it ran in a pooled jail

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -43,7 +44,7 @@ Result<UniqueFd> Listen(const std::string& path) {
     return Error(ErrorCode::kAlreadyExists, "another corral pool already serves " + path);
   }
   if (errno == ECONNREFUSED) ::unlink(path.c_str());  // stale: its server is gone
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) return Error::FromErrno(errno, "socket");
   mode_t old_mask = ::umask(0177);
   int rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
@@ -82,6 +83,8 @@ Result<std::unique_ptr<PoolServer>> PoolServer::Start(const JailSpec& spec,
     return Error::FromErrno(errno, "mkdir " + RuntimeDir());
   }
   ASSIGN_OR_RETURN(server->listener_, Listen(server->socket_path_));
+  server->stop_event_.Reset(::eventfd(0, EFD_CLOEXEC));
+  if (!server->stop_event_) return Error::FromErrno(errno, "eventfd");
   struct stat st {};
   if (::stat(server->socket_path_.c_str(), &st) == 0) server->socket_ino_ = st.st_ino;
   auto pool = JailPool::Create(spec, options.size);
@@ -94,33 +97,57 @@ Result<std::unique_ptr<PoolServer>> PoolServer::Start(const JailSpec& spec,
 }
 
 PoolServer::~PoolServer() {
-  listener_.Reset();
   struct stat st {};
   if (socket_ino_ != 0 && ::stat(socket_path_.c_str(), &st) == 0 && st.st_ino == socket_ino_) {
     ::unlink(socket_path_.c_str());
   }
   std::unique_lock<std::mutex> lock(mu_);
+  stopping_ = true;
+  uint64_t one = 1;
+  if (stop_event_) (void)!::write(stop_event_.get(), &one, sizeof one);  // idle acceptors
   // A shut-down connection reads as EOF: its command is stopped as if the client hung up.
   for (int fd : connections_) ::shutdown(fd, SHUT_RDWR);
-  idle_.wait(lock, [&] { return connections_.empty(); });
+  idle_.wait(lock, [&] { return threads_ == 0; });
   lock.unlock();
   pool_.reset();
 }
 
 Status PoolServer::Serve(int stop_fd) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (idle_acceptors_ < kSpareAcceptors) SpawnAcceptor();
+  }
   for (;;) {
-    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return Error::FromErrno(errno, "poll");
-    }
-    if (fds[1].revents != 0) return Ok();
-    if (fds[0].revents == 0) continue;
+    pollfd fd{stop_fd, POLLIN, 0};
+    if (::poll(&fd, 1, -1) < 0 && errno != EINTR) return Error::FromErrno(errno, "poll");
+    if (fd.revents != 0) return Ok();
+  }
+}
+
+// Threads that wait in accept() ahead of the next client, so that a connection costs no
+// thread creation on its path; one that takes a connection starts a replacement only if
+// it was the last one waiting. Every signal is blocked in them: the stop signals are the
+// main thread's.
+void PoolServer::SpawnAcceptor() {
+  ++threads_;
+  ++idle_acceptors_;
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  std::thread([this] { AcceptLoop(); }).detach();
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void PoolServer::AcceptLoop() {
+  bool idle = true;  // counted in idle_acceptors_
+  for (;;) {
+    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_event_.get(), POLLIN, 0}};
+    int n = ::poll(fds, 2, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || fds[1].revents != 0) break;
+    // Non-blocking: another acceptor may have taken it (EAGAIN), or the client left.
     UniqueFd connection(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (!connection) {
-      if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;
-      return Error::FromErrno(errno, "accept on " + socket_path_);
-    }
+    if (!connection) continue;
     if (!PeerIsOurUser(connection.get())) {
       ReplyError(connection.get(), "permission denied: only uid " + std::to_string(::geteuid()) +
                                        " may use this pool");
@@ -128,25 +155,32 @@ Status PoolServer::Serve(int stop_fd) {
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) break;
+      idle = false;
+      --idle_acceptors_;
+      if (idle_acceptors_ == 0) SpawnAcceptor();
       connections_.insert(connection.get());
     }
-    // Every signal blocked in the handler: the stop signals are the main thread's.
-    sigset_t all, old;
-    sigfillset(&all);
-    ::pthread_sigmask(SIG_SETMASK, &all, &old);
-    std::thread([this, c = std::move(connection)]() mutable { Handle(std::move(c)); }).detach();
-    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    Handle(std::move(connection));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || idle_acceptors_ >= kSpareAcceptors) break;  // enough others wait
+    idle = true;
+    ++idle_acceptors_;
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (idle) --idle_acceptors_;
+  --threads_;
+  idle_.notify_all();
 }
 
 void PoolServer::Handle(UniqueFd connection) {
   int fd = connection.get();
+  // Bounds every blocking read of the request; the interrupt bytes that may follow it are
+  // read without blocking (runtime/watch.cc).
   timeval timeout{kRequestTimeoutSeconds, 0};
   (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   std::vector<UniqueFd> fds;
   auto request = ReceiveFrame(fd, &fds);
-  timeout = {0, 0};
-  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   if (request) {
     HandleRun(fd, *request, std::move(fds));
   } else {
@@ -155,7 +189,6 @@ void PoolServer::Handle(UniqueFd connection) {
   std::lock_guard<std::mutex> lock(mu_);
   connections_.erase(fd);
   connection.Reset();
-  idle_.notify_all();
 }
 
 void PoolServer::HandleRun(int connection, const std::string& request, std::vector<UniqueFd> fds) {
@@ -166,8 +199,10 @@ void PoolServer::HandleRun(int connection, const std::string& request, std::vect
     if (!full) return ReplyError(connection, full.error().message());
     return Reply(connection, {{"kind", "ready"}});
   }
-  if (op != "run" || !j.contains("spec")) return ReplyError(connection, "malformed request");
-  auto spec = SpecFromJson(j["spec"].dump());
+  if (op != "run") return ReplyError(connection, "malformed request");
+  auto spec_frame = ReceiveFrame(connection);
+  if (!spec_frame) return ReplyError(connection, "request spec: " + spec_frame.error().message());
+  auto spec = SpecFromJson(*spec_frame);
   if (!spec) return ReplyError(connection, "request spec: " + spec.error().message());
   if (auto why = pool_->Unfit(*spec)) {
     return Reply(connection, {{"kind", "cold"}, {"reason", *why}});

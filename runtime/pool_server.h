@@ -7,7 +7,8 @@
 //
 // Each jail is still used once: fresh namespaces, cgroup and root per run. Only the root
 // user (the server's own uid) may connect: the socket is 0600 and the peer's uid is
-// checked. Threads: one per connection, every signal blocked in them.
+// checked. Threads: one per connection, started ahead (see SpawnAcceptor), every signal
+// blocked in them.
 #pragma once
 
 #include <condition_variable>
@@ -47,16 +48,24 @@ class PoolServer {
   Status Serve(int stop_fd);
 
  private:
+  static constexpr int kSpareAcceptors = 2;
+
   PoolServer() = default;
+  void SpawnAcceptor();  // mu_ held
+  void AcceptLoop();
   void Handle(UniqueFd connection);
   void HandleRun(int connection, const std::string& request, std::vector<UniqueFd> fds);
 
   std::string socket_path_;
   ino_t socket_ino_ = 0;  // removed on exit only if it is still ours
-  UniqueFd listener_;
+  UniqueFd listener_;    // non-blocking: several threads wait on it
+  UniqueFd stop_event_;  // an eventfd: readable once the server stops
   std::unique_ptr<JailPool> pool_;
   std::mutex mu_;
-  std::condition_variable idle_;
+  std::condition_variable idle_;  // threads_ went down
+  bool stopping_ = false;
+  int threads_ = 0;
+  int idle_acceptors_ = 0;
   std::set<int> connections_;  // being handled; shut down on exit
 };
 

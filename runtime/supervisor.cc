@@ -42,14 +42,17 @@ Result<jail::JailProcess> SpawnJail(const jail::JailPlan& plan, int stdin_fd, in
   return spawned;
 }
 
+// How long the setup channel may stay open after the init reported or exited.
+constexpr int kSetupChannelGraceMs = 2000;
+
 // The end of a run whose command has exited while its init still runs (the init's report
-// came first): SIGKILL to the init takes the PID namespace down, SIGKILL to the cgroup
-// takes anything else; output is then drained to EOF and the figures read, so the
-// outcome can be delivered before the namespaces' and the cgroup's teardown.
+// came first): SIGKILL to the init takes the whole PID namespace down (nothing in it can
+// leave it: joining another needs capabilities no jail process has, so the cgroup-wide
+// kill can wait for the teardown); output is then drained to EOF and the figures read,
+// so the outcome can be delivered before the namespaces' and the cgroup's teardown.
 void EndEarly(jail::JailProcess& process, JailCgroup& cg, Watch& watch, int wait_status,
               const LimitsSpec& limits, Clock::time_point start, RunOutcome* outcome) {
   process.Kill(SIGKILL);
-  (void)cg.cgroup->SignalAll(SIGKILL);
   cgroups::Stats stats;
   if (auto s = cg.cgroup->ReadStats()) stats = *s;
   DrainToEof(watch);
@@ -70,22 +73,10 @@ Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& 
   OutputCapture err(limits.output_limit_bytes);
   Watch watch = NewWatch(&process, cg.cgroup.get(), &io, &out, &err, stops, limits, start);
 
-  int setup_timeout_ms =
-      limits.timeout_seconds > 0 ? static_cast<int>(limits.timeout_seconds * 1000) : -1;
-  auto setup = process.AwaitSetup(setup_timeout_ms);
-  if (!setup) {
-    KillNow(watch);
-    return setup.error();
-  }
-  if (setup->has_value()) {
-    outcome.status = RunStatus::kSetupFailed;
-    outcome.setup_error = std::move(**setup);
-    KillNow(watch);
-  }
-  trace.Mark("setup+exec");
-  bool early = options.on_outcome && spec.namespaces.pid && cg.cgroup != nullptr &&
-               outcome.status != RunStatus::kSetupFailed;
+  bool early = options.on_outcome && spec.namespaces.pid && cg.cgroup != nullptr;
   if (early) watch.report_fd = process.status_fd();
+  // One wait for the command's setup, exec and run: the setup channel is read after it
+  // (one wake-up less on the path of every run).
   WaitForExit(watch);
   // The init reports the command's own status; without a report (the init was killed:
   // OOM, timeout, our SIGKILL) its own status is what we have.
@@ -95,9 +86,20 @@ Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& 
     WaitForExit(watch);
     report = process.TakeReport();
   }
+  trace.Mark("command");
+  // The command has exec'd or died and the init is past its own hardening (it reports
+  // only after that, or is gone): the channel holds a failure or is at EOF, or will be as
+  // soon as a killed child finishes dying.
+  auto setup = process.AwaitSetup(kSetupChannelGraceMs);
+  if (!setup) {
+    spdlog::warn("setup channel: {}", setup.error().message());
+  } else if (setup->has_value()) {
+    outcome.status = RunStatus::kSetupFailed;
+    outcome.setup_error = std::move(**setup);
+  }
   if (early && report) {
     EndEarly(process, cg, watch, report->wait_status, limits, start, &outcome);
-    trace.Mark("command+exit");
+    trace.Mark("kill+drain");
     options.on_outcome(outcome);
     trace.Mark("answer");
     rusage usage{};
@@ -108,7 +110,7 @@ Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& 
   }
   rusage usage{};
   auto init_status = process.Reap(&usage);
-  trace.Mark("command+exit");
+  trace.Mark("exit");
   if (!report) report = process.TakeReport();
   int wait_status = report ? report->wait_status : (init_status ? *init_status : 0);
   cgroups::Stats stats;
