@@ -182,6 +182,9 @@ void ProbeCgroups(HostInfo& info, bool clone3) {
   });
   cg.clone_into_cgroup =
       cg.auto_driver == cgroups::Driver::kV2 && detected->clone_into_cgroup && clone3;
+  if (Result<std::string> expedited = ReadFile("/sys/kernel/rcu_expedited")) {
+    cg.rcu_expedited = !expedited->empty() && (*expedited)[0] != '0';
+  }
 }
 
 bool EffectiveCap(int cap) {

@@ -50,6 +50,9 @@ struct CgroupSupport {
   bool v1_memsw = false;           // v1 memory.memsw.limit_in_bytes (swap accounting) exists
   bool writable = false;           // we may create cgroups in the hierarchies the driver uses
   bool clone_into_cgroup = false;  // clone3(CLONE_INTO_CGROUP) usable with that driver
+  // /sys/kernel/rcu_expedited: without CLONE_INTO_CGROUP every join of a cgroup waits for
+  // an RCU grace period, which this setting shortens host-wide. nullopt: unreadable.
+  std::optional<bool> rcu_expedited;
 };
 
 struct HostInfo {

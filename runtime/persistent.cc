@@ -238,16 +238,17 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   OutputCapture err(spec.limits.output_limit_bytes);
   Watch watch =
       NewWatch(&command, exec_cg.get(), &io, &out, &err, stops, spec.limits, start);
+  // One wait for the setup, exec and run; the setup channel is read after it: it closed
+  // at the execve, or holds the failure of a child that has exited.
+  WaitForExit(watch);
+  rusage usage{};
+  auto status = command.Reap(&usage);
+  trace.Mark("command");
   ASSIGN_OR_RETURN(auto setup, command.AwaitSetup(kInitSetupTimeoutMs));
   if (setup) {
     outcome.status = RunStatus::kSetupFailed;
     outcome.setup_error = std::move(*setup);
   }
-  trace.Mark("setup+exec");
-  WaitForExit(watch);
-  rusage usage{};
-  auto status = command.Reap(&usage);
-  trace.Mark("command+exit");
   // What the command left running in the background stays; its output is not waited for.
   DrainAvailable(watch);
   cgroups::Stats stats;

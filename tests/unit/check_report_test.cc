@@ -224,6 +224,17 @@ TEST(CheckReport, SwapWithoutV1AccountingIsAWarning) {
   EXPECT_THAT(FormatCheckReport(host), HasSubstr("  warn  swap excluded from the memory limit: "));
 }
 
+TEST(CheckReport, V1JoinLatencyHintOnlyWhileGracePeriodsAreNormal) {
+  HostInfo host = HybridHost();
+  host.cgroups.rcu_expedited = false;
+  EXPECT_THAT(FormatCheckReport(host), HasSubstr("rcu_expedited=1 shortens it"));
+  host.cgroups.rcu_expedited = true;
+  EXPECT_THAT(FormatCheckReport(host), Not(HasSubstr("rcu_expedited")));
+  host.cgroups.rcu_expedited = false;
+  host.cgroups.clone_into_cgroup = true;  // v2: no join at all
+  EXPECT_THAT(FormatCheckReport(host), Not(HasSubstr("rcu_expedited")));
+}
+
 TEST(CheckReport, JsonCarriesProbesItemsAndVerdict) {
   const HostInfo host = HybridHost();
   const nlohmann::json j = CheckReportJson(host);
