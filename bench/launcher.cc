@@ -32,6 +32,23 @@ std::string ReadAll(int fd, size_t cap) {
   return out;
 }
 
+// posix_spawn()s argv (argv[0] absolute) with the three fds as its stdin/stdout/stderr.
+Result<pid_t> SpawnWithStdio(const std::vector<std::string>& argv, int in, int out, int err) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in, 0);
+  posix_spawn_file_actions_adddup2(&fa, out, 1);
+  posix_spawn_file_actions_adddup2(&fa, err, 2);
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return Error::FromErrno(rc, "spawning " + argv[0]);
+  return pid;
+}
+
 // Spawns argv; stdout goes to a pipe when `capture`, else /dev/null; stderr always to a
 // pipe so a failure can say why. Both pipes are drained by one poll-free loop: stderr of
 // these tools is tiny, so reading stdout first cannot deadlock on a full stderr pipe
@@ -50,18 +67,8 @@ Result<std::string> Spawn(const std::vector<std::string>& argv, bool capture) {
   UniqueFd devnull(open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!devnull) return Error::FromErrno(errno, "open /dev/null");
 
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, devnull.get(), 0);
-  posix_spawn_file_actions_adddup2(&fa, capture ? out_w.get() : devnull.get(), 1);
-  posix_spawn_file_actions_adddup2(&fa, err_w.get(), 2);
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return Error::FromErrno(rc, "spawning " + argv[0]);
+  ASSIGN_OR_RETURN(pid_t pid, SpawnWithStdio(argv, devnull.get(),
+                                              capture ? out_w.get() : devnull.get(), err_w.get()));
   err_w.Reset();
   out_w.Reset();
   std::string out = capture ? ReadAll(out_r.get(), kMaxCapture) : "";
@@ -93,19 +100,7 @@ Result<pid_t> SpawnBackground(const std::vector<std::string>& argv, const std::s
   UniqueFd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC));
   UniqueFd log(open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (!devnull || !log) return Error::FromErrno(errno, "opening " + log_path);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, devnull.get(), 0);
-  posix_spawn_file_actions_adddup2(&fa, log.get(), 1);
-  posix_spawn_file_actions_adddup2(&fa, log.get(), 2);
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return Error::FromErrno(rc, "spawning " + argv[0]);
-  return pid;
+  return SpawnWithStdio(argv, devnull.get(), log.get(), log.get());
 }
 
 void StopBackground(pid_t pid, int grace_ms) {

@@ -23,6 +23,8 @@ namespace corral::runtime {
 namespace {
 
 constexpr int kRequestTimeoutSeconds = 5;  // a client that connects and says nothing
+// Two captured streams of this size, JSON-escaped (or as byte arrays), fit a reply frame.
+constexpr int64_t kMaxPooledOutputBytes = 16 * 1024 * 1024;
 
 Result<sockaddr_un> AddressOf(const std::string& path) {
   sockaddr_un addr{};
@@ -147,7 +149,11 @@ void PoolServer::AcceptLoop() {
     if (n < 0 || fds[1].revents != 0) break;
     // Non-blocking: another acceptor may have taken it (EAGAIN), or the client left.
     UniqueFd connection(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (!connection) continue;
+    if (!connection) {
+      // Out of descriptors: the listener stays readable, so back off instead of spinning.
+      if (errno == EMFILE || errno == ENFILE) ::usleep(100 * 1000);
+      continue;
+    }
     if (!PeerIsOurUser(connection.get())) {
       ReplyError(connection.get(), "permission denied: only uid " + std::to_string(::geteuid()) +
                                        " may use this pool");
@@ -206,6 +212,12 @@ void PoolServer::HandleRun(int connection, const std::string& request, std::vect
   if (!spec) return ReplyError(connection, "request spec: " + spec.error().message());
   if (auto why = pool_->Unfit(*spec)) {
     return Reply(connection, {{"kind", "cold"}, {"reason", *why}});
+  }
+  if (j.value("capture", false) && spec->limits.output_limit_bytes > kMaxPooledOutputBytes) {
+    return Reply(connection, {{"kind", "cold"},
+                              {"reason", "captured output limit above " +
+                                             std::to_string(kMaxPooledOutputBytes) +
+                                             " bytes per stream does not fit a reply frame"}});
   }
   if (fds.size() != 3) return ReplyError(connection, "a run request carries stdin, stdout, stderr");
   RunOptions options;

@@ -118,6 +118,24 @@ TEST_F(PoolServerTest, ASpecThePoolCannotTakeRunsCold) {
   EXPECT_FALSE(run->outcome.contains("pooled")) << run->Describe();
 }
 
+TEST_F(PoolServerTest, MegabytesOfCapturedOutputComeBackWhole) {
+  auto run = Pooled({}, {"sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' a; printf '\\377'"});
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(run->outcome.value("pooled", false), true) << run->Describe();
+  EXPECT_EQ(run->outcome["stdout_bytes"], 3000001) << run->Describe();
+  ASSERT_TRUE(run->outcome["stdout"].is_string());
+  // The JSON outcome replaces the invalid byte; 3,000,000 'a's come first.
+  std::string text = run->outcome["stdout"].get<std::string>();
+  EXPECT_EQ(text.substr(0, 3000000), std::string(3000000, 'a'));
+}
+
+TEST_F(PoolServerTest, AnOutputLimitTooLargeForAReplyRunsCold) {
+  auto run = Pooled({"--output-limit", "64m"}, {"echo", "big"});
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(run->outcome["stdout"], "big\n") << run->Describe();
+  EXPECT_FALSE(run->outcome.contains("pooled")) << run->Describe();
+}
+
 TEST_F(PoolServerTest, TheRequestsTimeoutIsEnforced) {
   auto run = Pooled({"--timeout", "1"}, {"sleep", "30"});
   ASSERT_TRUE(run) << run.error().message();
