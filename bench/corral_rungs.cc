@@ -39,9 +39,44 @@ class CorralRunLauncher : public Launcher {
   std::string exe_;
 };
 
-// `corral run -- <workload>` served by a `corral pool` started for the benchmark: the
-// same command line and the same isolation (a fresh jail per run), the jail built before
-// the run asked. The pool refills in Settle(), outside the timing.
+// A `corral pool --size 2` started for the benchmark on a private socket.
+class PoolServerProcess {
+ public:
+  Status Start(const std::string& exe) {
+    char tmpl[] = "/tmp/corral-bench-pool.XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return Error::FromErrno(errno, "mkdtemp");
+    dir_ = tmpl;
+    socket_ = dir_ + "/pool.sock";
+    ASSIGN_OR_RETURN(pid_, SpawnBackground({exe, "pool", "--size", "2", "--socket", socket_},
+                                           dir_ + "/pool.log"));
+    // The server binds its socket first, then fills: wait for both.
+    for (int i = 0; i < 1000 && !std::filesystem::exists(socket_); ++i) usleep(10 * 1000);
+    return WaitReady();
+  }
+  // Pool full, no exec slot being prepared.
+  Status WaitReady() const {
+    Status ready = runtime::WaitForPoolReady(socket_);
+    if (!ready) return Error(ErrorCode::kIo, "corral pool: " + ready.error().message());
+    return Ok();
+  }
+  void Stop() {
+    StopBackground(pid_);
+    pid_ = -1;
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+    dir_.clear();
+  }
+  const std::string& socket() const { return socket_; }
+
+ private:
+  std::string dir_;
+  std::string socket_;
+  pid_t pid_ = -1;
+};
+
+// `corral run -- <workload>` served by a `corral pool`: the same command line and the
+// same isolation (a fresh jail per run), the jail built before the run asked. The pool
+// refills in Settle(), outside the timing.
 class CorralPoolRunLauncher : public Launcher {
  public:
   explicit CorralPoolRunLauncher(std::string exe) : exe_(std::move(exe)) {}
@@ -50,38 +85,55 @@ class CorralPoolRunLauncher : public Launcher {
   std::string description() const override {
     return "corral pool --size 2 & corral run --pool SOCKET -- <workload>";
   }
-  Status Prepare() override {
-    char tmpl[] = "/tmp/corral-bench-pool.XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return Error::FromErrno(errno, "mkdtemp");
-    dir_ = tmpl;
-    socket_ = dir_ + "/pool.sock";
-    ASSIGN_OR_RETURN(server_, SpawnBackground({exe_, "pool", "--size", "2", "--socket", socket_},
-                                              dir_ + "/pool.log"));
-    // The server binds its socket first, then fills: wait for both.
-    for (int i = 0; i < 1000 && !std::filesystem::exists(socket_); ++i) usleep(10 * 1000);
-    Status ready = runtime::WaitForPoolReady(socket_);
-    if (!ready) return Error(ErrorCode::kIo, "corral pool: " + ready.error().message());
-    return Ok();
-  }
-  void Cleanup() override {
-    StopBackground(server_);
-    server_ = -1;
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-    dir_.clear();
-  }
-  void Settle() override { (void)runtime::WaitForPoolReady(socket_); }
+  Status Prepare() override { return server_.Start(exe_); }
+  void Cleanup() override { server_.Stop(); }
+  void Settle() override { (void)server_.WaitReady(); }
   Status Launch(const Workload& w) override {
-    std::vector<std::string> argv = {exe_, "run", "--pool", socket_, "--"};
+    std::vector<std::string> argv = {exe_, "run", "--pool", server_.socket(), "--"};
     argv.insert(argv.end(), w.argv.begin(), w.argv.end());
     return SpawnAndWait(argv);
   }
 
  private:
   std::string exe_;
-  std::string dir_;
-  std::string socket_;
-  pid_t server_ = -1;
+  PoolServerProcess server_;
+};
+
+// `corral exec <sandbox> -- <workload>` through a `corral pool`'s exec slot: a process
+// already in the sandbox's namespaces and in its own exec cgroup, prepared after the
+// previous exec (in Settle(), outside the timing).
+class CorralPoolExecLauncher : public Launcher {
+ public:
+  explicit CorralPoolExecLauncher(std::string exe) : exe_(std::move(exe)) {}
+  std::string name() const override { return kCorralPoolExecName; }
+  std::string group() const override { return "layer"; }
+  std::string description() const override {
+    return "corral pool & corral exec --pool SOCKET <sandbox> -- <workload>";
+  }
+  Status Prepare() override {
+    RETURN_IF_ERROR(server_.Start(exe_));
+    name_ = "corral-bench-pexec-" + std::to_string(getpid());
+    RETURN_IF_ERROR(SpawnAndWait({exe_, "create", "--name", name_}));
+    // The first exec runs the normal way and has the server prepare a slot.
+    RETURN_IF_ERROR(SpawnAndWait({exe_, "exec", "--pool", server_.socket(), name_, "--", "true"}));
+    return server_.WaitReady();
+  }
+  void Cleanup() override {
+    if (!name_.empty()) (void)SpawnAndWait({exe_, "rm", name_});
+    name_.clear();
+    server_.Stop();
+  }
+  void Settle() override { (void)server_.WaitReady(); }
+  Status Launch(const Workload& w) override {
+    std::vector<std::string> argv = {exe_, "exec", "--pool", server_.socket(), name_, "--"};
+    argv.insert(argv.end(), w.argv.begin(), w.argv.end());
+    return SpawnAndWait(argv);
+  }
+
+ private:
+  std::string exe_;
+  std::string name_;
+  PoolServerProcess server_;
 };
 
 // runtime::RunJail() in this process: the library's cost without exec'ing the binary.
@@ -225,6 +277,7 @@ std::vector<std::unique_ptr<Launcher>> MakeCorralRungs(const std::string& corral
   out.push_back(std::make_unique<RunJailLauncher>());
   out.push_back(std::make_unique<JailPoolLauncher>());
   out.push_back(std::make_unique<CorralExecLauncher>(corral_exe));
+  out.push_back(std::make_unique<CorralPoolExecLauncher>(corral_exe));
   out.push_back(std::make_unique<ToolBashLauncher>(corral_exe));
   return out;
 }

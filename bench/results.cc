@@ -78,6 +78,8 @@ void EvaluateTargets(BenchResults* r) {
                                    kCorralPoolRunName, kBwrapName, 0.5, true));
   r->targets.push_back(RatioTarget(*r, "corral exec / bare fork+exec, median /bin/true",
                                    kCorralExecName, kBareName, 2.0, true));
+  r->targets.push_back(RatioTarget(*r, "corral exec, pool server / bare, median /bin/true",
+                                   kCorralPoolExecName, kBareName, 2.0, true));
 
   TargetResult tp;
   tp.name = "launches/s corral run / bwrap, " + std::to_string(r->workers) + " workers";

@@ -97,6 +97,7 @@ inline constexpr const char* kBareName = "bare fork+exec";
 inline constexpr const char* kCorralRunName = "corral run (full default)";
 inline constexpr const char* kCorralPoolRunName = "corral run, pool server";
 inline constexpr const char* kCorralExecName = "corral exec (persistent)";
+inline constexpr const char* kCorralPoolExecName = "corral exec, pool server";
 inline constexpr const char* kBwrapName = "bwrap";
 
 // Fills results->targets from the figures (the targets, as ratios from this run).

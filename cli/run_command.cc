@@ -1,7 +1,5 @@
 // `corral run [OPTIONS] -- CMD [ARGS...]`: flags -> JailSpec -> a pool server's jail
 // (runtime/pool_client.h) or runtime::RunJail.
-#include <spdlog/spdlog.h>
-
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -10,7 +8,6 @@
 #include "cli/jail_flags.h"
 #include "cli/outcome_report.h"
 #include "runtime/pool_client.h"
-#include "runtime/pool_protocol.h"
 #include "runtime/supervisor.h"
 
 namespace corral::cli {
@@ -24,23 +21,6 @@ struct RunFlags {
   std::string pool = "auto";
   std::vector<std::string> command;
 };
-
-// Through a pool server when one serves a pool this spec fits (runtime/pool_client.h),
-// else cold. `--pool auto` looks at the default socket; a named socket must answer.
-Result<runtime::RunOutcome> RunPooledOrCold(const std::string& pool, const runtime::JailSpec& spec,
-                                            const runtime::RunOptions& options) {
-  if (pool == "off") return runtime::RunJail(spec, options);
-  bool named = pool != "auto";
-  std::string socket = named ? pool : runtime::DefaultPoolSocket();
-  auto answer = runtime::RunInPool(socket, spec, options);
-  if (!answer) return answer.error();
-  if (answer->outcome) return std::move(*answer->outcome);
-  if (named && answer->cold_reason.rfind("no pool server", 0) == 0) {
-    return Error(ErrorCode::kNotFound, "--pool: " + answer->cold_reason);
-  }
-  spdlog::debug("not pooled, running cold: {}", answer->cold_reason);
-  return runtime::RunJail(spec, options);
-}
 
 int Run(const RunFlags& flags) {
   runtime::JailSpec spec;
@@ -60,7 +40,7 @@ int Run(const RunFlags& flags) {
   runtime::RunOptions options;
   options.capture_output = flags.json;
   options.pass_stdin = flags.stdin_passthrough;
-  auto outcome = RunPooledOrCold(flags.pool, spec, options);
+  auto outcome = runtime::RunPooledOrCold(flags.pool, spec, options);
   if (!outcome) {
     std::fprintf(stderr, "corral: %s\n", outcome.error().message().c_str());
     if (flags.json) std::cout << runtime::ErrorToJson(outcome.error()) << std::endl;

@@ -10,6 +10,7 @@
 #include "cli/outcome_report.h"
 #include "runtime/config.h"
 #include "runtime/persistent.h"
+#include "runtime/pool_client.h"
 #include "runtime/sizes.h"
 
 namespace corral::cli {
@@ -88,6 +89,7 @@ struct ExecFlags {
   std::optional<double> timeout;
   bool json = false;
   bool stdin_passthrough = false;
+  std::string pool = "auto";
 };
 
 int Exec(const ExecFlags& f) {
@@ -107,7 +109,7 @@ int Exec(const ExecFlags& f) {
   request.timeout_seconds = f.timeout;
   request.io.capture_output = f.json;
   request.io.pass_stdin = f.stdin_passthrough;
-  auto outcome = runtime::ExecInSandbox(request);
+  auto outcome = runtime::ExecPooledOrDirect(f.pool, request);
   if (!outcome) {
     if (f.json) std::cout << runtime::ErrorToJson(outcome.error()) << std::endl;
     return Fail(outcome.error());
@@ -192,6 +194,8 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   exec->add_option("--timeout", exec_flags->timeout, "wall-clock limit of this exec, seconds");
   exec->add_flag("--json", exec_flags->json, "capture output and print one JSON outcome");
   exec->add_flag("-i,--stdin", exec_flags->stdin_passthrough, "pass stdin through");
+  exec->add_option("--pool", exec_flags->pool,
+                   "auto (a `corral pool`'s exec slot, if one is ready) | off | SOCKET");
   exec->add_option("command", exec_flags->command, "the command (after --)");
   exec->callback([exec_flags, exit_code] { *exit_code = Exec(*exec_flags); });
 

@@ -161,8 +161,6 @@ pid_t StartCommand(const CommandStart& start) {
 
 }  // namespace
 
-// A prepared jail: blocks until its command arrives, then puts the command's stdio in
-// place. Returns false when the parent gave the jail up (EOF) or sent garbage.
 bool AwaitCommand(int status_fd, int setup_fd, CommandView* view) {
   int fds[3];
   if (!ReceiveCommand(status_fd, view, fds)) return false;
@@ -198,6 +196,9 @@ void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
   if (plan.init_mode == InitMode::kPersistent) {
     RunInit(plan, -1, setup_fd, status_fd, request.init_exe_fd);
   }
+  // Before the command exists: it must never see the parent's command line (host paths)
+  // in /proc/1/cmdline, and with CLONE_VFORK the init runs again only after its execve.
+  SetProcessTitle("corral-init");
   CommandView view;
   const CommandView* command = nullptr;
   if (plan.deferred_command) {

@@ -11,6 +11,8 @@
 
 #include <cerrno>
 
+#include "jail/child.h"
+#include "jail/command.h"
 #include "jail/hardening.h"
 #include "jail/setup_record.h"
 
@@ -18,9 +20,10 @@ namespace corral::jail {
 
 namespace {
 
-[[noreturn]] void RunEnterChild(const EnterRequest& r, int setup_fd) {
+[[noreturn]] void RunEnterChild(const EnterRequest& r, int setup_fd, int status_fd) {
   KeepFds keep;
-  for (int fd : {setup_fd, r.stdin_fd, r.stdout_fd, r.stderr_fd, r.init_pidfd, r.init_root_fd}) {
+  for (int fd : {setup_fd, status_fd, r.stdin_fd, r.stdout_fd, r.stderr_fd, r.init_pidfd,
+                 r.init_root_fd}) {
     keep.Add(fd);
   }
   for (int fd : r.cgroup_attach_fds) keep.Add(fd);
@@ -45,7 +48,14 @@ namespace {
     ReportSetupFailure(setup_fd, SetupStep::kPivotRoot, errno, "chroot into the sandbox root");
     ::_exit(kSetupFailedExit);
   }
-  HardenAndExec(*r.plan, setup_fd);
+  CommandView view;
+  if (r.deferred_command) {
+    // "Ready": the cgroup join (an RCU grace period on v1) is behind us.
+    (void)::send(status_fd, "r", 1, MSG_NOSIGNAL);
+    if (!AwaitCommand(status_fd, setup_fd, &view)) ::_exit(kSetupFailedExit);
+    ::close(status_fd);
+  }
+  HardenAndExec(*r.plan, setup_fd, r.deferred_command ? &view : nullptr);
   ::_exit(kSetupFailedExit);
 }
 
@@ -57,6 +67,15 @@ Result<JailProcess> SpawnInto(const EnterRequest& r) {
     return Error::FromErrno(errno, "socketpair");
   }
   UniqueFd setup_parent(setup[0]), setup_child(setup[1]);
+  UniqueFd status_parent, status_child;
+  if (r.deferred_command) {
+    int status[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, status) != 0) {
+      return Error::FromErrno(errno, "socketpair");
+    }
+    status_parent.Reset(status[0]);
+    status_child.Reset(status[1]);
+  }
 
   bool enter_pid_ns = (r.ns_flags & CLONE_NEWPID) != 0;
   UniqueFd own_pid_ns;
@@ -80,14 +99,16 @@ Result<JailProcess> SpawnInto(const EnterRequest& r) {
   int clone_errno = errno;
   if (pid == 0) {
     ::close(setup_parent.get());
-    RunEnterChild(r, setup_child.get());
+    if (status_parent) ::close(status_parent.get());
+    RunEnterChild(r, setup_child.get(), status_child.get());
   }
   // Back to our own namespace for any later children.
   if (enter_pid_ns && ::setns(own_pid_ns.get(), CLONE_NEWPID) != 0) {
     return Error::FromErrno(errno, "setns back to corral's PID namespace");
   }
   if (pid < 0) return Error::FromErrno(clone_errno, "clone into sandbox");
-  return JailProcess(static_cast<pid_t>(pid), UniqueFd(pidfd), std::move(setup_parent), UniqueFd());
+  return JailProcess(static_cast<pid_t>(pid), UniqueFd(pidfd), std::move(setup_parent),
+                     std::move(status_parent));
 }
 
 }  // namespace corral::jail

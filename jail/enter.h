@@ -27,10 +27,15 @@ struct EnterRequest {
   int stderr_fd = 2;
   int cgroup_fd = -1;                  // v2: clone3(CLONE_INTO_CGROUP)
   std::vector<int> cgroup_attach_fds;  // v1: the child writes "0" into each
+  // An exec slot: the child joins the cgroup and the namespaces, sends one byte on the
+  // status channel, then waits there for its command, environment, working directory and
+  // stdio (JailProcess::SendCommand) before it hardens itself and execs. The stdio fds above
+  // are only what it holds while it waits.
+  bool deferred_command = false;
 };
 
-// The returned JailProcess is the command itself (no init between), without a status
-// channel: Reap() gives the command's own wait status.
+// The returned JailProcess is the command itself (no init between): Reap() gives the
+// command's own wait status. It has a status channel only for a deferred command.
 Result<JailProcess> SpawnInto(const EnterRequest& request);
 
 }  // namespace corral::jail

@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "runtime/persistent.h"
+#include "runtime/pool_client.h"
 
 namespace corral::runtime {
 namespace {
@@ -46,7 +47,8 @@ SbResult<CommandResult> JailSandbox::ExecuteCommand(const std::string& command, 
   const double seconds = timeout.value_or(kDefaultCommandTimeoutSeconds);
   req.timeout_seconds = seconds;
   req.io.capture_output = true;
-  auto outcome = ExecInSandbox(req);
+  // Through a `corral pool`'s exec slot when one serves the default socket.
+  auto outcome = ExecPooledOrDirect("auto", req);
   if (!outcome) return Unavailable(outcome.error());
   const RunOutcome& o = *outcome;
   if (o.status == RunStatus::kSetupFailed) {

@@ -1,10 +1,12 @@
 #include "runtime/persistent.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <cstdio>
 
 #include "base/scope_guard.h"
+#include "jail/command.h"
 #include "jail/enter.h"
 #include "jail/spawn.h"
 #include "runtime/config.h"
@@ -177,67 +180,67 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   return record;
 }
 
-Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
-  PhaseTrace trace;
-  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
-  ReapIdleSandboxes();
-  trace.Mark("reap-idle");
-  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(request.sandbox));
-  // Held for the whole exec: an idle sweep must not remove a sandbox that is in use.
-  ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(record.name, /*shared=*/true));
-  ASSIGN_OR_RETURN(UniqueFd init_pidfd, OpenInit(record));
-  if (request.argv.empty()) return Error(ErrorCode::kInvalidArgument, "exec: no command given");
+namespace {
 
+// The sandbox's spec with the exec's own command, environment, directory and timeout.
+JailSpec ExecSpec(const SandboxRecord& record, const ExecRequest& request) {
   JailSpec spec = record.spec;
   spec.argv = request.argv;
   for (const auto& kv : request.env) spec.env.push_back(kv);
   if (request.workdir) spec.workdir = request.workdir;
   if (request.timeout_seconds) spec.limits.timeout_seconds = *request.timeout_seconds;
-  Clock::time_point start = Clock::now();
-  (void)store.TouchLastUsed(record.name);
+  return spec;
+}
 
-  std::unique_ptr<cgroups::Cgroup> exec_cg;
-  std::jthread attach_warmup;  // joined on return; see CgroupManager::WarmUpAttach
-  if (auto manager = ManagerFor(spec)) {
-    ASSIGN_OR_RETURN(auto sandbox_cg, (*manager)->OpenCgroup(record.cgroup_name));
-    sandbox_cg->Release();  // only a handle; the sandbox's cgroup is not ours to remove
-    ASSIGN_OR_RETURN(exec_cg, sandbox_cg->CreateChild(ExecCgroupName()));
-    attach_warmup = (*manager)->WarmUpAttach();
-  } else if (!spec.unsafe.allow_missing_limits) {
+// A new leaf cgroup for one exec under the sandbox's, or null when limits are off.
+Result<std::unique_ptr<cgroups::Cgroup>> CreateExecCgroup(const SandboxRecord& record,
+                                                          std::jthread* attach_warmup) {
+  auto manager = ManagerFor(record.spec);
+  if (!manager) {
+    if (record.spec.unsafe.allow_missing_limits) return std::unique_ptr<cgroups::Cgroup>();
     return manager.error();
   }
-  trace.Mark("cgroup");
-  ASSIGN_OR_RETURN(jail::JailPlan plan, PlanExec(spec));
-  ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
-  trace.Mark("plan");
-  RunOutcome outcome;
-  outcome.captured = request.io.capture_output;
-  StopSources stops(request.io);
+  ASSIGN_OR_RETURN(auto sandbox_cg, (*manager)->OpenCgroup(record.cgroup_name));
+  sandbox_cg->Release();  // only a handle; the sandbox's cgroup is not ours to remove
+  ASSIGN_OR_RETURN(auto exec_cg, sandbox_cg->CreateChild(ExecCgroupName()));
+  if (attach_warmup != nullptr) *attach_warmup = (*manager)->WarmUpAttach();
+  return exec_cg;
+}
 
+// Clones the exec's process into the sandbox (and into `exec_cg`).
+Result<jail::JailProcess> SpawnExec(const SandboxRecord& record, int init_pidfd,
+                                    const jail::JailPlan& plan, cgroups::Cgroup* exec_cg,
+                                    int stdin_fd, int stdout_fd, int stderr_fd, bool deferred) {
   // Opened after the pidfd: a recycled pid cannot slip in between (OpenInit checked it).
   UniqueFd init_root(::open(("/proc/" + std::to_string(record.init_pid) + "/root").c_str(),
                             O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!init_root) return Error::FromErrno(errno, "root of sandbox " + record.name);
   jail::EnterRequest enter;
   enter.plan = &plan;
-  enter.init_pidfd = init_pidfd.get();
+  enter.init_pidfd = init_pidfd;
   enter.init_root_fd = init_root.get();
   enter.ns_flags = record.ns_flags;
-  enter.stdin_fd = io.child_stdin();
-  enter.stdout_fd = io.child_stdout();
-  enter.stderr_fd = io.child_stderr();
+  enter.stdin_fd = stdin_fd;
+  enter.stdout_fd = stdout_fd;
+  enter.stderr_fd = stderr_fd;
+  enter.deferred_command = deferred;
   if (exec_cg) {
     enter.cgroup_fd = exec_cg->clone_into_fd();
     if (enter.cgroup_fd < 0) enter.cgroup_attach_fds = exec_cg->attach_fds();
   }
-  ASSIGN_OR_RETURN(jail::JailProcess command, jail::SpawnInto(enter));
-  io.CloseChildEnds();
-  trace.Mark("clone");
+  return jail::SpawnInto(enter);
+}
 
+// From a started exec to its outcome. Background processes it leaves keep running.
+// RunOptions::on_outcome is called before the exec's cgroup is removed.
+Result<RunOutcome> SuperviseExec(jail::JailProcess& command,
+                                 std::unique_ptr<cgroups::Cgroup>& exec_cg, Stdio& io,
+                                 const JailSpec& spec, const RunOptions& options,
+                                 const StopSources& stops, Clock::time_point start,
+                                 RunOutcome outcome, PhaseTrace& trace) {
   OutputCapture out(spec.limits.output_limit_bytes);
   OutputCapture err(spec.limits.output_limit_bytes);
-  Watch watch =
-      NewWatch(&command, exec_cg.get(), &io, &out, &err, stops, spec.limits, start);
+  Watch watch = NewWatch(&command, exec_cg.get(), &io, &out, &err, stops, spec.limits, start);
   // One wait for the setup, exec and run; the setup channel is read after it: it closed
   // at the execve, or holds the failure of a child that has exited.
   WaitForExit(watch);
@@ -257,6 +260,7 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   }
   outcome.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   FillOutcome(spec.limits, status ? *status : 0, watch, stats, usage, &outcome);
+  if (options.on_outcome) options.on_outcome(outcome);
   if (exec_cg) {
     auto left = exec_cg->Processes();
     if (left && left->empty()) {
@@ -267,6 +271,107 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   }
   trace.Mark("teardown");
   return outcome;
+}
+
+}  // namespace
+
+Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
+  PhaseTrace trace;
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  ReapIdleSandboxes();
+  trace.Mark("reap-idle");
+  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(request.sandbox));
+  // Held for the whole exec: an idle sweep must not remove a sandbox that is in use.
+  ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(record.name, /*shared=*/true));
+  ASSIGN_OR_RETURN(UniqueFd init_pidfd, OpenInit(record));
+  if (request.argv.empty()) return Error(ErrorCode::kInvalidArgument, "exec: no command given");
+
+  JailSpec spec = ExecSpec(record, request);
+  Clock::time_point start = Clock::now();
+  (void)store.TouchLastUsed(record.name);
+  std::jthread attach_warmup;  // joined on return; see CgroupManager::WarmUpAttach
+  ASSIGN_OR_RETURN(auto exec_cg, CreateExecCgroup(record, &attach_warmup));
+  trace.Mark("cgroup");
+  ASSIGN_OR_RETURN(jail::JailPlan plan, PlanExec(spec));
+  ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
+  trace.Mark("plan");
+  RunOutcome outcome;
+  outcome.captured = request.io.capture_output;
+  StopSources stops(request.io);
+  ASSIGN_OR_RETURN(jail::JailProcess command,
+                   SpawnExec(record, init_pidfd.get(), plan, exec_cg.get(), io.child_stdin(),
+                             io.child_stdout(), io.child_stderr(), /*deferred=*/false));
+  io.CloseChildEnds();
+  trace.Mark("clone");
+  return SuperviseExec(command, exec_cg, io, spec, request.io, stops, start, std::move(outcome),
+                       trace);
+}
+
+Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox) {
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(sandbox));
+  ASSIGN_OR_RETURN(UniqueFd init_pidfd, OpenInit(record));
+  auto slot = std::make_unique<ExecSlot>();
+  ASSIGN_OR_RETURN(slot->exec_cg, CreateExecCgroup(record, nullptr));
+  JailSpec spec = record.spec;
+  spec.argv = {"/bin/true"};  // planned without a command: it comes with the request
+  ASSIGN_OR_RETURN(slot->plan, PlanExec(spec));
+  UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!dev_null) return Error::FromErrno(errno, "/dev/null");
+  ASSIGN_OR_RETURN(slot->process,
+                   SpawnExec(record, init_pidfd.get(), slot->plan, slot->exec_cg.get(),
+                             dev_null.get(), dev_null.get(), dev_null.get(), /*deferred=*/true));
+  // Ready once it says so: joined, entered, waiting. Else its setup record says why.
+  pollfd ready{slot->process.status_fd(), POLLIN, 0};
+  char byte = 0;
+  if (::poll(&ready, 1, kInitSetupTimeoutMs) != 1 ||
+      ::recv(slot->process.status_fd(), &byte, 1, MSG_DONTWAIT) != 1) {
+    auto setup = slot->process.AwaitSetup(1000);
+    if (setup && *setup) return Error(ErrorCode::kSetupFailed, (*setup)->ToString());
+    return Error(ErrorCode::kIo, "exec slot for sandbox " + record.name + " did not get ready");
+  }
+  slot->record = std::move(record);
+  return slot;
+}
+
+Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
+                                             const ExecRequest& request, std::string* unusable) {
+  PhaseTrace trace;
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  auto record = store.Find(request.sandbox);
+  if (!record || record->id != slot->record.id) {
+    *unusable = "the slot's sandbox is gone or was replaced";
+    return std::optional<RunOutcome>();
+  }
+  ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(record->name, /*shared=*/true));
+  pollfd exited{slot->process.pidfd(), POLLIN, 0};
+  if (!InitAlive(*record) || ::poll(&exited, 1, 0) != 0) {
+    *unusable = "the slot or its sandbox died";
+    return std::optional<RunOutcome>();
+  }
+  if (request.argv.empty()) return Error(ErrorCode::kInvalidArgument, "exec: no command given");
+  JailSpec spec = ExecSpec(*record, request);
+  auto encoded = jail::EncodeCommand(CommandFor(spec));
+  if (!encoded) {
+    *unusable = encoded.error().message();
+    return std::optional<RunOutcome>();
+  }
+  Clock::time_point start = Clock::now();
+  (void)store.TouchLastUsed(record->name);
+  ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
+  RunOutcome outcome;
+  outcome.captured = request.io.capture_output;
+  outcome.pooled = true;
+  StopSources stops(request.io);
+  // If this fails the slot is gone: its setup record, read while supervising, says why.
+  (void)slot->process.SendCommand(*encoded, io.child_stdin(), io.child_stdout(),
+                                  io.child_stderr());
+  io.CloseChildEnds();
+  trace.Mark("hand-off");
+  auto result = SuperviseExec(slot->process, slot->exec_cg, io, spec, request.io, stops, start,
+                              std::move(outcome), trace);
+  if (!result) return result.error();
+  return std::optional<RunOutcome>(std::move(*result));
 }
 
 Status RemoveSandbox(const std::string& name_or_id) {

@@ -14,12 +14,15 @@
 // Parent side.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "cgroups/cgroup.h"
+#include "jail/plan.h"
+#include "jail/spawn.h"
 #include "runtime/outcome.h"
 #include "runtime/sandbox_store.h"
 #include "runtime/spec.h"
@@ -46,6 +49,26 @@ struct ExecRequest {
 
 // Errors: the sandbox does not exist, or is dead (its init is gone) — never a hang.
 Result<RunOutcome> ExecInSandbox(const ExecRequest& request);
+
+// An exec slot, for a long-lived caller (the pool server): a process already inside the
+// sandbox's namespaces and in an exec cgroup of its own (on cgroup v1 that join, an RCU
+// grace period, is the bulk of an exec's latency), still privileged and not yet
+// hardened, waiting for its command. Used once; destroying it kills it and removes its
+// cgroup. Its parent-death signal is tied to the thread that prepared it.
+struct ExecSlot {
+  SandboxRecord record;
+  std::unique_ptr<cgroups::Cgroup> exec_cg;  // removed with the slot unless an exec left
+                                             // background processes in it
+  jail::JailPlan plan;
+  jail::JailProcess process;  // destroyed first: killed and reaped if still waiting
+};
+Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox);
+// Runs `request` (request.sandbox must name the slot's sandbox) in the slot, exactly as
+// ExecInSandbox would, hardening included. nullopt with *unusable set when the slot
+// cannot be used (its sandbox was removed or replaced, it died, the command is too large
+// to hand over): run the exec the normal way.
+Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
+                                             const ExecRequest& request, std::string* unusable);
 
 // Kills everything inside, removes the cgroups and the record. The sandbox's mounts live
 // only in its mount namespace, which the kernel frees with its last process.

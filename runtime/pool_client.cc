@@ -1,12 +1,14 @@
 #include "runtime/pool_client.h"
 
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "runtime/phase_trace.h"
@@ -78,10 +80,9 @@ Result<std::string> AwaitReply(int connection) {
   }
 }
 
-}  // namespace
-
-Result<PoolAnswer> RunInPool(const std::string& socket_path, const JailSpec& spec,
-                             const RunOptions& options) {
+// One request: `op` with the caller's stdio, then `body`; waits for the outcome or "cold".
+Result<PoolAnswer> Ask(const std::string& socket_path, const char* op, const RunOptions& options,
+                       const std::string& body) {
   PhaseTrace trace;
   PoolAnswer answer;
   ASSIGN_OR_RETURN(std::optional<UniqueFd> connection, Connect(socket_path));
@@ -91,10 +92,10 @@ Result<PoolAnswer> RunInPool(const std::string& socket_path, const JailSpec& spe
     return answer;
   }
   nlohmann::json request = {
-      {"op", "run"}, {"capture", options.capture_output}, {"stdin", options.pass_stdin}};
+      {"op", op}, {"capture", options.capture_output}, {"stdin", options.pass_stdin}};
   RETURN_IF_ERROR(SendRequest(connection->get(), request.dump(),
                               {options.stdin_fd, options.stdout_fd, options.stderr_fd}));
-  RETURN_IF_ERROR(SendRequest(connection->get(), SpecToJson(spec), {}));
+  RETURN_IF_ERROR(SendRequest(connection->get(), body, {}));
   trace.Mark("pool request");
   auto frame = AwaitReply(connection->get());
   trace.Mark("pool answer");
@@ -104,7 +105,7 @@ Result<PoolAnswer> RunInPool(const std::string& socket_path, const JailSpec& spe
   }
   ASSIGN_OR_RETURN(nlohmann::json reply, ParseReply(*frame));
   if (reply["kind"] == "cold") {
-    answer.cold_reason = reply.value("reason", "the pool cannot run this spec");
+    answer.cold_reason = reply.value("reason", "the pool cannot run this");
     return answer;
   }
   if (reply["kind"] != "outcome") return Error(ErrorCode::kIo, "pool server: unexpected reply");
@@ -113,6 +114,63 @@ Result<PoolAnswer> RunInPool(const std::string& socket_path, const JailSpec& spe
   ASSIGN_OR_RETURN(answer.outcome, OutcomeFromWire(*outcome));
   trace.Mark("pool outcome");
   return answer;
+}
+
+}  // namespace
+
+Result<PoolAnswer> RunInPool(const std::string& socket_path, const JailSpec& spec,
+                             const RunOptions& options) {
+  return Ask(socket_path, "run", options, SpecToJson(spec));
+}
+
+Result<PoolAnswer> ExecInPool(const std::string& socket_path, const ExecRequest& request) {
+  nlohmann::json body = {{"sandbox", request.sandbox},
+                         {"argv", request.argv},
+                         {"env", request.env},
+                         {"workdir", request.workdir ? nlohmann::json(*request.workdir)
+                                                     : nlohmann::json(nullptr)},
+                         {"timeout", request.timeout_seconds
+                                         ? nlohmann::json(*request.timeout_seconds)
+                                         : nlohmann::json(nullptr)}};
+  return Ask(socket_path, "exec", request.io, body.dump());
+}
+
+namespace {
+
+// `answer` from the server at `pool` (auto|SOCKET): the outcome, or nullopt to go cold.
+Result<std::optional<RunOutcome>> Pooled(const std::string& pool,
+                                         const std::function<Result<PoolAnswer>(const std::string&)>& ask) {
+  bool named = pool != "auto";
+  ASSIGN_OR_RETURN(PoolAnswer answer, ask(named ? pool : DefaultPoolSocket()));
+  if (answer.outcome) return std::move(answer.outcome);
+  if (named && answer.cold_reason.rfind("no pool server", 0) == 0) {
+    return Error(ErrorCode::kNotFound, "--pool: " + answer.cold_reason);
+  }
+  spdlog::debug("not pooled: {}", answer.cold_reason);
+  return std::optional<RunOutcome>();
+}
+
+}  // namespace
+
+Result<RunOutcome> RunPooledOrCold(const std::string& pool, const JailSpec& spec,
+                                   const RunOptions& options) {
+  if (pool != "off") {
+    ASSIGN_OR_RETURN(auto outcome, Pooled(pool, [&](const std::string& socket) {
+                       return RunInPool(socket, spec, options);
+                     }));
+    if (outcome) return std::move(*outcome);
+  }
+  return RunJail(spec, options);
+}
+
+Result<RunOutcome> ExecPooledOrDirect(const std::string& pool, const ExecRequest& request) {
+  if (pool != "off") {
+    ASSIGN_OR_RETURN(auto outcome, Pooled(pool, [&](const std::string& socket) {
+                       return ExecInPool(socket, request);
+                     }));
+    if (outcome) return std::move(*outcome);
+  }
+  return ExecInSandbox(request);
 }
 
 Status WaitForPoolReady(const std::string& socket_path) {

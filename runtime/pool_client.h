@@ -8,6 +8,7 @@
 
 #include "base/result.h"
 #include "runtime/outcome.h"
+#include "runtime/persistent.h"
 #include "runtime/spec.h"
 #include "runtime/supervisor.h"
 
@@ -25,7 +26,19 @@ struct PoolAnswer {
 Result<PoolAnswer> RunInPool(const std::string& socket_path, const JailSpec& spec,
                              const RunOptions& options);
 
-// Blocks until the server at `socket_path` has its pool full.
+// `corral exec` in the server's exec slot for request.sandbox; without a server, or
+// without a slot ready for that sandbox yet (the server then prepares one), an answer
+// without outcome: exec the normal way.
+Result<PoolAnswer> ExecInPool(const std::string& socket_path, const ExecRequest& request);
+
+// `pool` is the user's setting: "auto" (the default socket, if a server listens there),
+// "off", or a socket path that must answer. These run through it when it can take the
+// request, else the normal way (RunJail, ExecInSandbox); SPDLOG_LEVEL=debug says why.
+Result<RunOutcome> RunPooledOrCold(const std::string& pool, const JailSpec& spec,
+                                   const RunOptions& options);
+Result<RunOutcome> ExecPooledOrDirect(const std::string& pool, const ExecRequest& request);
+
+// Blocks until the server at `socket_path` has its pool full and no exec slot queued.
 Status WaitForPoolReady(const std::string& socket_path);
 
 }  // namespace corral::runtime

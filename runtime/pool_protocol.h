@@ -6,7 +6,10 @@
 // carries its stdin, stdout and stderr as SCM_RIGHTS:
 //   client: {"op":"run","capture":bool,"stdin":bool} + 3 fds, then a frame with SpecToJson
 //           then, while the command runs, single bytes: a signal the client received
-//   client: {"op":"wait_ready"}   (answered once the pool is full: for benchmarks, tests)
+//   client: {"op":"exec","capture":bool,"stdin":bool} + 3 fds, then a frame with
+//           {"sandbox","argv","env","workdir","timeout"}; then signals as for "run"
+//   client: {"op":"wait_ready"}   (answered once the pool is full and no exec slot is
+//           being prepared: for benchmarks, tests)
 //   server: {"kind":"outcome"}, then a frame with OutcomeToWire: it ran in a pooled jail
 //           {"kind":"cold","reason":"..."}        the pool cannot run it: run it yourself
 //           {"kind":"ready"} | {"kind":"error","message":"..."}

@@ -16,6 +16,7 @@
 
 #include "runtime/pool_protocol.h"
 #include "runtime/runtime_dir.h"
+#include "runtime/sandbox_store.h"
 #include "runtime/spec_json.h"
 
 namespace corral::runtime {
@@ -67,6 +68,14 @@ void ReplyError(int connection, const std::string& message) {
   Reply(connection, {{"kind", "error"}, {"message", message}});
 }
 
+void SendOutcome(int connection, const RunOutcome& outcome) {
+  Reply(connection, {{"kind", "outcome"}});
+  // Its own frame, so that nobody parses megabytes of captured output twice.
+  if (auto st = SendFrame(connection, OutcomeToWire(outcome)); !st) {
+    spdlog::debug("pool: outcome not delivered: {}", st.error().message());
+  }
+}
+
 bool PeerIsOurUser(int connection) {
   ucred cred{};
   socklen_t len = sizeof cred;
@@ -95,6 +104,12 @@ Result<std::unique_ptr<PoolServer>> PoolServer::Start(const JailSpec& spec,
     return pool.error();
   }
   server->pool_ = std::move(*pool);
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  server->slot_thread_ =
+      std::jthread([s = server.get()](std::stop_token stop) { s->SlotLoop(stop); });
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return server;
 }
 
@@ -111,6 +126,10 @@ PoolServer::~PoolServer() {
   for (int fd : connections_) ::shutdown(fd, SHUT_RDWR);
   idle_.wait(lock, [&] { return threads_ == 0; });
   lock.unlock();
+  slot_thread_.request_stop();
+  slot_wanted_.notify_all();
+  if (slot_thread_.joinable()) slot_thread_.join();
+  slots_.clear();  // kills the waiting slots, removes their cgroups
   pool_.reset();
 }
 
@@ -203,7 +222,14 @@ void PoolServer::HandleRun(int connection, const std::string& request, std::vect
   if (op == "wait_ready") {
     Status full = pool_->WaitUntilFull();
     if (!full) return ReplyError(connection, full.error().message());
+    std::unique_lock<std::mutex> lock(mu_);
+    slots_idle_.wait(lock, [&] { return slot_requests_.empty() && !preparing_slot_; });
+    lock.unlock();
     return Reply(connection, {{"kind", "ready"}});
+  }
+  if (op == "exec") {
+    return HandleExec(connection, j.value("capture", false), j.value("stdin", false),
+                      std::move(fds));
   }
   if (op != "run") return ReplyError(connection, "malformed request");
   auto spec_frame = ReceiveFrame(connection);
@@ -230,14 +256,101 @@ void PoolServer::HandleRun(int connection, const std::string& request, std::vect
   // Answered as soon as the outcome is known; the jail's teardown happens after.
   options.on_outcome = [&](const RunOutcome& outcome) {
     fds.clear();  // the client's stdio: a pipe reader waits for our copy to close too
-    Reply(connection, {{"kind", "outcome"}});
-    // Its own frame, so that nobody parses megabytes of captured output twice.
-    if (auto st = SendFrame(connection, OutcomeToWire(outcome)); !st) {
-      spdlog::debug("pool: outcome not delivered: {}", st.error().message());
-    }
+    SendOutcome(connection, outcome);
   };
   auto outcome = pool_->Run(*spec, options);
   if (!outcome) ReplyError(connection, outcome.error().message());
+}
+
+void PoolServer::HandleExec(int connection, bool capture, bool pass_stdin,
+                            std::vector<UniqueFd> fds) {
+  auto frame = ReceiveFrame(connection);
+  if (!frame) return ReplyError(connection, "exec request: " + frame.error().message());
+  ExecRequest request;
+  try {
+    nlohmann::json j = nlohmann::json::parse(*frame);
+    j.at("sandbox").get_to(request.sandbox);
+    j.at("argv").get_to(request.argv);
+    j.at("env").get_to(request.env);
+    if (!j.at("workdir").is_null()) request.workdir = j["workdir"].get<std::string>();
+    if (!j.at("timeout").is_null()) request.timeout_seconds = j["timeout"].get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    return ReplyError(connection, std::string("exec request: ") + e.what());
+  }
+  if (fds.size() != 3) return ReplyError(connection, "an exec request carries stdin, stdout, stderr");
+  auto store = SandboxStore::Open();
+  auto record = store ? store->Find(request.sandbox) : Result<SandboxRecord>(store.error());
+  if (!record) {  // the normal exec says what is wrong, in its own words
+    return Reply(connection, {{"kind", "cold"}, {"reason", record.error().message()}});
+  }
+  std::unique_ptr<ExecSlot> slot = TakeSlot(record->id);
+  if (!slot) {
+    RequestSlot(record->id);
+    return Reply(connection, {{"kind", "cold"}, {"reason", "no exec slot ready for this sandbox"}});
+  }
+  request.io.capture_output = capture;
+  request.io.pass_stdin = pass_stdin;
+  request.io.stdin_fd = fds[0].get();
+  request.io.stdout_fd = fds[1].get();
+  request.io.stderr_fd = fds[2].get();
+  request.io.interrupt_fd = connection;
+  // Answered before the exec's cgroup is removed.
+  request.io.on_outcome = [&](const RunOutcome& outcome) {
+    fds.clear();
+    SendOutcome(connection, outcome);
+  };
+  std::string unusable;
+  auto outcome = ExecInSlot(std::move(slot), request, &unusable);
+  RequestSlot(record->id);
+  if (!outcome) return ReplyError(connection, outcome.error().message());
+  if (!*outcome) return Reply(connection, {{"kind", "cold"}, {"reason", unusable}});
+}
+
+std::unique_ptr<ExecSlot> PoolServer::TakeSlot(const std::string& sandbox_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slots_.find(sandbox_id);
+  if (it == slots_.end()) return nullptr;
+  std::unique_ptr<ExecSlot> slot = std::move(it->second);
+  slots_.erase(it);
+  return slot;
+}
+
+void PoolServer::RequestSlot(const std::string& sandbox_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot_requests_.push_back(sandbox_id);
+  }
+  slot_wanted_.notify_all();
+}
+
+void PoolServer::SlotLoop(std::stop_token stop) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop.stop_requested()) {
+    if (slot_requests_.empty()) {
+      slot_wanted_.wait(lock, stop, [&] { return !slot_requests_.empty(); });
+      continue;
+    }
+    std::string id = std::move(slot_requests_.front());
+    slot_requests_.pop_front();
+    // Slots of sandboxes removed since are dropped on the way.
+    std::erase_if(slots_, [](const auto& entry) {
+      pollfd exited{entry.second->process.pidfd(), POLLIN, 0};
+      return ::poll(&exited, 1, 0) != 0;
+    });
+    if (slots_.count(id) == 0 && slots_.size() < kMaxExecSlots) {
+      preparing_slot_ = true;
+      lock.unlock();
+      auto slot = PrepareExecSlot(id);
+      lock.lock();
+      preparing_slot_ = false;
+      if (slot) {
+        slots_.emplace(id, std::move(*slot));
+      } else {
+        spdlog::debug("pool: no exec slot for sandbox {}: {}", id, slot.error().message());
+      }
+    }
+    if (slot_requests_.empty()) slots_idle_.notify_all();
+  }
 }
 
 }  // namespace corral::runtime

@@ -5,6 +5,12 @@
 // jail when the spec fits the pool's, supervises it exactly as RunJail would, and sends
 // the outcome back. A spec that does not fit gets "cold": the client runs it itself.
 //
+// `corral exec` goes through the same socket: the server keeps one exec slot
+// (runtime/persistent.h: a process already in the sandbox's namespaces and in an exec
+// cgroup of its own, waiting for its command) per sandbox it has served, refilled after
+// each exec; an exec that finds none is answered "cold" and runs the normal way, and the
+// server prepares one for the next.
+//
 // Each jail is still used once: fresh namespaces, cgroup and root per run. Only the root
 // user (the server's own uid) may connect: the socket is 0600 and the peer's uid is
 // checked. Threads: one per connection, started ahead (see SpawnAcceptor), every signal
@@ -15,12 +21,16 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <deque>
+#include <map>
 #include <set>
+#include <thread>
 #include <string>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "runtime/jail_pool.h"
+#include "runtime/persistent.h"
 #include "runtime/spec.h"
 
 namespace corral::runtime {
@@ -49,12 +59,19 @@ class PoolServer {
 
  private:
   static constexpr int kSpareAcceptors = 2;
+  static constexpr size_t kMaxExecSlots = 64;  // sandboxes with a slot kept ready
 
   PoolServer() = default;
   void SpawnAcceptor();  // mu_ held
   void AcceptLoop();
   void Handle(UniqueFd connection);
   void HandleRun(int connection, const std::string& request, std::vector<UniqueFd> fds);
+  void HandleExec(int connection, bool capture, bool pass_stdin, std::vector<UniqueFd> fds);
+  // Exec slots: taken by HandleExec, prepared by the slot thread (whose children they
+  // are, so that their parent-death signal outlives any connection).
+  std::unique_ptr<ExecSlot> TakeSlot(const std::string& sandbox_id);
+  void RequestSlot(const std::string& sandbox_id);
+  void SlotLoop(std::stop_token stop);
 
   std::string socket_path_;
   ino_t socket_ino_ = 0;  // removed on exit only if it is still ours
@@ -67,6 +84,12 @@ class PoolServer {
   int threads_ = 0;
   int idle_acceptors_ = 0;
   std::set<int> connections_;  // being handled; shut down on exit
+  std::map<std::string, std::unique_ptr<ExecSlot>> slots_;  // by sandbox id
+  std::deque<std::string> slot_requests_;                   // sandbox ids to prepare for
+  std::condition_variable_any slot_wanted_;
+  std::condition_variable slots_idle_;  // nothing queued or being prepared (wait_ready)
+  bool preparing_slot_ = false;
+  std::jthread slot_thread_;  // stopped and joined first in the destructor
 };
 
 }  // namespace corral::runtime

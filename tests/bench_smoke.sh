@@ -23,7 +23,7 @@ for key in ("machine", "latency", "throughput", "sandboxes", "targets", "command
 assert j["machine"]["cores"] >= 1 and j["machine"]["kernel"]
 names = [e["name"] for e in j["latency"][0]["entries"]]
 for must in ("bare fork+exec", "corral run (full default)", "corral run, pool server",
-             "corral exec (persistent)",
+             "corral exec (persistent)", "corral exec, pool server",
              "bwrap", "nsjail", "crun", "runc", "docker"):
     assert must in names, must   # present, as measured or as skipped with a reason
 for w in j["latency"]:
@@ -37,7 +37,7 @@ for w in j["latency"]:
             assert e["reason"], e["name"]
 bare = j["latency"][0]["entries"][0]
 assert bare["name"] == "bare fork+exec" and bare["status"] == "ok", bare
-assert len(j["targets"]) == 6
+assert len(j["targets"]) == 7
 root = ET.parse(sys.argv[2]).getroot()
 assert root.tag == "{http://www.w3.org/2000/svg}svg", root.tag
 assert len(root.findall("{http://www.w3.org/2000/svg}rect")) > 1

@@ -159,6 +159,69 @@ TEST_F(PoolServerTest, CtrlCOnTheClientStopsThePooledCommand) {
   EXPECT_LT(took, std::chrono::seconds(5));
 }
 
+// A sandbox for exec tests, removed at the end of the test.
+class PooledSandbox {
+ public:
+  explicit PooledSandbox(std::string name) : name_(std::move(name)) {
+    auto created = RunCorral({"create", "--name", name_});
+    EXPECT_TRUE(created && created->exit_code == 0) << (created ? created->Describe() : "");
+  }
+  ~PooledSandbox() { (void)RunCorral({"rm", name_}); }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+};
+
+TEST_F(PoolServerTest, ExecsIntoASandboxUseAnExecSlotAfterTheFirst) {
+  PooledSandbox sandbox("pool-test-" + std::to_string(::getpid()));
+  auto exec = [&](const std::vector<std::string>& extra, const std::string& script) {
+    std::vector<std::string> args = {"exec", "--json", "--pool", socket_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {sandbox.name(), "--", "sh", "-c", script});
+    return RunJailed(CorralBinary(), args);
+  };
+  auto first = exec({}, "echo state > /tmp/kept; id -u");
+  ASSERT_TRUE(first) << first.error().message();
+  EXPECT_EQ(first->outcome["stdout"], "1000\n") << first->Describe();
+  EXPECT_FALSE(first->outcome.contains("pooled")) << "no slot can be ready before the first exec";
+  // The server prepares a slot after the first exec; wait for it to be taken.
+  Result<JailRun> pooled = Error(ErrorCode::kNotFound, "never pooled");
+  for (int i = 0; i < 50; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    pooled = exec({"-e", "GREETING=hi", "-w", "/tmp"},
+                  "cat /tmp/kept; echo $GREETING; pwd; id -u; grep -c CapEff:.0000000000000000 "
+                  "/proc/self/status; exit 4");
+    ASSERT_TRUE(pooled) << pooled.error().message();
+    if (pooled->outcome.value("pooled", false)) break;
+  }
+  ASSERT_EQ(pooled->outcome.value("pooled", false), true) << pooled->Describe();
+  EXPECT_EQ(pooled->outcome["stdout"], "state\nhi\n/tmp\n1000\n1\n") << pooled->Describe();
+  EXPECT_EQ(pooled->outcome["exit_code"], 4) << pooled->Describe();
+  EXPECT_EQ(pooled->run.exit_code, 4) << pooled->Describe();
+
+  // A slot is ready again; the exec's own timeout applies in it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto timed = exec({"--timeout", "1"}, "sleep 30");
+  ASSERT_TRUE(timed) << timed.error().message();
+  EXPECT_EQ(timed->outcome.value("pooled", false), true) << timed->Describe();
+  EXPECT_EQ(timed->outcome["status"], "timed_out") << timed->Describe();
+  EXPECT_EQ(timed->run.exit_code, 124) << timed->Describe();
+}
+
+TEST_F(PoolServerTest, RemovingASandboxWithAWaitingSlotLeavesNothing) {
+  {
+    PooledSandbox sandbox("pool-rm-" + std::to_string(::getpid()));
+    auto run = RunCorral({"exec", "--pool", socket_, sandbox.name(), "--", "true"});
+    ASSERT_TRUE(run && run->exit_code == 0) << (run ? run->Describe() : run.error().message());
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the slot gets prepared
+  }  // corral rm: kills the slot with the rest of the sandbox
+  // The server notices on its next look and keeps serving.
+  auto after = RunCorral({"run", "--pool", socket_, "--", "true"});
+  ASSERT_TRUE(after) << after.error().message();
+  EXPECT_EQ(after->exit_code, 0) << after->Describe();
+}
+
 TEST_F(PoolServerTest, ANamedSocketWithoutAServerIsAnError) {
   auto run = RunCorral({"run", "--pool", dir_.Join("nobody.sock"), "--", "true"});
   ASSERT_TRUE(run) << run.error().message();

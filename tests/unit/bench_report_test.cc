@@ -42,6 +42,7 @@ BenchResults MakeResults() {
   skipped.reason = "not installed";
   w.entries.push_back(skipped);
   w.entries.push_back(Ok(kCorralPoolRunName, "layer", {6, 6, 6}));
+  w.entries.push_back(Ok(kCorralPoolExecName, "layer", {3, 3, 3}));
   r.latency.push_back(w);
   ThroughputEntry tc{kCorralRunName, EntryStatus::kOk, "", 2, 400, {400, 400}};
   ThroughputEntry tb{kBwrapName, EntryStatus::kOk, "", 2, 100, {100, 100}};
@@ -56,7 +57,7 @@ BenchResults MakeResults() {
 
 TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   BenchResults r = MakeResults();
-  ASSERT_EQ(r.targets.size(), 6u);
+  ASSERT_EQ(r.targets.size(), 7u);
   EXPECT_TRUE(r.targets[0].measured);
   EXPECT_DOUBLE_EQ(r.targets[0].value, 0.4);  // 4 / 10
   EXPECT_TRUE(r.targets[0].pass);
@@ -64,13 +65,15 @@ TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   EXPECT_FALSE(r.targets[1].pass);
   EXPECT_DOUBLE_EQ(r.targets[2].value, 1.5);  // exec / bare
   EXPECT_TRUE(r.targets[2].pass);
-  EXPECT_DOUBLE_EQ(r.targets[3].value, 4.0);  // 400/s vs 100/s
-  EXPECT_TRUE(r.targets[3].pass);
-  EXPECT_DOUBLE_EQ(r.targets[4].value, 2.0);  // MiB
-  EXPECT_FALSE(r.targets[4].pass);
-  EXPECT_DOUBLE_EQ(r.targets[5].value, 20.0);  // 2 s for 100 -> 20 s for 1000
+  EXPECT_DOUBLE_EQ(r.targets[3].value, 3.0);  // pooled exec / bare
+  EXPECT_FALSE(r.targets[3].pass);
+  EXPECT_DOUBLE_EQ(r.targets[4].value, 4.0);  // 400/s vs 100/s
+  EXPECT_TRUE(r.targets[4].pass);
+  EXPECT_DOUBLE_EQ(r.targets[5].value, 2.0);  // MiB
   EXPECT_FALSE(r.targets[5].pass);
-  EXPECT_THAT(r.targets[5].note, HasSubstr("extrapolated"));
+  EXPECT_DOUBLE_EQ(r.targets[6].value, 20.0);  // 2 s for 100 -> 20 s for 1000
+  EXPECT_FALSE(r.targets[6].pass);
+  EXPECT_THAT(r.targets[6].note, HasSubstr("extrapolated"));
 }
 
 TEST(BenchTargets, MissingPeerMeansNotMeasuredRatherThanPass) {
@@ -81,7 +84,7 @@ TEST(BenchTargets, MissingPeerMeansNotMeasuredRatherThanPass) {
   EXPECT_FALSE(r.targets[0].measured);
   EXPECT_FALSE(r.targets[0].pass);
   EXPECT_FALSE(r.targets[1].measured);
-  EXPECT_FALSE(r.targets[3].measured);
+  EXPECT_FALSE(r.targets[4].measured);
 }
 
 TEST(BenchReportTable, ShowsMachineFiguresSkipsAndPassMiss) {
@@ -102,7 +105,7 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(j["machine"]["cores"], 2);
   EXPECT_EQ(j["command"], "corral bench --quick");
   const auto& entries = j["latency"][0]["entries"];
-  ASSERT_EQ(entries.size(), 6u);
+  ASSERT_EQ(entries.size(), 7u);
   EXPECT_EQ(entries[1]["name"], kCorralRunName);
   EXPECT_DOUBLE_EQ(entries[1]["summary_ms"]["median"].get<double>(), 4.0);
   EXPECT_DOUBLE_EQ(entries[1]["ratio_vs_bare"]["median"].get<double>(), 4.0);
@@ -111,7 +114,7 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(entries[4]["status"], "skipped");
   EXPECT_EQ(entries[4]["reason"], "not installed");
   EXPECT_FALSE(entries[4].contains("summary_ms"));
-  EXPECT_EQ(j["targets"].size(), 6u);
+  EXPECT_EQ(j["targets"].size(), 7u);
   EXPECT_EQ(j["targets"][0]["pass"], true);
   EXPECT_EQ(j["throughput"][0]["launches_per_s"], 400);
   EXPECT_EQ(j["sandboxes"]["created"], 100);
@@ -127,7 +130,7 @@ TEST(BenchReportSvg, IsOneSvgDocumentWithABarPerMeasuredLauncherAndEscapedText) 
   size_t bars = 0;
   for (size_t p = svg.find("<rect x="); p != std::string::npos; p = svg.find("<rect x=", p + 1))
     ++bars;
-  EXPECT_EQ(bars, 5u);  // five measured launchers; the skipped one gets text only
+  EXPECT_EQ(bars, 6u);  // six measured launchers; the skipped one gets text only
   EXPECT_THAT(svg, HasSubstr("sh -c &apos;echo &lt;hi&gt; &amp; bye&apos;"));
   EXPECT_THAT(svg, Not(HasSubstr("<hi>")));
   EXPECT_THAT(svg, HasSubstr("skipped: not installed"));
