@@ -101,8 +101,9 @@ std::string FormatTable(const BenchResults& r) {
          "), " + Fmt("%.1f GiB", static_cast<double>(m.memory_bytes) / (1 << 30)) + ", cgroups " +
          m.cgroup_mode + "\n";
   out += "command: " + r.command + "\n";
-  out += "rounds: " + std::to_string(r.rounds) +
-         " interleaved per workload; workers: " + std::to_string(r.workers) + "\n";
+  out += "rounds: " + std::to_string(r.rounds) + " interleaved per workload" +
+         (r.pause_ms > 0 ? ", " + std::to_string(r.pause_ms) + " ms idle before each launch" : "") +
+         "; workers: " + std::to_string(r.workers) + "\n";
   for (const auto& w : r.latency) LatencyTable(w, out);
 
   if (!r.throughput.empty()) {
@@ -155,7 +156,7 @@ std::string ToJson(const BenchResults& r) {
                   {"cores", r.machine.cores},
                   {"memory_bytes", r.machine.memory_bytes},
                   {"cgroup_mode", r.machine.cgroup_mode}};
-  j["settings"] = {{"rounds", r.rounds}, {"workers", r.workers}};
+  j["settings"] = {{"rounds", r.rounds}, {"pause_ms", r.pause_ms}, {"workers", r.workers}};
   j["latency"] = json::array();
   for (const auto& w : r.latency) {
     json entries = json::array();

@@ -79,6 +79,7 @@ struct BenchResults {
   std::string started_at;  // ISO-8601 UTC
   MachineInfo machine;
   int rounds = 0;
+  int pause_ms = 0;  // idle time before each timed latency launch
   int workers = 0;
   std::vector<WorkloadResult> latency;
   std::vector<ThroughputEntry> throughput;

@@ -45,7 +45,7 @@ std::string NowIso() {
 // rotated order. A launcher failing once is marked failed (its samples would no longer
 // pair with the others').
 WorkloadResult MeasureWorkload(std::vector<Prepared>& launchers, const Workload& w, int rounds,
-                               Progress& progress) {
+                               int pause_ms, Progress& progress) {
   WorkloadResult result;
   result.workload = w.name;
   std::vector<size_t> active;
@@ -80,6 +80,7 @@ WorkloadResult MeasureWorkload(std::vector<Prepared>& launchers, const Workload&
       const size_t i = active[k];
       LatencyEntry& e = result.entries[i];
       if (e.status != EntryStatus::kOk) continue;
+      if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
       auto t0 = Clock::now();
       Status s = launchers[i].launcher->Launch(w);
       const double ms = MsSince(t0);
@@ -225,6 +226,7 @@ Result<BenchResults> RunBench(const BenchOptions& options) {
   results.started_at = NowIso();
   results.machine = DescribeMachine();
   results.rounds = o.rounds;
+  results.pause_ms = o.pause_ms;
   results.workers = o.workers;
 
   std::vector<Prepared> launchers;
@@ -241,7 +243,7 @@ Result<BenchResults> RunBench(const BenchOptions& options) {
 
   const std::vector<Workload> workloads = DefaultWorkloads();
   for (const auto& w : workloads) {
-    results.latency.push_back(MeasureWorkload(launchers, w, o.rounds, progress));
+    results.latency.push_back(MeasureWorkload(launchers, w, o.rounds, o.pause_ms, progress));
   }
   results.throughput =
       MeasureThroughput(launchers, workloads.front(), o, results.latency.front(), progress);

@@ -17,6 +17,10 @@ struct BenchOptions {
   int sandboxes = -1;         // -1 = default (100, quick 10); 0 = skip that phase
   double slice_seconds = 0;   // throughput slice; 0 = default (1.5, quick 0.5)
   int throughput_rounds = 0;  // 0 = default (3, quick 1)
+  // Latency rounds: idle time before each timed launch, as an agent thinks between tool
+  // calls. Back-to-back launches keep the host warm (on cgroup v1 that hides the RCU
+  // grace period of every cgroup join); 0 = back to back.
+  int pause_ms = 0;
   bool peers = true;          // false: the ladder only
   std::string corral_exe;     // the corral binary for the corral rungs
   std::string command;        // recorded in the report

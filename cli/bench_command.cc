@@ -32,6 +32,10 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                   "seconds per throughput slice (default 1.5, quick 0.5)");
   cmd->add_option("--throughput-rounds", flags->options.throughput_rounds,
                   "interleaved throughput slices per launcher (default 3, quick 1)");
+  cmd->add_option("--pause-ms", flags->options.pause_ms,
+                  "idle ms before each timed latency launch, as between an agent's tool calls "
+                  "(default 0: back to back)")
+      ->check(CLI::Range(0, 10000));
   cmd->add_flag("!--no-peers", flags->options.peers, "only the layer ladder and corral");
   cmd->add_option("--out", flags->out, "directory for bench.json and bench.svg");
   cmd->callback([flags, exit_code] {

@@ -120,6 +120,14 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(j["sandboxes"]["created"], 100);
 }
 
+TEST(BenchReport, RecordsTheIdlePauseBeforeLaunches) {
+  BenchResults r = MakeResults();
+  EXPECT_THAT(FormatTable(r), Not(HasSubstr("idle before each launch")));
+  r.pause_ms = 100;
+  EXPECT_THAT(FormatTable(r), HasSubstr("3 interleaved per workload, 100 ms idle before each launch"));
+  EXPECT_EQ(nlohmann::json::parse(ToJson(r))["settings"]["pause_ms"], 100);
+}
+
 TEST(BenchReportSvg, IsOneSvgDocumentWithABarPerMeasuredLauncherAndEscapedText) {
   BenchResults r = MakeResults();
   r.latency[0].workload = "sh -c 'echo <hi> & bye'";
