@@ -106,7 +106,7 @@ Status JailPool::WaitUntilFull() {
 
 Result<RunOutcome> JailPool::Run(const JailSpec& spec, const RunOptions& options) {
   // Checked before a jail is taken: RunPrepared consumes the jail it is given.
-  if (!Fits(spec) || !jail::EncodeCommand(CommandFor(spec))) return RunJail(spec, options);
+  if (Unfit(spec)) return RunJail(spec, options);
   std::optional<PreparedJail> jail;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -207,7 +207,7 @@ void PoolServer::Handle(UniqueFd connection) {
   std::vector<UniqueFd> fds;
   auto request = ReceiveFrame(fd, &fds);
   if (request) {
-    HandleRun(fd, *request, std::move(fds));
+    HandleRequest(fd, *request, std::move(fds));
   } else {
     spdlog::debug("pool: {}", request.error().message());
   }
@@ -216,7 +216,8 @@ void PoolServer::Handle(UniqueFd connection) {
   connection.Reset();
 }
 
-void PoolServer::HandleRun(int connection, const std::string& request, std::vector<UniqueFd> fds) {
+void PoolServer::HandleRequest(int connection, const std::string& request,
+                               std::vector<UniqueFd> fds) {
   nlohmann::json j = nlohmann::json::parse(request, nullptr, false);
   std::string op = j.is_object() ? j.value("op", "") : "";
   if (op == "wait_ready") {
@@ -227,25 +228,10 @@ void PoolServer::HandleRun(int connection, const std::string& request, std::vect
     lock.unlock();
     return Reply(connection, {{"kind", "ready"}});
   }
-  if (op == "exec") {
-    return HandleExec(connection, j.value("capture", false), j.value("stdin", false),
-                      std::move(fds));
-  }
-  if (op != "run") return ReplyError(connection, "malformed request");
-  auto spec_frame = ReceiveFrame(connection);
-  if (!spec_frame) return ReplyError(connection, "request spec: " + spec_frame.error().message());
-  auto spec = SpecFromJson(*spec_frame);
-  if (!spec) return ReplyError(connection, "request spec: " + spec.error().message());
-  if (auto why = pool_->Unfit(*spec)) {
-    return Reply(connection, {{"kind", "cold"}, {"reason", *why}});
-  }
-  if (j.value("capture", false) && spec->limits.output_limit_bytes > kMaxPooledOutputBytes) {
-    return Reply(connection, {{"kind", "cold"},
-                              {"reason", "captured output limit above " +
-                                             std::to_string(kMaxPooledOutputBytes) +
-                                             " bytes per stream does not fit a reply frame"}});
-  }
-  if (fds.size() != 3) return ReplyError(connection, "a run request carries stdin, stdout, stderr");
+  if (op != "run" && op != "exec") return ReplyError(connection, "malformed request");
+  if (fds.size() != 3) return ReplyError(connection, "a request carries stdin, stdout, stderr");
+  // The command gets the client's stdio; the connection carries its stop signals, and the
+  // answer goes out as soon as the outcome is known (the teardown follows).
   RunOptions options;
   options.capture_output = j.value("capture", false);
   options.pass_stdin = j.value("stdin", false);
@@ -253,17 +239,33 @@ void PoolServer::HandleRun(int connection, const std::string& request, std::vect
   options.stdout_fd = fds[1].get();
   options.stderr_fd = fds[2].get();
   options.interrupt_fd = connection;
-  // Answered as soon as the outcome is known; the jail's teardown happens after.
   options.on_outcome = [&](const RunOutcome& outcome) {
     fds.clear();  // the client's stdio: a pipe reader waits for our copy to close too
     SendOutcome(connection, outcome);
   };
+  if (op == "exec") return HandleExec(connection, options);
+  HandleRun(connection, options);
+}
+
+void PoolServer::HandleRun(int connection, const RunOptions& options) {
+  auto spec_frame = ReceiveFrame(connection);
+  if (!spec_frame) return ReplyError(connection, "request spec: " + spec_frame.error().message());
+  auto spec = SpecFromJson(*spec_frame);
+  if (!spec) return ReplyError(connection, "request spec: " + spec.error().message());
+  if (auto why = pool_->Unfit(*spec)) {
+    return Reply(connection, {{"kind", "cold"}, {"reason", *why}});
+  }
+  if (options.capture_output && spec->limits.output_limit_bytes > kMaxPooledOutputBytes) {
+    return Reply(connection, {{"kind", "cold"},
+                              {"reason", "captured output limit above " +
+                                             std::to_string(kMaxPooledOutputBytes) +
+                                             " bytes per stream does not fit a reply frame"}});
+  }
   auto outcome = pool_->Run(*spec, options);
   if (!outcome) ReplyError(connection, outcome.error().message());
 }
 
-void PoolServer::HandleExec(int connection, bool capture, bool pass_stdin,
-                            std::vector<UniqueFd> fds) {
+void PoolServer::HandleExec(int connection, const RunOptions& options) {
   auto frame = ReceiveFrame(connection);
   if (!frame) return ReplyError(connection, "exec request: " + frame.error().message());
   ExecRequest request;
@@ -277,7 +279,6 @@ void PoolServer::HandleExec(int connection, bool capture, bool pass_stdin,
   } catch (const nlohmann::json::exception& e) {
     return ReplyError(connection, std::string("exec request: ") + e.what());
   }
-  if (fds.size() != 3) return ReplyError(connection, "an exec request carries stdin, stdout, stderr");
   auto store = SandboxStore::Open();
   auto record = store ? store->Find(request.sandbox) : Result<SandboxRecord>(store.error());
   if (!record) {  // the normal exec says what is wrong, in its own words
@@ -288,17 +289,7 @@ void PoolServer::HandleExec(int connection, bool capture, bool pass_stdin,
     RequestSlot(record->id);
     return Reply(connection, {{"kind", "cold"}, {"reason", "no exec slot ready for this sandbox"}});
   }
-  request.io.capture_output = capture;
-  request.io.pass_stdin = pass_stdin;
-  request.io.stdin_fd = fds[0].get();
-  request.io.stdout_fd = fds[1].get();
-  request.io.stderr_fd = fds[2].get();
-  request.io.interrupt_fd = connection;
-  // Answered before the exec's cgroup is removed.
-  request.io.on_outcome = [&](const RunOutcome& outcome) {
-    fds.clear();
-    SendOutcome(connection, outcome);
-  };
+  request.io = options;  // answered before the exec's cgroup is removed
   std::string unusable;
   auto outcome = ExecInSlot(std::move(slot), request, &unusable);
   RequestSlot(record->id);

@@ -65,8 +65,9 @@ class PoolServer {
   void SpawnAcceptor();  // mu_ held
   void AcceptLoop();
   void Handle(UniqueFd connection);
-  void HandleRun(int connection, const std::string& request, std::vector<UniqueFd> fds);
-  void HandleExec(int connection, bool capture, bool pass_stdin, std::vector<UniqueFd> fds);
+  void HandleRequest(int connection, const std::string& request, std::vector<UniqueFd> fds);
+  void HandleRun(int connection, const RunOptions& options);
+  void HandleExec(int connection, const RunOptions& options);
   // Exec slots: taken by HandleExec, prepared by the slot thread (whose children they
   // are, so that their parent-death signal outlives any connection).
   std::unique_ptr<ExecSlot> TakeSlot(const std::string& sandbox_id);
