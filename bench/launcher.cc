@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/unique_fd.h"
@@ -132,7 +133,10 @@ Status WriteRegularFile(const std::string& path, const std::string& content) {
   return Ok();
 }
 
-std::string SelfExe() {
+std::string CorralExe() {
+  if (const char* front = std::getenv("CORRAL_FRONT_EXE"); front != nullptr && *front == '/') {
+    return front;
+  }
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0) return "";

@@ -62,7 +62,8 @@ void StopBackground(pid_t pid, int grace_ms = 5000);
 // (base/files.h WriteFile only writes existing files, as cgroup files are.)
 Status WriteRegularFile(const std::string& path, const std::string& content);
 
-// Absolute path of the running corral binary (/proc/self/exe).
-std::string SelfExe();
+// Absolute path of the `corral` program users run: the front program that started this
+// corral-cli ($CORRAL_FRONT_EXE, cli/front/full_cli.h), else the running binary.
+std::string CorralExe();
 
 }  // namespace corral::bench

@@ -45,7 +45,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       *exit_code = 125;
       return;
     }
-    o.corral_exe = bench::SelfExe();
+    o.corral_exe = bench::CorralExe();
     // The report records the command line exactly as given.
     o.command = "corral";
     if (auto cmdline = ReadFile("/proc/self/cmdline")) {

@@ -1,7 +1,6 @@
 #include "cli/outcome_report.h"
 
 #include <cstdio>
-#include <iostream>
 
 #include "runtime/sizes.h"
 
@@ -11,7 +10,10 @@ int ReportOutcome(const runtime::RunOutcome& outcome, const runtime::LimitsSpec&
                   bool json) {
   for (const auto& w : outcome.warnings) std::fprintf(stderr, "corral: warning: %s\n", w.c_str());
   if (json) {
-    std::cout << runtime::OutcomeToJson(outcome) << std::endl;
+    // stdio, not iostreams: the front program (cli/front) links this file and starts
+    // faster without them.
+    std::printf("%s\n", runtime::OutcomeToJson(outcome).c_str());
+    std::fflush(stdout);
   } else if (outcome.setup_error) {
     std::fprintf(stderr, "corral: %s\n", outcome.setup_error->ToString().c_str());
   } else if (outcome.status == runtime::RunStatus::kTimedOut) {

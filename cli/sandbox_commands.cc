@@ -10,7 +10,7 @@
 #include "cli/outcome_report.h"
 #include "runtime/config.h"
 #include "runtime/persistent.h"
-#include "runtime/pool_client.h"
+#include "runtime/pool_or_cold.h"
 #include "runtime/sizes.h"
 
 namespace corral::cli {

@@ -3,7 +3,7 @@
 #include <cerrno>
 
 #include "runtime/persistent.h"
-#include "runtime/pool_client.h"
+#include "runtime/pool_or_cold.h"
 
 namespace corral::runtime {
 namespace {

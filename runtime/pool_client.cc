@@ -1,20 +1,18 @@
 #include "runtime/pool_client.h"
 
 #include <poll.h>
-#include <spdlog/spdlog.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include <cerrno>
 #include <cstring>
-#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "runtime/phase_trace.h"
 #include "runtime/pool_protocol.h"
+#include "runtime/signal_guard.h"
 #include "runtime/spec_json.h"
-#include "runtime/watch.h"
 
 namespace corral::runtime {
 
@@ -62,16 +60,16 @@ Status SendRequest(int connection, const std::string& body, const std::vector<in
 
 // Waits for the reply, forwarding each stop signal this process receives as one byte.
 Result<std::string> AwaitReply(int connection) {
-  StopSources stops(RunOptions{});  // SIGINT/SIGTERM/SIGHUP now arrive on a signalfd
+  SignalGuard stops;  // SIGINT/SIGTERM/SIGHUP now arrive on a signalfd
   for (;;) {
-    pollfd fds[2] = {{connection, POLLIN, 0}, {stops.signal_fd(), POLLIN, 0}};
+    pollfd fds[2] = {{connection, POLLIN, 0}, {stops.fd(), POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
       return Error::FromErrno(errno, "poll");
     }
     if (fds[1].revents != 0) {
       signalfd_siginfo info;
-      if (::read(stops.signal_fd(), &info, sizeof info) == sizeof info) {
+      if (::read(stops.fd(), &info, sizeof info) == sizeof info) {
         auto signo = static_cast<unsigned char>(info.ssi_signo);
         (void)::send(connection, &signo, 1, MSG_NOSIGNAL);
       }
@@ -133,44 +131,6 @@ Result<PoolAnswer> ExecInPool(const std::string& socket_path, const ExecRequest&
                                          ? nlohmann::json(*request.timeout_seconds)
                                          : nlohmann::json(nullptr)}};
   return Ask(socket_path, "exec", request.io, body.dump());
-}
-
-namespace {
-
-// `answer` from the server at `pool` (auto|SOCKET): the outcome, or nullopt to go cold.
-Result<std::optional<RunOutcome>> Pooled(const std::string& pool,
-                                         const std::function<Result<PoolAnswer>(const std::string&)>& ask) {
-  bool named = pool != "auto";
-  ASSIGN_OR_RETURN(PoolAnswer answer, ask(named ? pool : DefaultPoolSocket()));
-  if (answer.outcome) return std::move(answer.outcome);
-  if (named && answer.cold_reason.rfind("no pool server", 0) == 0) {
-    return Error(ErrorCode::kNotFound, "--pool: " + answer.cold_reason);
-  }
-  spdlog::debug("not pooled: {}", answer.cold_reason);
-  return std::optional<RunOutcome>();
-}
-
-}  // namespace
-
-Result<RunOutcome> RunPooledOrCold(const std::string& pool, const JailSpec& spec,
-                                   const RunOptions& options) {
-  if (pool != "off") {
-    ASSIGN_OR_RETURN(auto outcome, Pooled(pool, [&](const std::string& socket) {
-                       return RunInPool(socket, spec, options);
-                     }));
-    if (outcome) return std::move(*outcome);
-  }
-  return RunJail(spec, options);
-}
-
-Result<RunOutcome> ExecPooledOrDirect(const std::string& pool, const ExecRequest& request) {
-  if (pool != "off") {
-    ASSIGN_OR_RETURN(auto outcome, Pooled(pool, [&](const std::string& socket) {
-                       return ExecInPool(socket, request);
-                     }));
-    if (outcome) return std::move(*outcome);
-  }
-  return ExecInSandbox(request);
 }
 
 Status WaitForPoolReady(const std::string& socket_path) {

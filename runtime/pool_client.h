@@ -31,13 +31,6 @@ Result<PoolAnswer> RunInPool(const std::string& socket_path, const JailSpec& spe
 // without outcome: exec the normal way.
 Result<PoolAnswer> ExecInPool(const std::string& socket_path, const ExecRequest& request);
 
-// `pool` is the user's setting: "auto" (the default socket, if a server listens there),
-// "off", or a socket path that must answer. These run through it when it can take the
-// request, else the normal way (RunJail, ExecInSandbox); SPDLOG_LEVEL=debug says why.
-Result<RunOutcome> RunPooledOrCold(const std::string& pool, const JailSpec& spec,
-                                   const RunOptions& options);
-Result<RunOutcome> ExecPooledOrDirect(const std::string& pool, const ExecRequest& request);
-
 // Blocks until the server at `socket_path` has its pool full and no exec slot queued.
 Status WaitForPoolReady(const std::string& socket_path);
 

@@ -13,15 +13,6 @@ namespace corral::runtime {
 
 namespace {
 
-sigset_t StopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  return set;
-}
-
 Result<Pipe> MakePipe() {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe2");
@@ -63,14 +54,6 @@ std::optional<int> ReadInterrupt(int fd) {
 double TimevalMs(const timeval& tv) { return tv.tv_sec * 1000.0 + tv.tv_usec / 1000.0; }
 
 }  // namespace
-
-SignalGuard::SignalGuard() {
-  sigset_t set = StopSignals();
-  ::sigprocmask(SIG_BLOCK, &set, &old_);
-  fd_.Reset(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-}
-
-SignalGuard::~SignalGuard() { ::sigprocmask(SIG_SETMASK, &old_, nullptr); }
 
 void Stdio::CloseChildEnds() {
   out.write.Reset();

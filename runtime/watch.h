@@ -17,27 +17,13 @@
 #include "jail/spawn.h"
 #include "runtime/outcome.h"
 #include "runtime/output_capture.h"
+#include "runtime/signal_guard.h"
 #include "runtime/spec.h"
 #include "runtime/supervisor.h"
 
 namespace corral::runtime {
 
 using Clock = std::chrono::steady_clock;
-
-// Blocks SIGINT/SIGTERM/SIGHUP for its lifetime and delivers them through a signalfd, so
-// that they stop the jail (and are reported) instead of killing corral mid-cleanup.
-class SignalGuard {
- public:
-  SignalGuard();
-  ~SignalGuard();
-  SignalGuard(const SignalGuard&) = delete;
-  SignalGuard& operator=(const SignalGuard&) = delete;
-  int fd() const { return fd_.get(); }
-
- private:
-  sigset_t old_;
-  UniqueFd fd_;
-};
 
 // Where stop requests come from: corral's own signals, or the caller's interrupt stream
 // (RunOptions::interrupt_fd), in which case the signal mask is not touched.

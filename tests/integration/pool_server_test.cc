@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -220,6 +221,86 @@ TEST_F(PoolServerTest, RemovingASandboxWithAWaitingSlotLeavesNothing) {
   auto after = RunCorral({"run", "--pool", socket_, "--", "true"});
   ASSERT_TRUE(after) << after.error().message();
   EXPECT_EQ(after->exit_code, 0) << after->Describe();
+}
+
+// The `corral` program serves the plainest run and exec itself (cli/front): with the full
+// CLI made unreachable they still work, and anything else fails for want of it.
+TEST_F(PoolServerTest, TheFrontServesPlainRunsAndExecsWithoutTheFullCli) {
+  PooledSandbox sandbox("pool-front-" + std::to_string(::getpid()));
+  ASSERT_TRUE(RunCorral({"exec", "--pool", socket_, sandbox.name(), "--", "true"}));
+  RunOptions no_cli;
+  no_cli.env = {"CORRAL_CLI_PROGRAM=" + dir_.Join("no-such-cli")};
+
+  auto run = RunCorral({"run", "--pool", socket_, "--", "sh", "-c", "echo hi; echo err >&2; exit 7"},
+                       no_cli);
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(run->exit_code, 7) << run->Describe();
+  EXPECT_EQ(run->out, "hi\n") << run->Describe();
+  EXPECT_EQ(run->err, "err\n") << run->Describe();
+
+  RunOptions no_cli_stdin = no_cli;
+  no_cli_stdin.stdin_data = "typed\n";
+  auto cat = RunCorral({"run", "--pool=" + socket_, "-i", "--", "cat"}, no_cli_stdin);
+  ASSERT_TRUE(cat) << cat.error().message();
+  EXPECT_EQ(cat->out, "typed\n") << cat->Describe();
+
+  // The exec slot is prepared after the first exec: until it is, the pool declines.
+  Result<RunResult> exec = Error(ErrorCode::kNotFound, "never served");
+  for (int i = 0; i < 50; ++i) {
+    exec = RunCorral({"exec", "--pool", socket_, sandbox.name(), "--", "sh", "-c", "id -u; exit 5"},
+                     no_cli);
+    ASSERT_TRUE(exec) << exec.error().message();
+    if (exec->exit_code != 125) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(exec->exit_code, 5) << exec->Describe();
+  EXPECT_EQ(exec->out, "1000\n") << exec->Describe();
+
+  auto json = RunCorral({"run", "--json", "--pool", socket_, "--", "true"}, no_cli);
+  ASSERT_TRUE(json) << json.error().message();
+  EXPECT_EQ(json->exit_code, 125) << json->Describe();
+  EXPECT_NE(json->err.find("cannot start the corral CLI program (looked for " +
+                           dir_.Join("no-such-cli")),
+            std::string::npos)
+      << json->Describe();
+}
+
+// What the pool declines is run by the full CLI with --pool off (not asked twice), and what
+// the front does not parse reaches the full CLI unchanged.
+TEST_F(PoolServerTest, RequestsThePoolDeclinesGoToTheFullCliWithThePoolOff) {
+  std::string cli = CorralBinary().substr(0, CorralBinary().rfind('/')) + "/corral-cli";
+  std::string log = dir_.Join("cli-args.log");
+  std::string wrapper = dir_.Join("cli-wrapper");
+  {
+    std::FILE* f = std::fopen(wrapper.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fprintf(f, "#!/bin/sh\necho \"$*\" >> %s\nexec %s \"$@\"\n", log.c_str(), cli.c_str());
+    std::fclose(f);
+    ASSERT_EQ(::chmod(wrapper.c_str(), 0755), 0);
+  }
+  RunOptions logged;
+  logged.env = {"CORRAL_CLI_PROGRAM=" + wrapper};
+  PooledSandbox sandbox("pool-decline-" + std::to_string(::getpid()));
+  auto first = RunCorral({"exec", "--pool", socket_, sandbox.name(), "--", "echo", "first"}, logged);
+  ASSERT_TRUE(first) << first.error().message();
+  EXPECT_EQ(first->exit_code, 0) << first->Describe();
+  EXPECT_EQ(first->out, "first\n") << first->Describe();
+  auto flagged = RunCorral({"run", "--pool", socket_, "--memory", "100m", "--", "echo", "cold"},
+                           logged);
+  ASSERT_TRUE(flagged) << flagged.error().message();
+  EXPECT_EQ(flagged->out, "cold\n") << flagged->Describe();
+
+  std::string args;
+  {
+    std::FILE* f = std::fopen(log.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    char buf[4096];
+    size_t n = std::fread(buf, 1, sizeof buf, f);
+    std::fclose(f);
+    args.assign(buf, n);
+  }
+  EXPECT_EQ(args, "exec --pool off " + sandbox.name() + " -- echo first\n" +
+                      "run --pool " + socket_ + " --memory 100m -- echo cold\n");
 }
 
 TEST_F(PoolServerTest, ANamedSocketWithoutAServerIsAnError) {
