@@ -95,8 +95,17 @@ void SendReport(int status_fd, int wait_status) {
   ::_exit(kSetupFailedExit);
 }
 
+// One-shot init with hold_after_report: the report is out; the parent SIGKILLs us next.
+// EOF on the status socket (the parent went away without doing so) ends the wait too.
+[[noreturn]] void AwaitKill(int status_fd) {
+  char byte;
+  while (::recv(status_fd, &byte, 1, 0) < 0 && errno == EINTR) {
+  }
+  ::_exit(0);
+}
+
 [[noreturn]] void RunInit(const JailPlan& plan, pid_t command, int setup_fd, int status_fd,
-                          int init_exe_fd) {
+                          int init_exe_fd, bool hold_after_report) {
   SetProcessTitle("corral-init");
   sigset_t all;
   sigfillset(&all);
@@ -115,7 +124,10 @@ void SendReport(int status_fd, int wait_status) {
     pid_t pid = ::wait4(-1, &status, 0, nullptr);
     if (command > 0 && pid == command) {
       SendReport(status_fd, status);
-      if (plan.init_mode == InitMode::kOneShot) ::_exit(0);
+      if (plan.init_mode == InitMode::kOneShot) {
+        if (hold_after_report) AwaitKill(status_fd);
+        ::_exit(0);
+      }
     }
     if (pid < 0 && errno == ECHILD) {
       if (plan.init_mode == InitMode::kOneShot) ::_exit(0);
@@ -194,7 +206,7 @@ void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
     ::_exit(kSetupFailedExit);
   }
   if (plan.init_mode == InitMode::kPersistent) {
-    RunInit(plan, -1, setup_fd, status_fd, request.init_exe_fd);
+    RunInit(plan, -1, setup_fd, status_fd, request.init_exe_fd, false);
   }
   // Before the command exists: it must never see the parent's command line (host paths)
   // in /proc/1/cmdline, and with CLONE_VFORK the init runs again only after its execve.
@@ -211,7 +223,7 @@ void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
     ReportSetupFailure(setup_fd, SetupStep::kFork, errno, "fork command");
     ::_exit(kSetupFailedExit);
   }
-  RunInit(plan, child, setup_fd, status_fd, -1);
+  RunInit(plan, child, setup_fd, status_fd, -1, command != nullptr && command->hold_after_report);
 }
 
 }  // namespace corral::jail

@@ -10,7 +10,8 @@ namespace corral::jail {
 
 namespace {
 
-constexpr uint32_t kMagic = 0x636d6431;  // "cmd1"
+constexpr uint32_t kMagic = 0x636d6432;  // "cmd2"
+constexpr uint32_t kHoldAfterReport = 1;
 
 // Encoded form: Header, then argc + envc + pathc NUL-terminated strings, then workdir.
 struct Header {
@@ -18,6 +19,7 @@ struct Header {
   uint32_t argc;
   uint32_t envc;
   uint32_t pathc;
+  uint32_t flags;
 };
 
 void AppendStrings(std::string* out, const std::vector<std::string>& strings) {
@@ -58,7 +60,7 @@ Result<std::string> EncodeCommand(const DeferredCommand& c) {
     return Error(ErrorCode::kInvalidArgument, "deferred command: too many strings");
   }
   Header h{kMagic, static_cast<uint32_t>(c.argv.size()), static_cast<uint32_t>(c.envp.size()),
-           static_cast<uint32_t>(c.path_dirs.size())};
+           static_cast<uint32_t>(c.path_dirs.size()), c.hold_after_report ? kHoldAfterReport : 0};
   std::string out(reinterpret_cast<const char*>(&h), sizeof h);
   AppendStrings(&out, c.argv);
   AppendStrings(&out, c.envp);
@@ -122,7 +124,8 @@ bool ReceiveCommand(int socket_fd, CommandView* view, int fds[3]) {
   Header h;
   std::memcpy(&h, g_buffer, sizeof h);
   if (h.magic != kMagic || h.argc == 0 || h.argc > kMaxDeferredStrings ||
-      h.envc > kMaxDeferredStrings || h.pathc > kMaxDeferredStrings) {
+      h.envc > kMaxDeferredStrings || h.pathc > kMaxDeferredStrings ||
+      (h.flags & ~kHoldAfterReport) != 0) {
     return false;
   }
   size_t end = static_cast<size_t>(n);
@@ -137,6 +140,7 @@ bool ReceiveCommand(int socket_fd, CommandView* view, int fds[3]) {
   view->envp = g_envp;
   view->path_dirs = g_path_dirs;
   view->workdir = workdir[0];
+  view->hold_after_report = (h.flags & kHoldAfterReport) != 0;
   return true;
 }
 

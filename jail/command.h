@@ -19,6 +19,11 @@ struct CommandView {
   char* const* envp = nullptr;
   const char* const* path_dirs = nullptr;  // searched when argv[0] has no '/'
   const char* workdir = "/";
+  // One-shot init: after reporting the command's status, wait to be SIGKILLed (or for the
+  // parent to hang up) instead of exiting. The parent then answers first and the init's
+  // exit (its namespaces, its copy of the parent's memory) does not compete with it for
+  // the CPU; the parent kills it right after the report (runtime/supervisor.cc).
+  bool hold_after_report = false;
 };
 
 // Limits of a deferred command; a larger one must be run in a jail planned for it.
@@ -30,6 +35,7 @@ struct DeferredCommand {
   std::vector<std::string> envp;
   std::vector<std::string> path_dirs;
   std::string workdir = "/";
+  bool hold_after_report = false;  // see CommandView
 };
 
 // Parent side. kInvalidArgument if the command exceeds the limits above.

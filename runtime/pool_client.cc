@@ -46,10 +46,11 @@ Result<nlohmann::json> ParseReply(const std::string& frame) {
   return reply;
 }
 
-// Sends the request; if the server hung up first, what it said before (a refusal) is the
-// error.
-Status SendRequest(int connection, const std::string& body, const std::vector<int>& fds) {
-  Status sent = SendFrame(connection, body, fds);
+// Sends the request frames; if the server hung up first, what it said before (a refusal)
+// is the error.
+Status SendRequest(int connection, const std::vector<std::string_view>& frames,
+                   const std::vector<int>& fds) {
+  Status sent = SendFrames(connection, frames, fds);
   if (sent) return sent;
   if (auto frame = ReceiveFrame(connection)) {
     auto reply = ParseReply(*frame);
@@ -91,9 +92,9 @@ Result<PoolAnswer> Ask(const std::string& socket_path, const char* op, const Run
   }
   nlohmann::json request = {
       {"op", op}, {"capture", options.capture_output}, {"stdin", options.pass_stdin}};
-  RETURN_IF_ERROR(SendRequest(connection->get(), request.dump(),
+  std::string head = request.dump();
+  RETURN_IF_ERROR(SendRequest(connection->get(), {head, body},
                               {options.stdin_fd, options.stdout_fd, options.stderr_fd}));
-  RETURN_IF_ERROR(SendRequest(connection->get(), body, {}));
   trace.Mark("pool request");
   auto frame = AwaitReply(connection->get());
   trace.Mark("pool answer");
@@ -136,7 +137,7 @@ Result<PoolAnswer> ExecInPool(const std::string& socket_path, const ExecRequest&
 Status WaitForPoolReady(const std::string& socket_path) {
   ASSIGN_OR_RETURN(std::optional<UniqueFd> connection, Connect(socket_path));
   if (!connection) return Error(ErrorCode::kNotFound, "no pool server at " + socket_path);
-  RETURN_IF_ERROR(SendRequest(connection->get(), R"({"op":"wait_ready"})", {}));
+  RETURN_IF_ERROR(SendRequest(connection->get(), {R"({"op":"wait_ready"})"}, {}));
   ASSIGN_OR_RETURN(std::string frame, ReceiveFrame(connection->get()));
   ASSIGN_OR_RETURN(nlohmann::json reply, ParseReply(frame));
   if (reply["kind"] != "ready") return Error(ErrorCode::kIo, "pool server: unexpected reply");

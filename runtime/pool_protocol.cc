@@ -1,8 +1,12 @@
 #include "runtime/pool_protocol.h"
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -14,17 +18,6 @@ namespace corral::runtime {
 namespace {
 
 constexpr size_t kMaxFrameFds = 8;
-
-Status SendAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error::FromErrno(errno, "pool socket: send");
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return Ok();
-}
 
 // Reads exactly `size` bytes; false at EOF or on an error (errno set; 0 for EOF).
 bool ReceiveAll(int fd, char* data, size_t size) {
@@ -66,20 +59,24 @@ std::optional<T> Optional(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
-Status SendFrame(int socket_fd, const std::string& body, const std::vector<int>& fds) {
-  if (body.size() > kMaxPoolFrameBytes || fds.size() > kMaxFrameFds) {
-    return Error(ErrorCode::kInvalidArgument, "pool socket: frame too large");
+Status SendFrames(int socket_fd, const std::vector<std::string_view>& bodies,
+                  const std::vector<int>& fds) {
+  if (fds.size() > kMaxFrameFds) return Error(ErrorCode::kInvalidArgument, "pool socket: too many fds");
+  std::vector<std::array<unsigned char, 4>> headers(bodies.size());
+  std::vector<iovec> iov;
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    if (bodies[i].size() > kMaxPoolFrameBytes) {
+      return Error(ErrorCode::kInvalidArgument, "pool socket: frame too large");
+    }
+    auto size = static_cast<uint32_t>(bodies[i].size());
+    headers[i] = {static_cast<unsigned char>(size), static_cast<unsigned char>(size >> 8),
+                  static_cast<unsigned char>(size >> 16), static_cast<unsigned char>(size >> 24)};
+    iov.push_back({headers[i].data(), headers[i].size()});
+    if (size > 0) iov.push_back({const_cast<char*>(bodies[i].data()), bodies[i].size()});
   }
-  uint32_t size = static_cast<uint32_t>(body.size());
-  unsigned char header[4] = {static_cast<unsigned char>(size), static_cast<unsigned char>(size >> 8),
-                             static_cast<unsigned char>(size >> 16),
-                             static_cast<unsigned char>(size >> 24)};
-  iovec iov{header, sizeof header};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
   alignas(cmsghdr) char control[CMSG_SPACE(kMaxFrameFds * sizeof(int))] = {};
-  if (!fds.empty()) {
+  msghdr msg{};
+  if (!fds.empty()) {  // attached to the first byte
     msg.msg_control = control;
     msg.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
     cmsghdr* c = CMSG_FIRSTHDR(&msg);
@@ -88,14 +85,28 @@ Status SendFrame(int socket_fd, const std::string& body, const std::vector<int>&
     c->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
     std::memcpy(CMSG_DATA(c), fds.data(), fds.size() * sizeof(int));
   }
-  ssize_t n;
-  do {
-    n = ::sendmsg(socket_fd, &msg, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return Error::FromErrno(errno, "pool socket: send");
-  RETURN_IF_ERROR(SendAll(socket_fd, reinterpret_cast<const char*>(header) + n,
-                          sizeof header - static_cast<size_t>(n)));
-  return SendAll(socket_fd, body.data(), body.size());
+  // Everything in one sendmsg where the socket buffer takes it: each send wakes the peer.
+  size_t first = 0;
+  while (first < iov.size()) {
+    msg.msg_iov = iov.data() + first;
+    msg.msg_iovlen = std::min<size_t>(iov.size() - first, IOV_MAX);
+    ssize_t n = ::sendmsg(socket_fd, &msg, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::FromErrno(errno, "pool socket: send");
+    msg.msg_control = nullptr;
+    msg.msg_controllen = 0;
+    auto sent = static_cast<size_t>(n);
+    while (first < iov.size() && sent >= iov[first].iov_len) sent -= iov[first++].iov_len;
+    if (sent > 0) {
+      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + sent;
+      iov[first].iov_len -= sent;
+    }
+  }
+  return Ok();
+}
+
+Status SendFrame(int socket_fd, const std::string& body, const std::vector<int>& fds) {
+  return SendFrames(socket_fd, {body}, fds);
 }
 
 Result<std::string> ReceiveFrame(int socket_fd, std::vector<UniqueFd>* fds) {

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -31,6 +32,10 @@ inline constexpr size_t kMaxPoolFrameBytes = 256 * 1024 * 1024;
 
 // Sends `body` as one frame, with `fds` attached to its first byte.
 Status SendFrame(int socket_fd, const std::string& body, const std::vector<int>& fds = {});
+// Sends each of `bodies` as a frame, in one sendmsg when the socket buffer has room (one
+// wake-up of the peer instead of one per frame), `fds` attached to the first byte.
+Status SendFrames(int socket_fd, const std::vector<std::string_view>& bodies,
+                  const std::vector<int>& fds = {});
 // Reads one frame (blocking); fds that came with it go to *fds (CLOEXEC). EOF before the
 // first byte is kNotFound ("closed"); a short or oversized frame is kIo.
 Result<std::string> ReceiveFrame(int socket_fd, std::vector<UniqueFd>* fds = nullptr);

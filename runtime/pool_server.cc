@@ -69,9 +69,10 @@ void ReplyError(int connection, const std::string& message) {
 }
 
 void SendOutcome(int connection, const RunOutcome& outcome) {
-  Reply(connection, {{"kind", "outcome"}});
-  // Its own frame, so that nobody parses megabytes of captured output twice.
-  if (auto st = SendFrame(connection, OutcomeToWire(outcome)); !st) {
+  // The outcome has its own frame, so that nobody parses megabytes of captured output
+  // twice; both go out in one send.
+  std::string wire = OutcomeToWire(outcome);
+  if (auto st = SendFrames(connection, {R"({"kind":"outcome"})", wire}); !st) {
     spdlog::debug("pool: outcome not delivered: {}", st.error().message());
   }
 }

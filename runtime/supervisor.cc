@@ -42,22 +42,36 @@ Result<jail::JailProcess> SpawnJail(const jail::JailPlan& plan, int stdin_fd, in
   return spawned;
 }
 
+// Whether the outcome goes out at the init's report (RunOptions::on_outcome), before the
+// teardown: it needs a PID namespace (killing the init ends everything in the jail) and a
+// cgroup (the figures).
+bool EarlyOutcome(const JailSpec& spec, const JailCgroup& cg, const RunOptions& options) {
+  return options.on_outcome && spec.namespaces.pid && cg.cgroup != nullptr;
+}
+
 // How long the setup channel may stay open after the init reported or exited.
 constexpr int kSetupChannelGraceMs = 2000;
 
 // The end of a run whose command has exited while its init still runs (the init's report
-// came first): SIGKILL to the init takes the whole PID namespace down (nothing in it can
+// came first). SIGKILL to the init takes the whole PID namespace down (nothing in it can
 // leave it: joining another needs capabilities no jail process has, so the cgroup-wide
-// kill can wait for the teardown); output is then drained to EOF and the figures read,
-// so the outcome can be delivered before the namespaces' and the cgroup's teardown.
-void EndEarly(jail::JailProcess& process, JailCgroup& cg, Watch& watch, int wait_status,
+// kill can wait for the teardown); output is drained to EOF and the figures read, so the
+// outcome can be delivered before the namespaces' and the cgroup's teardown.
+// When the cgroup holds nothing but the init (a pooled jail's init waits for the kill
+// after its report, jail/command.h), nothing is left that could still write to the
+// command's stdio or change the figures, so the kill waits until after the answer: it
+// wakes the init, whose exit would otherwise take this CPU before the answer goes out.
+// Returns whether the init still has to be killed.
+bool EndEarly(jail::JailProcess& process, JailCgroup& cg, Watch& watch, int wait_status,
               const LimitsSpec& limits, Clock::time_point start, RunOutcome* outcome) {
-  process.Kill(SIGKILL);
   cgroups::Stats stats;
   if (auto s = cg.cgroup->ReadStats()) stats = *s;
+  bool only_init_left = stats.pids_current && *stats.pids_current <= 1;
+  if (!only_init_left) process.Kill(SIGKILL);
   DrainToEof(watch);
   outcome->wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   FillOutcome(limits, wait_status, watch, stats, rusage{}, outcome);
+  return only_init_left;
 }
 
 // From a spawned jail to its outcome: wait with the deadline while draining output, kill
@@ -73,7 +87,7 @@ Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& 
   OutputCapture err(limits.output_limit_bytes);
   Watch watch = NewWatch(&process, cg.cgroup.get(), &io, &out, &err, stops, limits, start);
 
-  bool early = options.on_outcome && spec.namespaces.pid && cg.cgroup != nullptr;
+  bool early = EarlyOutcome(spec, cg, options);
   if (early) watch.report_fd = process.status_fd();
   // One wait for the command's setup, exec and run: the setup channel is read after it
   // (one wake-up less on the path of every run).
@@ -98,10 +112,11 @@ Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& 
     outcome.setup_error = std::move(**setup);
   }
   if (early && report) {
-    EndEarly(process, cg, watch, report->wait_status, limits, start, &outcome);
-    trace.Mark("kill+drain");
+    bool kill_after = EndEarly(process, cg, watch, report->wait_status, limits, start, &outcome);
+    trace.Mark("stats+drain");
     options.on_outcome(outcome);
     trace.Mark("answer");
+    if (kill_after) process.Kill(SIGKILL);
     rusage usage{};
     (void)process.Reap(&usage);
     if (auto st = cg.cgroup->Destroy(); !st) spdlog::warn("{}", st.error().message());
@@ -180,7 +195,10 @@ Result<RunOutcome> RunPrepared(PreparedJail jail, const JailSpec& spec,
                                const RunOptions& options) {
   PhaseTrace trace;
   RETURN_IF_ERROR(ValidateSpec(spec));
-  ASSIGN_OR_RETURN(std::string command, jail::EncodeCommand(CommandFor(spec)));
+  jail::DeferredCommand deferred = CommandFor(spec);
+  // The init then waits for our SIGKILL after its report (EndEarly) instead of exiting.
+  deferred.hold_after_report = EarlyOutcome(spec, jail.cgroup, options);
+  ASSIGN_OR_RETURN(std::string command, jail::EncodeCommand(deferred));
   Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(options));
   RunOutcome outcome = NewOutcome(spec, jail.cgroup, options);
