@@ -76,6 +76,10 @@ class Cgroup {
   virtual Status AddProcess(pid_t pid) = 0;
 
   virtual Result<Stats> ReadStats() const = 0;
+  // From now on ReadStats() keeps the files it reads open and re-reads them: for a cgroup
+  // made ahead of its run (a pooled jail's), whose figures are read on the way to the
+  // answer. Reads them once now. Destroy() closes them.
+  virtual void KeepStatFilesOpen() = 0;
   // Pids of every process inside (all hierarchies, deduplicated).
   virtual Result<std::vector<pid_t>> Processes() const = 0;
 

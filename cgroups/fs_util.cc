@@ -51,7 +51,8 @@ std::map<std::string, int64_t> ParseKeyed(const std::string& text) {
   return out;
 }
 
-Result<std::optional<std::string>> ReadIfExists(const std::string& path) {
+Result<std::optional<std::string>> ReadIfExists(const std::string& path, StatFiles* files) {
+  if (files != nullptr) return files->Read(path);
   auto text = ReadFile(path);
   if (!text) {
     if (text.error().sys_errno() == ENOENT) return std::optional<std::string>();
@@ -60,8 +61,8 @@ Result<std::optional<std::string>> ReadIfExists(const std::string& path) {
   return std::optional<std::string>(std::move(*text));
 }
 
-Result<std::optional<int64_t>> ReadIntIfExists(const std::string& path) {
-  ASSIGN_OR_RETURN(auto text, ReadIfExists(path));
+Result<std::optional<int64_t>> ReadIntIfExists(const std::string& path, StatFiles* files) {
+  ASSIGN_OR_RETURN(auto text, ReadIfExists(path, files));
   if (!text) return std::optional<int64_t>();
   std::string t = Trim(*text);
   char* end = nullptr;
@@ -73,8 +74,9 @@ Result<std::optional<int64_t>> ReadIntIfExists(const std::string& path) {
   return std::optional<int64_t>(v);
 }
 
-Result<std::optional<std::map<std::string, int64_t>>> ReadKeyedIfExists(const std::string& path) {
-  ASSIGN_OR_RETURN(auto text, ReadIfExists(path));
+Result<std::optional<std::map<std::string, int64_t>>> ReadKeyedIfExists(const std::string& path,
+                                                                        StatFiles* files) {
+  ASSIGN_OR_RETURN(auto text, ReadIfExists(path, files));
   if (!text) return std::optional<std::map<std::string, int64_t>>();
   return std::optional<std::map<std::string, int64_t>>(ParseKeyed(*text));
 }

@@ -15,6 +15,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "cgroups/cgroup.h"
+#include "cgroups/stat_files.h"
 
 namespace corral::cgroups::internal {
 
@@ -59,11 +60,14 @@ std::vector<std::string> SplitWords(const std::string& s);
 // Lines whose value is not an integer are skipped.
 std::map<std::string, int64_t> ParseKeyed(const std::string& text);
 // Whole file, or nullopt when it does not exist (the kernel or controller lacks it).
-Result<std::optional<std::string>> ReadIfExists(const std::string& path);
+// Through `files` (kept open there, if it says so) when given.
+Result<std::optional<std::string>> ReadIfExists(const std::string& path,
+                                                StatFiles* files = nullptr);
 // One integer, or nullopt when the file does not exist.
-Result<std::optional<int64_t>> ReadIntIfExists(const std::string& path);
+Result<std::optional<int64_t>> ReadIntIfExists(const std::string& path, StatFiles* files = nullptr);
 // Parsed "key value" file, or nullopt when it does not exist.
-Result<std::optional<std::map<std::string, int64_t>>> ReadKeyedIfExists(const std::string& path);
+Result<std::optional<std::map<std::string, int64_t>>> ReadKeyedIfExists(const std::string& path,
+                                                                        StatFiles* files = nullptr);
 // Pids listed in a cgroup.procs file (missing file: none).
 Result<std::vector<pid_t>> ReadPids(const std::string& procs_path);
 // Pids in `dir` and every cgroup below it.

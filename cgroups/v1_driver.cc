@@ -205,35 +205,44 @@ Status V1Cgroup::AddProcess(pid_t pid) {
   return Ok();
 }
 
+void V1Cgroup::KeepStatFilesOpen() {
+  stat_files_.KeepOpen();
+  (void)ReadStats();
+}
+
 Result<Stats> V1Cgroup::ReadStats() const {
   Stats s;
   if (const std::string* dir = DirOf("memory")) {
     ASSIGN_OR_RETURN(s.memory_current_bytes,
-                     ReadIntIfExists(JoinPath(*dir, "memory.usage_in_bytes")));
+                     ReadIntIfExists(JoinPath(*dir, "memory.usage_in_bytes"), &stat_files_));
     ASSIGN_OR_RETURN(s.memory_peak_bytes,
-                     ReadIntIfExists(JoinPath(*dir, "memory.max_usage_in_bytes")));
-    ASSIGN_OR_RETURN(auto failcnt, ReadIntIfExists(JoinPath(*dir, "memory.failcnt")));
+                     ReadIntIfExists(JoinPath(*dir, "memory.max_usage_in_bytes"), &stat_files_));
+    ASSIGN_OR_RETURN(auto failcnt, ReadIntIfExists(JoinPath(*dir, "memory.failcnt"), &stat_files_));
     // With memsw limited the kernel charges memsw first, and a charge that fails there
     // never reaches the memory counter: then only memsw.failcnt counts the hits.
-    ASSIGN_OR_RETURN(auto memsw_failcnt, ReadIntIfExists(JoinPath(*dir, "memory.memsw.failcnt")));
-    ASSIGN_OR_RETURN(auto oom, ReadKeyedIfExists(JoinPath(*dir, "memory.oom_control")));
+    ASSIGN_OR_RETURN(auto memsw_failcnt,
+                     ReadIntIfExists(JoinPath(*dir, "memory.memsw.failcnt"), &stat_files_));
+    ASSIGN_OR_RETURN(auto oom,
+                     ReadKeyedIfExists(JoinPath(*dir, "memory.oom_control"), &stat_files_));
     if (oom) s.oom_kills = (*oom)["oom_kill"];
     // Some kernels (seen on 6.18) leave both failcnts at 0 even while OOM-killing at the
     // limit, so a peak at the limit or an OOM kill counts as a hit as well.
-    ASSIGN_OR_RETURN(auto limit, ReadIntIfExists(JoinPath(*dir, "memory.limit_in_bytes")));
+    ASSIGN_OR_RETURN(auto limit,
+                     ReadIntIfExists(JoinPath(*dir, "memory.limit_in_bytes"), &stat_files_));
     bool peak_at_limit = limit && s.memory_peak_bytes && *s.memory_peak_bytes >= *limit;
     s.memory_limit_hit = failcnt.value_or(0) > 0 || memsw_failcnt.value_or(0) > 0 ||
                          peak_at_limit || s.oom_kills > 0;
   }
   if (const std::string* dir = DirOf("cpuacct")) {
-    ASSIGN_OR_RETURN(auto user, ReadIntIfExists(JoinPath(*dir, "cpuacct.usage_user")));
-    ASSIGN_OR_RETURN(auto sys, ReadIntIfExists(JoinPath(*dir, "cpuacct.usage_sys")));
+    ASSIGN_OR_RETURN(auto user,
+                     ReadIntIfExists(JoinPath(*dir, "cpuacct.usage_user"), &stat_files_));
+    ASSIGN_OR_RETURN(auto sys, ReadIntIfExists(JoinPath(*dir, "cpuacct.usage_sys"), &stat_files_));
     if (user && sys) {
       s.cpu_user_usec = *user / 1000;  // ns
       s.cpu_system_usec = *sys / 1000;
     } else {
       // Older kernels: only cpuacct.stat, in USER_HZ ticks.
-      ASSIGN_OR_RETURN(auto stat, ReadKeyedIfExists(JoinPath(*dir, "cpuacct.stat")));
+      ASSIGN_OR_RETURN(auto stat, ReadKeyedIfExists(JoinPath(*dir, "cpuacct.stat"), &stat_files_));
       long hz = ::sysconf(_SC_CLK_TCK);
       if (stat && hz > 0 && stat->count("user") && stat->count("system")) {
         s.cpu_user_usec = (*stat)["user"] * 1000000 / hz;
@@ -242,9 +251,9 @@ Result<Stats> V1Cgroup::ReadStats() const {
     }
   }
   if (const std::string* dir = DirOf("pids")) {
-    ASSIGN_OR_RETURN(s.pids_current, ReadIntIfExists(JoinPath(*dir, "pids.current")));
-    ASSIGN_OR_RETURN(s.pids_peak, ReadIntIfExists(JoinPath(*dir, "pids.peak")));
-    ASSIGN_OR_RETURN(auto events, ReadKeyedIfExists(JoinPath(*dir, "pids.events")));
+    ASSIGN_OR_RETURN(s.pids_current, ReadIntIfExists(JoinPath(*dir, "pids.current"), &stat_files_));
+    ASSIGN_OR_RETURN(s.pids_peak, ReadIntIfExists(JoinPath(*dir, "pids.peak"), &stat_files_));
+    ASSIGN_OR_RETURN(auto events, ReadKeyedIfExists(JoinPath(*dir, "pids.events"), &stat_files_));
     if (events) s.pids_limit_hit = (*events)["max"] > 0;
   }
   return s;
@@ -310,6 +319,7 @@ Status V1Cgroup::KillAll() {
 Status V1Cgroup::Destroy() {
   if (destroyed_) return Ok();
   RETURN_IF_ERROR(KillAll());
+  stat_files_.Close();
   procs_fds_.clear();
   Status first;
   for (const auto& d : dirs_) {

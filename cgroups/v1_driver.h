@@ -12,6 +12,7 @@
 #include "cgroups/cgroup.h"
 #include "cgroups/internal.h"
 #include "cgroups/manager_base.h"
+#include "cgroups/stat_files.h"
 
 namespace corral::cgroups::internal {
 
@@ -49,6 +50,7 @@ class V1Cgroup : public Cgroup {
   std::vector<int> attach_fds() const override;
   Status AddProcess(pid_t pid) override;
   Result<Stats> ReadStats() const override;
+  void KeepStatFilesOpen() override;
   Result<std::vector<pid_t>> Processes() const override;
   Status SignalAll(int sig) override;
   Status KillAll() override;
@@ -76,6 +78,7 @@ class V1Cgroup : public Cgroup {
   FsHooks hooks_;
   bool released_ = false;
   bool destroyed_ = false;
+  mutable StatFiles stat_files_;  // ReadStats() reads through it
 };
 
 class V1Manager : public ManagerBase {

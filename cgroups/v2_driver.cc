@@ -133,23 +133,32 @@ Status V2Cgroup::AddProcess(pid_t pid) {
   return WriteFile(JoinPath(dir_, "cgroup.procs"), std::to_string(pid));
 }
 
+void V2Cgroup::KeepStatFilesOpen() {
+  stat_files_.KeepOpen();
+  (void)ReadStats();
+}
+
 Result<Stats> V2Cgroup::ReadStats() const {
   Stats s;
-  ASSIGN_OR_RETURN(s.memory_current_bytes, ReadIntIfExists(JoinPath(dir_, "memory.current")));
-  ASSIGN_OR_RETURN(s.memory_peak_bytes, ReadIntIfExists(JoinPath(dir_, "memory.peak")));
-  ASSIGN_OR_RETURN(auto mem_events, ReadKeyedIfExists(JoinPath(dir_, "memory.events")));
+  ASSIGN_OR_RETURN(s.memory_current_bytes,
+                   ReadIntIfExists(JoinPath(dir_, "memory.current"), &stat_files_));
+  ASSIGN_OR_RETURN(s.memory_peak_bytes,
+                   ReadIntIfExists(JoinPath(dir_, "memory.peak"), &stat_files_));
+  ASSIGN_OR_RETURN(auto mem_events,
+                   ReadKeyedIfExists(JoinPath(dir_, "memory.events"), &stat_files_));
   if (mem_events) {
     s.oom_kills = (*mem_events)["oom_kill"];
     s.memory_limit_hit = (*mem_events)["max"] > 0;
   }
-  ASSIGN_OR_RETURN(auto cpu, ReadKeyedIfExists(JoinPath(dir_, "cpu.stat")));
+  ASSIGN_OR_RETURN(auto cpu, ReadKeyedIfExists(JoinPath(dir_, "cpu.stat"), &stat_files_));
   if (cpu) {
     if (cpu->count("user_usec")) s.cpu_user_usec = (*cpu)["user_usec"];
     if (cpu->count("system_usec")) s.cpu_system_usec = (*cpu)["system_usec"];
   }
-  ASSIGN_OR_RETURN(s.pids_current, ReadIntIfExists(JoinPath(dir_, "pids.current")));
-  ASSIGN_OR_RETURN(s.pids_peak, ReadIntIfExists(JoinPath(dir_, "pids.peak")));
-  ASSIGN_OR_RETURN(auto pids_events, ReadKeyedIfExists(JoinPath(dir_, "pids.events")));
+  ASSIGN_OR_RETURN(s.pids_current, ReadIntIfExists(JoinPath(dir_, "pids.current"), &stat_files_));
+  ASSIGN_OR_RETURN(s.pids_peak, ReadIntIfExists(JoinPath(dir_, "pids.peak"), &stat_files_));
+  ASSIGN_OR_RETURN(auto pids_events,
+                   ReadKeyedIfExists(JoinPath(dir_, "pids.events"), &stat_files_));
   if (pids_events) s.pids_limit_hit = (*pids_events)["max"] > 0;
   return s;
 }
@@ -235,6 +244,7 @@ Status V2Cgroup::KillByFreezing() {
 Status V2Cgroup::Destroy() {
   if (destroyed_) return Ok();
   RETURN_IF_ERROR(KillAll());
+  stat_files_.Close();
   procs_fd_.Reset();
   dir_fd_.Reset();
   RETURN_IF_ERROR(RemoveTree(dir_, hooks_));

@@ -9,6 +9,7 @@
 
 #include "base/unique_fd.h"
 #include "cgroups/cgroup.h"
+#include "cgroups/stat_files.h"
 #include "cgroups/internal.h"
 #include "cgroups/manager_base.h"
 
@@ -35,6 +36,7 @@ class V2Cgroup : public Cgroup {
   std::vector<int> attach_fds() const override { return {procs_fd_.get()}; }
   Status AddProcess(pid_t pid) override;
   Result<Stats> ReadStats() const override;
+  void KeepStatFilesOpen() override;
   Result<std::vector<pid_t>> Processes() const override;
   Status SignalAll(int sig) override;
   Status KillAll() override;
@@ -60,6 +62,7 @@ class V2Cgroup : public Cgroup {
   FsHooks hooks_;
   bool released_ = false;
   bool destroyed_ = false;
+  mutable StatFiles stat_files_;  // ReadStats() reads through it
 };
 
 class V2Manager : public ManagerBase {

@@ -50,6 +50,12 @@ std::vector<std::string> Validate(const JailSpec& spec);
 // Validate() as one Status: kInvalidArgument listing every problem, one per line.
 Status ValidateSpec(const JailSpec& spec);
 
+// Only the fields a prepared jail takes from the run's spec (argv, env, workdir, timeout,
+// output limit: what JailPool's fit check ignores); the rest was validated with the spec
+// the jail was built from. Without Validate()'s host reads, which a pooled run cannot spare.
+std::vector<std::string> ValidateLateFields(const JailSpec& spec);
+Status ValidateLateFieldsSpec(const JailSpec& spec);
+
 // `--mount HOST:CONTAINER[:ro|rw]`; read-only unless `:rw`. Paths are checked by Validate.
 Result<MountSpec> ParseMountFlag(const std::string& flag);
 // `--env NAME=VALUE`; the value may be empty or contain '='. NAME is checked here.

@@ -351,12 +351,38 @@ std::vector<std::string> Validate(const JailSpec& spec) {
   return p.Take();
 }
 
-Status ValidateSpec(const JailSpec& spec) {
-  std::vector<std::string> problems = Validate(spec);
+std::vector<std::string> ValidateLateFields(const JailSpec& spec) {
+  Problems p;
+  CheckArgv(p, spec.argv);
+  CheckEnv(p, spec.env);
+  if (spec.workdir) {
+    if (std::string why = PathShapeProblem(*spec.workdir); !why.empty()) {
+      p.Add("workdir", why, Quote(*spec.workdir));
+    }
+  }
+  const LimitsSpec& l = spec.limits;
+  if (!(l.timeout_seconds >= 0) || !std::isfinite(l.timeout_seconds)) {
+    p.Add("limits.timeout", "must be 0 (none) or more seconds", FormatNumber(l.timeout_seconds));
+  }
+  if (l.output_limit_bytes < 1) {
+    p.Add("limits.output", "must be at least 1 byte", std::to_string(l.output_limit_bytes));
+  }
+  return p.Take();
+}
+
+namespace {
+
+Status AsStatus(const std::vector<std::string>& problems) {
   if (problems.empty()) return Ok();
   std::string text = "invalid configuration:";
   for (const auto& p : problems) text += "\n  " + p;
   return Error(ErrorCode::kInvalidArgument, text);
 }
+
+}  // namespace
+
+Status ValidateSpec(const JailSpec& spec) { return AsStatus(Validate(spec)); }
+
+Status ValidateLateFieldsSpec(const JailSpec& spec) { return AsStatus(ValidateLateFields(spec)); }
 
 }  // namespace corral::runtime

@@ -16,13 +16,13 @@ namespace corral::runtime {
 namespace {
 
 // The spec with what a prepared jail learns late (RunPrepared) cleared.
-std::string KeyOf(JailSpec spec) {
+JailSpec WithoutLateFields(JailSpec spec) {
   spec.argv.clear();
   spec.env.clear();
   spec.workdir.reset();
   spec.limits.timeout_seconds = 0;
   spec.limits.output_limit_bytes = 0;
-  return SpecToJson(spec);
+  return spec;
 }
 
 }  // namespace
@@ -44,7 +44,7 @@ Result<std::unique_ptr<JailPool>> JailPool::Create(const JailSpec& base, size_t 
 }
 
 JailPool::JailPool(JailSpec base, size_t size)
-    : base_(std::move(base)), base_key_(KeyOf(base_)), size_(size) {}
+    : base_(std::move(base)), base_key_(WithoutLateFields(base_)), size_(size) {}
 
 JailPool::~JailPool() {
   refill_.request_stop();
@@ -52,17 +52,18 @@ JailPool::~JailPool() {
   if (refill_.joinable()) refill_.join();
 }
 
-bool JailPool::Fits(const JailSpec& spec) const { return KeyOf(spec) == base_key_; }
+bool JailPool::Fits(const JailSpec& spec) const { return WithoutLateFields(spec) == base_key_; }
 
 std::optional<std::string> JailPool::Unfit(const JailSpec& spec) const {
-  std::string key = KeyOf(spec);
-  if (key != base_key_) {
+  JailSpec key = WithoutLateFields(spec);
+  if (!(key == base_key_)) {
     std::string where;
-    for (const auto& op : nlohmann::json::diff(nlohmann::json::parse(base_key_),
-                                               nlohmann::json::parse(key))) {
+    for (const auto& op : nlohmann::json::diff(nlohmann::json::parse(SpecToJson(base_key_)),
+                                               nlohmann::json::parse(SpecToJson(key)))) {
       if (!where.empty()) where += ", ";
       where += op.value("path", "?");
     }
+    if (where.empty()) where = "a field its JSON form does not show";
     return "differs from the pool's spec at " + where;
   }
   if (auto encoded = jail::EncodeCommand(CommandFor(spec)); !encoded) {
@@ -107,6 +108,10 @@ Status JailPool::WaitUntilFull() {
 Result<RunOutcome> JailPool::Run(const JailSpec& spec, const RunOptions& options) {
   // Checked before a jail is taken: RunPrepared consumes the jail it is given.
   if (Unfit(spec)) return RunJail(spec, options);
+  return RunFitting(spec, options);
+}
+
+Result<RunOutcome> JailPool::RunFitting(const JailSpec& spec, const RunOptions& options) {
   std::optional<PreparedJail> jail;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -46,6 +46,8 @@ class JailPool {
   // Runs `spec`'s command in a ready jail, or in one prepared now if none is ready; a spec
   // that does not fit (or a command too large to hand over) runs through RunJail.
   Result<RunOutcome> Run(const JailSpec& spec, const RunOptions& options);
+  // Run() for a spec the caller has found to fit (Unfit() was nullopt): no second check.
+  Result<RunOutcome> RunFitting(const JailSpec& spec, const RunOptions& options);
   // Blocks until `size` jails are ready, or the last preparation failed (returned).
   Status WaitUntilFull();
 
@@ -54,7 +56,7 @@ class JailPool {
   void RefillLoop(std::stop_token stop);
 
   const JailSpec base_;
-  const std::string base_key_;  // Fits() compares against this
+  const JailSpec base_key_;  // base_ without the late fields: Fits() compares against this
   const size_t size_;
   std::mutex mu_;
   std::condition_variable_any changed_;

@@ -313,6 +313,8 @@ Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox) {
   ASSIGN_OR_RETURN(UniqueFd init_pidfd, OpenInit(record));
   auto slot = std::make_unique<ExecSlot>();
   ASSIGN_OR_RETURN(slot->exec_cg, CreateExecCgroup(record, nullptr));
+  // Its figures are read on the way to the answer: the files are opened now.
+  if (slot->exec_cg) slot->exec_cg->KeepStatFilesOpen();
   JailSpec spec = record.spec;
   spec.argv = {"/bin/true"};  // planned without a command: it comes with the request
   ASSIGN_OR_RETURN(slot->plan, PlanExec(spec));

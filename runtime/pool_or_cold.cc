@@ -12,8 +12,8 @@ namespace corral::runtime {
 namespace {
 
 // `answer` from the server at `pool` (auto|SOCKET): the outcome, or nullopt to go cold.
-Result<std::optional<RunOutcome>> Pooled(const std::string& pool,
-                                         const std::function<Result<PoolAnswer>(const std::string&)>& ask) {
+Result<std::optional<RunOutcome>> Pooled(
+    const std::string& pool, const std::function<Result<PoolAnswer>(const std::string&)>& ask) {
   bool named = pool != "auto";
   ASSIGN_OR_RETURN(PoolAnswer answer, ask(named ? pool : DefaultPoolSocket()));
   if (answer.outcome) return std::move(answer.outcome);

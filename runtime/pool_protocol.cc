@@ -61,7 +61,8 @@ std::optional<T> Optional(const nlohmann::json& j, const char* key) {
 
 Status SendFrames(int socket_fd, const std::vector<std::string_view>& bodies,
                   const std::vector<int>& fds) {
-  if (fds.size() > kMaxFrameFds) return Error(ErrorCode::kInvalidArgument, "pool socket: too many fds");
+  if (fds.size() > kMaxFrameFds)
+    return Error(ErrorCode::kInvalidArgument, "pool socket: too many fds");
   std::vector<std::array<unsigned char, 4>> headers(bodies.size());
   std::vector<iovec> iov;
   for (size_t i = 0; i < bodies.size(); ++i) {
@@ -142,8 +143,8 @@ Result<std::string> ReceiveFrame(int socket_fd, std::vector<UniqueFd>* fds) {
       !ReceiveAll(socket_fd, reinterpret_cast<char*>(header) + n, sizeof header - n)) {
     return Error(ErrorCode::kIo, "pool socket: frame cut short");
   }
-  uint32_t size = header[0] | (header[1] << 8) | (header[2] << 16) |
-                  (static_cast<uint32_t>(header[3]) << 24);
+  uint32_t size =
+      header[0] | (header[1] << 8) | (header[2] << 16) | (static_cast<uint32_t>(header[3]) << 24);
   if (size > kMaxPoolFrameBytes) return Error(ErrorCode::kIo, "pool socket: frame too large");
   std::string body(size, '\0');
   if (!ReceiveAll(socket_fd, body.data(), size)) {
@@ -154,22 +155,22 @@ Result<std::string> ReceiveFrame(int socket_fd, std::vector<UniqueFd>* fds) {
 }
 
 std::string OutcomeToWire(const RunOutcome& o) {
-  nlohmann::json j = {{"status", static_cast<int>(o.status)},
-                      {"exit_code", o.exit_code},
-                      {"signal", OrNull(o.signal)},
-                      {"limit", o.limit ? nlohmann::json(static_cast<int>(*o.limit))
-                                        : nlohmann::json(nullptr)},
-                      {"wall_ms", o.wall_ms},
-                      {"cpu_user_ms", o.cpu_user_ms},
-                      {"cpu_system_ms", o.cpu_system_ms},
-                      {"memory_peak_bytes", OrNull(o.memory_peak_bytes)},
-                      {"pids_peak", OrNull(o.pids_peak)},
-                      {"captured", o.captured},
-                      {"stdout", StreamToJson(o.stdout_stream)},
-                      {"stderr", StreamToJson(o.stderr_stream)},
-                      {"interrupted_by", OrNull(o.interrupted_by)},
-                      {"pooled", o.pooled},
-                      {"warnings", o.warnings}};
+  nlohmann::json j = {
+      {"status", static_cast<int>(o.status)},
+      {"exit_code", o.exit_code},
+      {"signal", OrNull(o.signal)},
+      {"limit", o.limit ? nlohmann::json(static_cast<int>(*o.limit)) : nlohmann::json(nullptr)},
+      {"wall_ms", o.wall_ms},
+      {"cpu_user_ms", o.cpu_user_ms},
+      {"cpu_system_ms", o.cpu_system_ms},
+      {"memory_peak_bytes", OrNull(o.memory_peak_bytes)},
+      {"pids_peak", OrNull(o.pids_peak)},
+      {"captured", o.captured},
+      {"stdout", StreamToJson(o.stdout_stream)},
+      {"stderr", StreamToJson(o.stderr_stream)},
+      {"interrupted_by", OrNull(o.interrupted_by)},
+      {"pooled", o.pooled},
+      {"warnings", o.warnings}};
   if (o.setup_error) {
     j["setup_error"] = {{"step", static_cast<uint32_t>(o.setup_error->step)},
                         {"err", o.setup_error->err},
@@ -182,7 +183,8 @@ std::string OutcomeToWire(const RunOutcome& o) {
   } catch (const nlohmann::json::type_error&) {
     // Captured output is bytes and JSON strings must be UTF-8: binary output travels as
     // a byte array instead.
-    for (auto [key, stream] : {std::pair{"stdout", &o.stdout_stream}, {"stderr", &o.stderr_stream}}) {
+    for (auto [key, stream] :
+         {std::pair{"stdout", &o.stdout_stream}, {"stderr", &o.stderr_stream}}) {
       j[key]["text"] = nullptr;
       j[key]["raw"] = std::vector<uint8_t>(stream->text.begin(), stream->text.end());
     }
@@ -213,7 +215,8 @@ Result<RunOutcome> OutcomeFromWire(const std::string& text) {
     o.memory_peak_bytes = Optional<int64_t>(j, "memory_peak_bytes");
     o.pids_peak = Optional<int64_t>(j, "pids_peak");
     j.at("captured").get_to(o.captured);
-    for (auto [key, stream] : {std::pair{"stdout", &o.stdout_stream}, {"stderr", &o.stderr_stream}}) {
+    for (auto [key, stream] :
+         {std::pair{"stdout", &o.stdout_stream}, {"stderr", &o.stderr_stream}}) {
       const nlohmann::json& s = j.at(key);
       if (s.at("text").is_null()) {
         auto raw = s.at("raw").get<std::vector<uint8_t>>();
@@ -230,8 +233,9 @@ Result<RunOutcome> OutcomeFromWire(const std::string& text) {
     j.at("warnings").get_to(o.warnings);
     if (!j.at("setup_error").is_null()) {
       const nlohmann::json& e = j.at("setup_error");
-      o.setup_error = jail::SetupFailure{static_cast<jail::SetupStep>(e.at("step").get<uint32_t>()),
-                                         e.at("err").get<int>(), e.at("message").get<std::string>()};
+      o.setup_error =
+          jail::SetupFailure{static_cast<jail::SetupStep>(e.at("step").get<uint32_t>()),
+                             e.at("err").get<int>(), e.at("message").get<std::string>()};
     }
     return o;
   } catch (const nlohmann::json::exception& e) {

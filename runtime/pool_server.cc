@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "runtime/phase_trace.h"
 #include "runtime/pool_protocol.h"
 #include "runtime/runtime_dir.h"
 #include "runtime/sandbox_store.h"
@@ -249,10 +250,12 @@ void PoolServer::HandleRequest(int connection, const std::string& request,
 }
 
 void PoolServer::HandleRun(int connection, const RunOptions& options) {
+  PhaseTrace trace;
   auto spec_frame = ReceiveFrame(connection);
   if (!spec_frame) return ReplyError(connection, "request spec: " + spec_frame.error().message());
   auto spec = SpecFromJson(*spec_frame);
   if (!spec) return ReplyError(connection, "request spec: " + spec.error().message());
+  trace.Mark("spec");
   if (auto why = pool_->Unfit(*spec)) {
     return Reply(connection, {{"kind", "cold"}, {"reason", *why}});
   }
@@ -262,7 +265,8 @@ void PoolServer::HandleRun(int connection, const RunOptions& options) {
                                              std::to_string(kMaxPooledOutputBytes) +
                                              " bytes per stream does not fit a reply frame"}});
   }
-  auto outcome = pool_->Run(*spec, options);
+  trace.Mark("fit");
+  auto outcome = pool_->RunFitting(*spec, options);
   if (!outcome) ReplyError(connection, outcome.error().message());
 }
 

@@ -24,6 +24,8 @@ struct NamespaceSpec {
   bool ipc = true;
   bool net = true;
   bool cgroup = true;
+
+  bool operator==(const NamespaceSpec&) const = default;
 };
 
 // One extra bind mount (`mounts:` in config, `--mount`/`-v` on the command line).
@@ -31,6 +33,8 @@ struct MountSpec {
   std::string host_path;
   std::string container_path;
   bool read_only = true;
+
+  bool operator==(const MountSpec&) const = default;
 };
 
 struct LimitsSpec {
@@ -44,11 +48,15 @@ struct LimitsSpec {
   int64_t file_size_bytes = 1 * kGiB;       // RLIMIT_FSIZE
   int64_t open_files = 1024;                // RLIMIT_NOFILE
   double kill_grace_seconds = 2;            // SIGTERM -> SIGKILL on timeout
+
+  bool operator==(const LimitsSpec&) const = default;
 };
 
 struct CgroupSpec {
   std::string driver = "auto";  // auto | v2 | v1
   std::string parent = "corral";  // relative to each hierarchy's root, or absolute path
+
+  bool operator==(const CgroupSpec&) const = default;
 };
 
 // Everything that weakens isolation lives here and is logged when used.
@@ -57,6 +65,8 @@ struct UnsafeSpec {
   bool allow_missing_limits = false;  // run even if a cgroup limit cannot be applied
   bool allow_unconfined_seccomp = false;  // permits seccomp profile "unconfined"
   bool host_network = false;          // no network namespace (namespaces.net: false needs it)
+
+  bool operator==(const UnsafeSpec&) const = default;
 };
 
 struct JailSpec {
@@ -79,6 +89,8 @@ struct JailSpec {
   LimitsSpec limits;
   CgroupSpec cgroups;
   UnsafeSpec unsafe;
+
+  bool operator==(const JailSpec&) const = default;
 };
 
 }  // namespace corral::runtime

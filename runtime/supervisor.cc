@@ -156,8 +156,8 @@ RunOutcome NewOutcome(const JailSpec& spec, const JailCgroup& cg, const RunOptio
 
 Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   PhaseTrace trace;
-  RETURN_IF_ERROR(ValidateSpec(spec));
-  trace.Mark("validate");
+  // The jail was built from an already validated spec; only what this run adds is new.
+  RETURN_IF_ERROR(ValidateLateFieldsSpec(spec));
   Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(JailCgroup cg, CreateJailCgroup(spec));
   trace.Mark("cgroup");
@@ -180,6 +180,8 @@ Result<PreparedJail> PrepareJail(const JailSpec& spec) {
   RETURN_IF_ERROR(ValidateSpec(spec));
   PreparedJail jail;
   ASSIGN_OR_RETURN(jail.cgroup, CreateJailCgroup(spec));
+  // Its figures are read on the way to the answer: the files are opened now.
+  if (jail.cgroup.cgroup) jail.cgroup.cgroup->KeepStatFilesOpen();
   RETURN_IF_ERROR(PrepareHostDirs(spec));
   ASSIGN_OR_RETURN(jail.plan, Plan(spec));
   jail.plan.deferred_command = true;
@@ -194,7 +196,8 @@ Result<PreparedJail> PrepareJail(const JailSpec& spec) {
 Result<RunOutcome> RunPrepared(PreparedJail jail, const JailSpec& spec,
                                const RunOptions& options) {
   PhaseTrace trace;
-  RETURN_IF_ERROR(ValidateSpec(spec));
+  // The jail was built from an already validated spec; only what this run adds is new.
+  RETURN_IF_ERROR(ValidateLateFieldsSpec(spec));
   jail::DeferredCommand deferred = CommandFor(spec);
   // The init then waits for our SIGKILL after its report (EndEarly) instead of exiting.
   deferred.hold_after_report = EarlyOutcome(spec, jail.cgroup, options);

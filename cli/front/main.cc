@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   // A socket the user named must answer: the full CLI says so when it does not.
   bool unanswered = answer->cold_reason.rfind("no pool server", 0) == 0;
   if (fast->pool != "auto" && unanswered) return corral::cli::front::ExecFullCli(args);
-  if (DebugWanted()) std::fprintf(stderr, "corral: debug: not pooled: %s\n", answer->cold_reason.c_str());
+  if (DebugWanted())
+    std::fprintf(stderr, "corral: debug: not pooled: %s\n", answer->cold_reason.c_str());
   return corral::cli::front::ExecFullCli(corral::cli::front::WithPoolOff(args));
 }
