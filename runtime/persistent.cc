@@ -337,11 +337,12 @@ Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox) {
 }
 
 Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
-                                             const ExecRequest& request, std::string* unusable) {
+                                             const ExecRequest& request,
+                                             const SandboxRecord& current, std::string* unusable) {
   PhaseTrace trace;
   ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
-  auto record = store.Find(request.sandbox);
-  if (!record || record->id != slot->record.id) {
+  const SandboxRecord* record = &current;
+  if (record->id != slot->record.id) {
     *unusable = "the slot's sandbox is gone or was replaced";
     return std::optional<RunOutcome>();
   }

@@ -1,6 +1,7 @@
 #include "runtime/pool_server.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
@@ -244,6 +245,9 @@ void PoolServer::HandleRequest(int connection, const std::string& request,
   options.on_outcome = [&](const RunOutcome& outcome) {
     fds.clear();  // the client's stdio: a pipe reader waits for our copy to close too
     SendOutcome(connection, outcome);
+    // The client was just woken, often onto this CPU, where the teardown that follows
+    // could keep it waiting while the other CPU idles (seen: 0.8 ms on 2 vCPUs).
+    sched_yield();
   };
   if (op == "exec") return HandleExec(connection, options);
   HandleRun(connection, options);
@@ -296,7 +300,7 @@ void PoolServer::HandleExec(int connection, const RunOptions& options) {
   }
   request.io = options;  // answered before the exec's cgroup is removed
   std::string unusable;
-  auto outcome = ExecInSlot(std::move(slot), request, &unusable);
+  auto outcome = ExecInSlot(std::move(slot), request, *record, &unusable);
   RequestSlot(record->id);
   if (!outcome) return ReplyError(connection, outcome.error().message());
   if (!*outcome) return Reply(connection, {{"kind", "cold"}, {"reason", unusable}});
