@@ -29,8 +29,12 @@ int ExecFullCli(const std::vector<std::string>& args) {
   if (const char* env = std::getenv(kCliProgramEnv); env != nullptr && *env != '\0') {
     candidates.emplace_back(env);  // explicit: no silent fallback to another file
   } else {
+    // Next to this program (a build tree), then as installed relative to it (bin/ and
+    // libexec/corral/ under one prefix, wherever it was moved), then the configured prefix.
     if (size_t slash = self.rfind('/'); slash != std::string::npos) {
-      candidates.push_back(self.substr(0, slash) + "/corral-cli");
+      std::string dir = self.substr(0, slash);
+      candidates.push_back(dir + "/corral-cli");
+      candidates.push_back(dir + "/../libexec/corral/corral-cli");
     }
     candidates.emplace_back(CORRAL_CLI_INSTALL_PATH);
   }
