@@ -156,8 +156,8 @@ RunOutcome NewOutcome(const JailSpec& spec, const JailCgroup& cg, const RunOptio
 
 Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   PhaseTrace trace;
-  // The jail was built from an already validated spec; only what this run adds is new.
-  RETURN_IF_ERROR(ValidateLateFieldsSpec(spec));
+  RETURN_IF_ERROR(ValidateSpec(spec));
+  trace.Mark("validate");
   Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(JailCgroup cg, CreateJailCgroup(spec));
   trace.Mark("cgroup");

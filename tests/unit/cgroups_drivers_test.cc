@@ -345,6 +345,36 @@ TEST(CgroupsV1Test, ParsesStats) {
   EXPECT_FALSE(s->memory_limit_hit);
 }
 
+// A pooled jail's cgroup keeps its stat files open (KeepStatFilesOpen): each ReadStats
+// must still see what the files hold now, including files that appear later.
+TEST(CgroupsV1Test, StatFilesKeptOpenAreReadAfresh) {
+  FakeCgroupFs fs = ComountedV1();
+  auto mgr = MustCreate(fs.Options());
+  ASSERT_TRUE(mgr);
+  auto cg = mgr->CreateCgroup("k");
+  ASSERT_TRUE(cg);
+  const std::string mem = "/sys/fs/cgroup/memory/corral/k/";
+  const std::string pids = "/sys/fs/cgroup/pids/corral/k/";
+  fs.Write(mem + "memory.max_usage_in_bytes", "4096\n");
+  fs.Write(pids + "pids.current", "1\n");
+  (*cg)->KeepStatFilesOpen();
+  fs.Write(mem + "memory.max_usage_in_bytes", "123456789\n");  // longer than before
+  fs.Write(pids + "pids.current", "7\n");
+  fs.Write(pids + "pids.peak", "9\n");  // did not exist when the files were opened
+  auto s = (*cg)->ReadStats();
+  ASSERT_TRUE(s) << s.error().message();
+  EXPECT_EQ(s->memory_peak_bytes, 123456789);
+  EXPECT_EQ(s->pids_current, 7);
+  EXPECT_EQ(s->pids_peak, 9);
+  fs.Write(mem + "memory.max_usage_in_bytes", "5\n");  // shorter
+  fs.Write(pids + "pids.peak", "10\n");
+  s = (*cg)->ReadStats();
+  ASSERT_TRUE(s) << s.error().message();
+  EXPECT_EQ(s->memory_peak_bytes, 5);
+  EXPECT_EQ(s->pids_peak, 10);
+  ASSERT_TRUE((*cg)->Destroy());
+}
+
 TEST(CgroupsV1Test, NamesExistingAndInvalid) {
   FakeCgroupFs fs = ComountedV1();
   auto mgr = MustCreate(fs.Options());

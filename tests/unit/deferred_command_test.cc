@@ -54,6 +54,26 @@ TEST(DeferredCommand, RoundTripsArgvEnvPathWorkdirAndFds) {
   EXPECT_STREQ(view.workdir, "/mnt/user-data/workspace");
 }
 
+TEST(DeferredCommand, CarriesTheInitsHoldAfterReportFlag) {
+  for (bool hold : {false, true}) {
+    DeferredCommand c;
+    c.argv = {"true"};
+    c.hold_after_report = hold;
+    auto encoded = EncodeCommand(c);
+    ASSERT_TRUE(encoded) << encoded.error().message();
+    Pair p;
+    int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    ASSERT_GE(null_fd, 0);
+    ASSERT_TRUE(SendCommand(p.fd[0], *encoded, null_fd, null_fd, null_fd));
+    ::close(null_fd);
+    CommandView view;
+    int fds[3] = {-1, -1, -1};
+    ASSERT_TRUE(ReceiveCommand(p.fd[1], &view, fds));
+    for (int fd : fds) ::close(fd);
+    EXPECT_EQ(view.hold_after_report, hold);
+  }
+}
+
 TEST(DeferredCommand, RefusesWhatDoesNotFit) {
   DeferredCommand empty;
   EXPECT_FALSE(EncodeCommand(empty));
