@@ -151,9 +151,10 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
 
   auto init_program = OpenInitProgram();
   if (!init_program) {
-    spdlog::warn("{}; the sandbox's PID 1 stays a copy of corral (about 0.7 MiB more host "
-                 "memory per idle sandbox)",
-                 init_program.error().message());
+    spdlog::warn(
+        "{}; the sandbox's PID 1 stays a copy of corral (about 0.7 MiB more host "
+        "memory per idle sandbox)",
+        init_program.error().message());
   }
 
   jail::SpawnRequest spawn;
@@ -337,18 +338,17 @@ Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox) {
 }
 
 Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
-                                             const ExecRequest& request,
-                                             const SandboxRecord& current, std::string* unusable) {
+                                             const ExecRequest& request, std::string* unusable) {
   PhaseTrace trace;
   ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
-  const SandboxRecord* record = &current;
-  if (record->id != slot->record.id) {
-    *unusable = "the slot's sandbox is gone or was replaced";
-    return std::optional<RunOutcome>();
-  }
-  ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(record->name, /*shared=*/true));
+  const SandboxRecord* record = &slot->record;
+  // The shared lock first (as ExecInSandbox holds it), then the checks: `rm` kills the
+  // slot with the rest of the sandbox, and a sandbox created again under the name has
+  // another init (pid and start time), so a live slot whose init is the record's is in the
+  // sandbox the request names.
+  auto lock = store.Lock(record->name, /*shared=*/true);
   pollfd exited{slot->process.pidfd(), POLLIN, 0};
-  if (!InitAlive(*record) || ::poll(&exited, 1, 0) != 0) {
+  if (!lock || !InitAlive(*record) || ::poll(&exited, 1, 0) != 0) {
     *unusable = "the slot or its sandbox died";
     return std::optional<RunOutcome>();
   }
@@ -367,8 +367,7 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
   outcome.pooled = true;
   StopSources stops(request.io);
   // If this fails the slot is gone: its setup record, read while supervising, says why.
-  (void)slot->process.SendCommand(*encoded, io.child_stdin(), io.child_stdout(),
-                                  io.child_stderr());
+  (void)slot->process.SendCommand(*encoded, io.child_stdin(), io.child_stdout(), io.child_stderr());
   io.CloseChildEnds();
   trace.Mark("hand-off");
   auto result = SuperviseExec(slot->process, slot->exec_cg, io, spec, request.io, stops, start,

@@ -64,13 +64,11 @@ struct ExecSlot {
 };
 Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox);
 // Runs `request` (request.sandbox must name the slot's sandbox) in the slot, exactly as
-// ExecInSandbox would, hardening included. `current` is the sandbox's record as the
-// caller has just read it from the store. nullopt with *unusable set when the slot cannot
-// be used (its sandbox was removed or replaced, it died, the command is too large to hand
-// over): run the exec the normal way.
+// ExecInSandbox would, hardening included. nullopt with *unusable set when the slot cannot
+// be used (it died, or its sandbox did: removed, or replaced by one with a new init; the
+// command is too large to hand over): run the exec the normal way.
 Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
-                                             const ExecRequest& request,
-                                             const SandboxRecord& current, std::string* unusable);
+                                             const ExecRequest& request, std::string* unusable);
 
 // Kills everything inside, removes the cgroups and the record. The sandbox's mounts live
 // only in its mount namespace, which the kernel frees with its last process.

@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -33,9 +34,9 @@ Result<sockaddr_un> AddressOf(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof addr.sun_path) {
-    return Error(ErrorCode::kInvalidArgument,
-                 "pool socket path must be 1-" + std::to_string(sizeof addr.sun_path - 1) +
-                     " bytes: " + path);
+    return Error(ErrorCode::kInvalidArgument, "pool socket path must be 1-" +
+                                                  std::to_string(sizeof addr.sun_path - 1) +
+                                                  " bytes: " + path);
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   return addr;
@@ -92,8 +93,7 @@ Result<std::unique_ptr<PoolServer>> PoolServer::Start(const JailSpec& spec,
                                                       const PoolServerOptions& options) {
   std::unique_ptr<PoolServer> server(new PoolServer());
   server->socket_path_ = options.socket_path.empty() ? DefaultPoolSocket() : options.socket_path;
-  if (options.socket_path.empty() && ::mkdir(RuntimeDir().c_str(), 0700) != 0 &&
-      errno != EEXIST) {
+  if (options.socket_path.empty() && ::mkdir(RuntimeDir().c_str(), 0700) != 0 && errno != EEXIST) {
     return Error::FromErrno(errno, "mkdir " + RuntimeDir());
   }
   ASSIGN_OR_RETURN(server->listener_, Listen(server->socket_path_));
@@ -288,27 +288,32 @@ void PoolServer::HandleExec(int connection, const RunOptions& options) {
   } catch (const nlohmann::json::exception& e) {
     return ReplyError(connection, std::string("exec request: ") + e.what());
   }
-  auto store = SandboxStore::Open();
-  auto record = store ? store->Find(request.sandbox) : Result<SandboxRecord>(store.error());
-  if (!record) {  // the normal exec says what is wrong, in its own words
-    return Reply(connection, {{"kind", "cold"}, {"reason", record.error().message()}});
-  }
-  std::unique_ptr<ExecSlot> slot = TakeSlot(record->id);
+  // A slot ready for this sandbox (by name or id) is used without reading the store:
+  // ExecInSlot checks that the sandbox it was made for still lives, with the same init.
+  std::unique_ptr<ExecSlot> slot = TakeSlot(request.sandbox);
   if (!slot) {
+    auto store = SandboxStore::Open();
+    auto record = store ? store->Find(request.sandbox) : Result<SandboxRecord>(store.error());
+    if (!record) {  // the normal exec says what is wrong, in its own words
+      return Reply(connection, {{"kind", "cold"}, {"reason", record.error().message()}});
+    }
     RequestSlot(record->id);
     return Reply(connection, {{"kind", "cold"}, {"reason", "no exec slot ready for this sandbox"}});
   }
+  std::string sandbox_id = slot->record.id;
   request.io = options;  // answered before the exec's cgroup is removed
   std::string unusable;
-  auto outcome = ExecInSlot(std::move(slot), request, *record, &unusable);
-  RequestSlot(record->id);
+  auto outcome = ExecInSlot(std::move(slot), request, &unusable);
+  RequestSlot(sandbox_id);
   if (!outcome) return ReplyError(connection, outcome.error().message());
   if (!*outcome) return Reply(connection, {{"kind", "cold"}, {"reason", unusable}});
 }
 
-std::unique_ptr<ExecSlot> PoolServer::TakeSlot(const std::string& sandbox_id) {
+std::unique_ptr<ExecSlot> PoolServer::TakeSlot(const std::string& name_or_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = slots_.find(sandbox_id);
+  auto it = std::find_if(slots_.begin(), slots_.end(), [&](const auto& entry) {
+    return entry.first == name_or_id || entry.second->record.name == name_or_id;
+  });
   if (it == slots_.end()) return nullptr;
   std::unique_ptr<ExecSlot> slot = std::move(it->second);
   slots_.erase(it);

@@ -70,7 +70,7 @@ class PoolServer {
   void HandleExec(int connection, const RunOptions& options);
   // Exec slots: taken by HandleExec, prepared by the slot thread (whose children they
   // are, so that their parent-death signal outlives any connection).
-  std::unique_ptr<ExecSlot> TakeSlot(const std::string& sandbox_id);
+  std::unique_ptr<ExecSlot> TakeSlot(const std::string& name_or_id);
   void RequestSlot(const std::string& sandbox_id);
   void SlotLoop(std::stop_token stop);
 

@@ -223,6 +223,24 @@ TEST_F(PoolServerTest, RemovingASandboxWithAWaitingSlotLeavesNothing) {
   EXPECT_EQ(after->exit_code, 0) << after->Describe();
 }
 
+// Slots are found by the name in the request: one left from a removed sandbox must not
+// serve a new sandbox created under the same name.
+TEST_F(PoolServerTest, ASandboxCreatedAgainUnderItsNameIsNotServedByTheOldSlot) {
+  const std::string name = "pool-again-" + std::to_string(::getpid());
+  {
+    PooledSandbox first(name);
+    auto run = RunCorral({"exec", "--pool", socket_, name, "--", "sh", "-c", "echo old > /tmp/mark"});
+    ASSERT_TRUE(run && run->exit_code == 0) << (run ? run->Describe() : run.error().message());
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the slot gets prepared
+  }
+  PooledSandbox second(name);
+  auto again = RunJailed(CorralBinary(), {"exec", "--json", "--pool", socket_, name, "--", "sh",
+                                          "-c", "cat /tmp/mark 2>/dev/null || echo fresh"});
+  ASSERT_TRUE(again) << again.error().message();
+  EXPECT_EQ(again->outcome["stdout"], "fresh\n") << again->Describe();
+  EXPECT_FALSE(again->outcome.contains("pooled")) << "the old slot died with its sandbox";
+}
+
 // The `corral` program serves the plainest run and exec itself (cli/front): with the full
 // CLI made unreachable they still work, and anything else fails for want of it.
 TEST_F(PoolServerTest, TheFrontServesPlainRunsAndExecsWithoutTheFullCli) {
