@@ -163,6 +163,24 @@ void CheckEnv(Problems& p, const std::vector<std::pair<std::string, std::string>
   }
 }
 
+// The checks of the fields a prepared jail takes from each run (see ValidateLateFields):
+// shared by the full validation and the per-run one.
+void CheckWorkdir(Problems& p, const std::optional<std::string>& workdir) {
+  if (!workdir) return;
+  if (std::string why = PathShapeProblem(*workdir); !why.empty()) {
+    p.Add("workdir", why, Quote(*workdir));
+  }
+}
+
+void CheckTimeoutAndOutput(Problems& p, const LimitsSpec& l) {
+  if (!(l.timeout_seconds >= 0) || !std::isfinite(l.timeout_seconds)) {
+    p.Add("limits.timeout", "must be 0 (none) or more seconds", FormatNumber(l.timeout_seconds));
+  }
+  if (l.output_limit_bytes < 1) {
+    p.Add("limits.output", "must be at least 1 byte", std::to_string(l.output_limit_bytes));
+  }
+}
+
 void CheckDirs(Problems& p, const JailSpec& spec) {
   if (spec.rootfs) {
     if (*spec.rootfs == "/") {
@@ -179,11 +197,7 @@ void CheckDirs(Problems& p, const JailSpec& spec) {
   for (const auto& [field, dir] : dirs) {
     if (*dir) CheckHostPath(p, field, **dir, HostKind::kDirectory);
   }
-  if (spec.workdir) {
-    if (std::string why = PathShapeProblem(*spec.workdir); !why.empty()) {
-      p.Add("workdir", why, Quote(*spec.workdir));
-    }
-  }
+  CheckWorkdir(p, spec.workdir);
 }
 
 void CheckMounts(Problems& p, const std::vector<MountSpec>& mounts) {
@@ -282,15 +296,11 @@ void CheckLimits(Problems& p, const LimitsSpec& l) {
   }
   at_least("limits.pids", l.pids, 2, std::to_string(l.pids),
            "2, for corral's init and the command");
-  if (!(l.timeout_seconds >= 0) || !std::isfinite(l.timeout_seconds)) {
-    p.Add("limits.timeout", "must be 0 (none) or more seconds", FormatNumber(l.timeout_seconds));
-  }
+  CheckTimeoutAndOutput(p, l);
   if (l.cpu_time_seconds) {
     at_least("limits.cpu_time", *l.cpu_time_seconds, 1, std::to_string(*l.cpu_time_seconds),
              "1 second");
   }
-  at_least("limits.output", l.output_limit_bytes, 1, std::to_string(l.output_limit_bytes),
-           "1 byte");
   at_least("limits.tmp_size", l.tmp_size_bytes, kMiB, std::to_string(l.tmp_size_bytes), "1 MiB");
   at_least("limits.file_size", l.file_size_bytes, 1, std::to_string(l.file_size_bytes), "1 byte");
   at_least("limits.open_files", l.open_files, 16, std::to_string(l.open_files), "16");
@@ -355,18 +365,8 @@ std::vector<std::string> ValidateLateFields(const JailSpec& spec) {
   Problems p;
   CheckArgv(p, spec.argv);
   CheckEnv(p, spec.env);
-  if (spec.workdir) {
-    if (std::string why = PathShapeProblem(*spec.workdir); !why.empty()) {
-      p.Add("workdir", why, Quote(*spec.workdir));
-    }
-  }
-  const LimitsSpec& l = spec.limits;
-  if (!(l.timeout_seconds >= 0) || !std::isfinite(l.timeout_seconds)) {
-    p.Add("limits.timeout", "must be 0 (none) or more seconds", FormatNumber(l.timeout_seconds));
-  }
-  if (l.output_limit_bytes < 1) {
-    p.Add("limits.output", "must be at least 1 byte", std::to_string(l.output_limit_bytes));
-  }
+  CheckWorkdir(p, spec.workdir);
+  CheckTimeoutAndOutput(p, spec.limits);
   return p.Take();
 }
 

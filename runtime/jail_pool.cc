@@ -15,7 +15,8 @@ namespace corral::runtime {
 
 namespace {
 
-// The spec with what a prepared jail learns late (RunPrepared) cleared.
+// The spec with what a prepared jail learns late (RunPrepared) cleared: the same fields
+// RunPrepared validates per run (ValidateLateFields, runtime/config.h).
 JailSpec WithoutLateFields(JailSpec spec) {
   spec.argv.clear();
   spec.env.clear();

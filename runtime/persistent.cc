@@ -341,26 +341,26 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
                                              const ExecRequest& request, std::string* unusable) {
   PhaseTrace trace;
   ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
-  const SandboxRecord* record = &slot->record;
+  const SandboxRecord& record = slot->record;
   // The shared lock first (as ExecInSandbox holds it), then the checks: `rm` kills the
   // slot with the rest of the sandbox, and a sandbox created again under the name has
   // another init (pid and start time), so a live slot whose init is the record's is in the
   // sandbox the request names.
-  auto lock = store.Lock(record->name, /*shared=*/true);
+  auto lock = store.Lock(record.name, /*shared=*/true);
   pollfd exited{slot->process.pidfd(), POLLIN, 0};
-  if (!lock || !InitAlive(*record) || ::poll(&exited, 1, 0) != 0) {
+  if (!lock || !InitAlive(record) || ::poll(&exited, 1, 0) != 0) {
     *unusable = "the slot or its sandbox died";
     return std::optional<RunOutcome>();
   }
   if (request.argv.empty()) return Error(ErrorCode::kInvalidArgument, "exec: no command given");
-  JailSpec spec = ExecSpec(*record, request);
+  JailSpec spec = ExecSpec(record, request);
   auto encoded = jail::EncodeCommand(CommandFor(spec));
   if (!encoded) {
     *unusable = encoded.error().message();
     return std::optional<RunOutcome>();
   }
   Clock::time_point start = Clock::now();
-  (void)store.TouchLastUsed(record->name);
+  (void)store.TouchLastUsed(record.name);
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
   RunOutcome outcome;
   outcome.captured = request.io.capture_output;

@@ -1,12 +1,12 @@
 // jail/command: the message that hands a prepared jail its command.
-#include "jail/command.h"
-
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <string>
+
+#include "jail/command.h"
 
 namespace corral::jail {
 namespace {
@@ -20,21 +20,29 @@ struct Pair {
   int fd[2];
 };
 
+// Encodes `c`, sends it with one /dev/null fd (*sent_fd, still open, the caller's to close)
+// as stdin, stdout and stderr, and receives it into *view; the received fds go to fds[0..2].
+void RoundTrip(const Pair& p, const DeferredCommand& c, CommandView* view, int fds[3],
+               int* sent_fd) {
+  auto encoded = EncodeCommand(c);
+  ASSERT_TRUE(encoded) << encoded.error().message();
+  *sent_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  ASSERT_GE(*sent_fd, 0);
+  ASSERT_TRUE(SendCommand(p.fd[0], *encoded, *sent_fd, *sent_fd, *sent_fd));
+  ASSERT_TRUE(ReceiveCommand(p.fd[1], view, fds));
+}
+
 TEST(DeferredCommand, RoundTripsArgvEnvPathWorkdirAndFds) {
   DeferredCommand c;
   c.argv = {"sh", "-c", "echo 'a b'", ""};
   c.envp = {"PATH=/usr/bin:/bin", "X="};
   c.path_dirs = {"/usr/bin", "/bin"};
   c.workdir = "/mnt/user-data/workspace";
-  auto encoded = EncodeCommand(c);
-  ASSERT_TRUE(encoded) << encoded.error().message();
   Pair p;
-  int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  ASSERT_GE(null_fd, 0);
-  ASSERT_TRUE(SendCommand(p.fd[0], *encoded, null_fd, null_fd, null_fd));
   CommandView view;
   int fds[3] = {-1, -1, -1};
-  ASSERT_TRUE(ReceiveCommand(p.fd[1], &view, fds));
+  int null_fd = -1;
+  ASSERT_NO_FATAL_FAILURE(RoundTrip(p, c, &view, fds, &null_fd));
   for (int fd : fds) {
     EXPECT_GE(fd, 0);
     EXPECT_NE(fd, null_fd) << "a received fd is a new descriptor";
@@ -59,17 +67,13 @@ TEST(DeferredCommand, CarriesTheInitsHoldAfterReportFlag) {
     DeferredCommand c;
     c.argv = {"true"};
     c.hold_after_report = hold;
-    auto encoded = EncodeCommand(c);
-    ASSERT_TRUE(encoded) << encoded.error().message();
     Pair p;
-    int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    ASSERT_GE(null_fd, 0);
-    ASSERT_TRUE(SendCommand(p.fd[0], *encoded, null_fd, null_fd, null_fd));
-    ::close(null_fd);
     CommandView view;
     int fds[3] = {-1, -1, -1};
-    ASSERT_TRUE(ReceiveCommand(p.fd[1], &view, fds));
+    int null_fd = -1;
+    ASSERT_NO_FATAL_FAILURE(RoundTrip(p, c, &view, fds, &null_fd));
     for (int fd : fds) ::close(fd);
+    ::close(null_fd);
     EXPECT_EQ(view.hold_after_report, hold);
   }
 }
