@@ -3,37 +3,19 @@
 #include <poll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 
 #include <cerrno>
-#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "runtime/phase_trace.h"
 #include "runtime/pool_protocol.h"
+#include "runtime/pool_socket.h"
 #include "runtime/signal_guard.h"
 #include "runtime/spec_json.h"
 
 namespace corral::runtime {
 
 namespace {
-
-// nullopt: nobody serves there (no such socket file, or a stale one).
-Result<std::optional<UniqueFd>> Connect(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) {
-    return Error(ErrorCode::kInvalidArgument, "pool socket path too long: " + path);
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) return Error::FromErrno(errno, "socket");
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    return std::optional<UniqueFd>(std::move(fd));
-  }
-  if (errno == ENOENT || errno == ECONNREFUSED) return std::optional<UniqueFd>();
-  return Error::FromErrno(errno, "connect " + path);
-}
 
 Result<nlohmann::json> ParseReply(const std::string& frame) {
   nlohmann::json reply = nlohmann::json::parse(frame, nullptr, false);
@@ -84,7 +66,7 @@ Result<PoolAnswer> Ask(const std::string& socket_path, const char* op, const Run
                        const std::string& body) {
   PhaseTrace trace;
   PoolAnswer answer;
-  ASSIGN_OR_RETURN(std::optional<UniqueFd> connection, Connect(socket_path));
+  ASSIGN_OR_RETURN(std::optional<UniqueFd> connection, ConnectToPoolSocket(socket_path));
   trace.Mark("pool connect");
   if (!connection) {
     answer.cold_reason = "no pool server at " + socket_path;
@@ -135,7 +117,7 @@ Result<PoolAnswer> ExecInPool(const std::string& socket_path, const ExecRequest&
 }
 
 Status WaitForPoolReady(const std::string& socket_path) {
-  ASSIGN_OR_RETURN(std::optional<UniqueFd> connection, Connect(socket_path));
+  ASSIGN_OR_RETURN(std::optional<UniqueFd> connection, ConnectToPoolSocket(socket_path));
   if (!connection) return Error(ErrorCode::kNotFound, "no pool server at " + socket_path);
   RETURN_IF_ERROR(SendRequest(connection->get(), {R"({"op":"wait_ready"})"}, {}));
   ASSIGN_OR_RETURN(std::string frame, ReceiveFrame(connection->get()));

@@ -7,17 +7,16 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "runtime/phase_trace.h"
 #include "runtime/pool_protocol.h"
+#include "runtime/pool_socket.h"
 #include "runtime/runtime_dir.h"
 #include "runtime/sandbox_store.h"
 #include "runtime/spec_json.h"
@@ -29,37 +28,6 @@ namespace {
 constexpr int kRequestTimeoutSeconds = 5;  // a client that connects and says nothing
 // Two captured streams of this size, JSON-escaped (or as byte arrays), fit a reply frame.
 constexpr int64_t kMaxPooledOutputBytes = 16 * 1024 * 1024;
-
-Result<sockaddr_un> AddressOf(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof addr.sun_path) {
-    return Error(ErrorCode::kInvalidArgument, "pool socket path must be 1-" +
-                                                  std::to_string(sizeof addr.sun_path - 1) +
-                                                  " bytes: " + path);
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  return addr;
-}
-
-// The socket file, 0600. An existing file is replaced only if nobody answers on it.
-Result<UniqueFd> Listen(const std::string& path) {
-  ASSIGN_OR_RETURN(sockaddr_un addr, AddressOf(path));
-  UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (::connect(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    return Error(ErrorCode::kAlreadyExists, "another corral pool already serves " + path);
-  }
-  if (errno == ECONNREFUSED) ::unlink(path.c_str());  // stale: its server is gone
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd) return Error::FromErrno(errno, "socket");
-  mode_t old_mask = ::umask(0177);
-  int rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  int bind_errno = errno;
-  ::umask(old_mask);
-  if (rc != 0) return Error::FromErrno(bind_errno, "bind " + path);
-  if (::listen(fd.get(), 128) != 0) return Error::FromErrno(errno, "listen " + path);
-  return fd;
-}
 
 void Reply(int connection, const nlohmann::json& reply) {
   if (auto st = SendFrame(connection, reply.dump()); !st) {
@@ -96,7 +64,7 @@ Result<std::unique_ptr<PoolServer>> PoolServer::Start(const JailSpec& spec,
   if (options.socket_path.empty() && ::mkdir(RuntimeDir().c_str(), 0700) != 0 && errno != EEXIST) {
     return Error::FromErrno(errno, "mkdir " + RuntimeDir());
   }
-  ASSIGN_OR_RETURN(server->listener_, Listen(server->socket_path_));
+  ASSIGN_OR_RETURN(server->listener_, ListenOnPoolSocket(server->socket_path_));
   server->stop_event_.Reset(::eventfd(0, EFD_CLOEXEC));
   if (!server->stop_event_) return Error::FromErrno(errno, "eventfd");
   struct stat st {};

@@ -38,7 +38,8 @@ class PoolServerTest : public JailTest {
     for (int i = 0; i < 500 && ::stat(socket_.c_str(), &st) != 0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    ASSERT_TRUE(runtime::WaitForPoolReady(socket_)) << "pool server did not come up";
+    Status ready = runtime::WaitForPoolReady(socket_);
+    ASSERT_TRUE(ready) << "pool server did not come up: " << ready.error().message();
   }
 
   void TearDown() override { EXPECT_EQ(StopServer(), 0); }
