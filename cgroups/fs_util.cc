@@ -142,24 +142,25 @@ Status EnsureDir(const std::string& path, const FsHooks& hooks) {
   return made;
 }
 
+Result<bool> RemoveIfEmpty(const std::string& dir, const FsHooks& hooks) {
+  int err = 0;
+  if (hooks.rmdir) {
+    Status st = hooks.rmdir(dir);
+    err = st ? 0 : st.error().sys_errno();
+    if (!st && err == 0) return st.error();
+  } else if (::rmdir(dir.c_str()) != 0) {
+    err = errno;
+  }
+  if (err == 0 || err == ENOENT) return true;
+  if (err == EBUSY || err == ENOTEMPTY) return false;
+  return Error::FromErrno(err, "removing cgroup " + dir);
+}
+
 Status RemoveTree(const std::string& dir, const FsHooks& hooks) {
   ASSIGN_OR_RETURN(auto children, ListSubdirs(dir));
   for (const auto& c : children) RETURN_IF_ERROR(RemoveTree(JoinPath(dir, c), hooks));
-  auto removed = WaitUntil(
-      [&]() -> Result<bool> {
-        int err = 0;
-        if (hooks.rmdir) {
-          Status st = hooks.rmdir(dir);
-          err = st ? 0 : st.error().sys_errno();
-          if (!st && err == 0) return st.error();
-        } else if (::rmdir(dir.c_str()) != 0) {
-          err = errno;
-        }
-        if (err == 0 || err == ENOENT) return true;
-        if (err == EBUSY) return false;
-        return Error::FromErrno(err, "removing cgroup " + dir);
-      },
-      std::chrono::milliseconds(1000));
+  auto removed = WaitUntil([&] { return RemoveIfEmpty(dir, hooks); },
+                           std::chrono::milliseconds(1000));
   if (!removed) return removed.error();
   if (!*removed) {
     return Error(ErrorCode::kIo, "removing cgroup " + dir + ": still busy after 1 s", EBUSY);

@@ -87,6 +87,9 @@ Status EnsureDir(const std::string& path, const FsHooks& hooks);
 // rmdir of `dir` and every cgroup below it, children first; a missing dir is fine.
 // Retries EBUSY for a short while (a cgroup can read empty just before rmdir accepts it).
 Status RemoveTree(const std::string& dir, const FsHooks& hooks);
+// One rmdir of `dir`: true if it is gone (or was), false if busy (tasks or child cgroups
+// in it), an error otherwise.
+Result<bool> RemoveIfEmpty(const std::string& dir, const FsHooks& hooks);
 Result<UniqueFd> OpenPath(const std::string& path, int flags);
 // Polls `done` (with growing sleeps) until true, it fails, or `timeout` passes.
 // Returns whether it became true.

@@ -318,8 +318,10 @@ Status V1Cgroup::KillAll() {
 
 Status V1Cgroup::Destroy() {
   if (destroyed_) return Ok();
-  RETURN_IF_ERROR(KillAll());
   stat_files_.Close();
+  RETURN_IF_ERROR(RemoveIfEmptyFirst());
+  if (destroyed_) return Ok();
+  RETURN_IF_ERROR(KillAll());
   procs_fds_.clear();
   Status first;
   for (const auto& d : dirs_) {
@@ -327,6 +329,20 @@ Status V1Cgroup::Destroy() {
     if (!removed && first) first = removed;
   }
   RETURN_IF_ERROR(first);
+  destroyed_ = true;
+  return Ok();
+}
+
+// Most cgroups are empty when destroyed (a one-shot jail's PID namespace died with its
+// init): one rmdir per hierarchy then, and no reading of cgroup.procs everywhere and
+// killing. The first busy directory (tasks, or child cgroups) leaves the rest, removed or
+// not, to KillAll and RemoveTree, which take a directory already gone for an empty one.
+Status V1Cgroup::RemoveIfEmptyFirst() {
+  for (const auto& d : dirs_) {
+    ASSIGN_OR_RETURN(bool removed, RemoveIfEmpty(d.dir, hooks_));
+    if (!removed) return Ok();
+  }
+  procs_fds_.clear();
   destroyed_ = true;
   return Ok();
 }

@@ -243,11 +243,14 @@ Status V2Cgroup::KillByFreezing() {
 
 Status V2Cgroup::Destroy() {
   if (destroyed_) return Ok();
-  RETURN_IF_ERROR(KillAll());
   stat_files_.Close();
+  // Most cgroups are empty by now (a one-shot jail's PID namespace died with its init):
+  // one rmdir, and the kill (and the wait for cgroup.procs to read empty) only if busy.
+  ASSIGN_OR_RETURN(bool removed, RemoveIfEmpty(dir_, hooks_));
+  if (!removed) RETURN_IF_ERROR(KillAll());
   procs_fd_.Reset();
   dir_fd_.Reset();
-  RETURN_IF_ERROR(RemoveTree(dir_, hooks_));
+  if (!removed) RETURN_IF_ERROR(RemoveTree(dir_, hooks_));
   destroyed_ = true;
   return Ok();
 }

@@ -20,26 +20,34 @@ cgroups::ManagerOptions ManagerOptionsFor(const CgroupSpec& cgroups) {
   return options;
 }
 
-Result<JailCgroup> CreateJailCgroup(const JailSpec& spec) {
-  JailCgroup result;
-  bool allow_missing = spec.unsafe.allow_missing_limits;
+Result<CgroupParent> OpenCgroupParent(const JailSpec& spec) {
+  CgroupParent parent;
   auto manager = cgroups::CgroupManager::Create(ManagerOptionsFor(spec.cgroups));
   if (!manager) {
-    if (!allow_missing) {
+    if (!spec.unsafe.allow_missing_limits) {
       return manager.error().WithContext(
           "cannot enforce memory/cpu/pids limits (set unsafe.allow_missing_limits to run "
           "without them)");
     }
-    result.warnings.push_back("running WITHOUT cgroup limits: " + manager.error().message());
-    return result;
+    parent.warnings.push_back("running WITHOUT cgroup limits: " + manager.error().message());
+    return parent;
   }
-  result.manager = std::move(*manager);
-  if (auto reaped = result.manager->ReapOrphans(); reaped && !reaped->empty()) {
+  parent.manager = std::move(*manager);
+  if (auto reaped = parent.manager->ReapOrphans(); reaped && !reaped->empty()) {
     spdlog::info("removed {} cgroup(s) left by crashed corral runs", reaped->size());
   }
+  return parent;
+}
+
+Result<JailCgroup> CreateJailCgroup(const JailSpec& spec, const CgroupParent& parent) {
+  JailCgroup result;
+  result.warnings = parent.warnings;
+  if (!parent.manager) return result;
+  result.manager = parent.manager;
   auto cgroup = result.manager->CreateCgroup(cgroups::CgroupManager::OneShotName());
   if (!cgroup) return cgroup.error().WithContext("creating the run's cgroup");
   result.cgroup = std::move(*cgroup);
+  bool allow_missing = spec.unsafe.allow_missing_limits;
   auto warnings = result.cgroup->ApplyLimits(CgroupLimitsFor(spec.limits), allow_missing);
   if (!warnings) {
     return warnings.error().WithContext(
@@ -49,6 +57,11 @@ Result<JailCgroup> CreateJailCgroup(const JailSpec& spec) {
   for (auto& w : *warnings) result.warnings.push_back(std::move(w));
   result.attach_warmup = result.manager->WarmUpAttach();
   return result;
+}
+
+Result<JailCgroup> CreateJailCgroup(const JailSpec& spec) {
+  ASSIGN_OR_RETURN(CgroupParent parent, OpenCgroupParent(spec));
+  return CreateJailCgroup(spec, parent);
 }
 
 }  // namespace corral::runtime

@@ -32,8 +32,8 @@ Result<std::unique_ptr<JailPool>> JailPool::Create(const JailSpec& base, size_t 
   if (size == 0) return Error(ErrorCode::kInvalidArgument, "jail pool: size must be at least 1");
   JailSpec checked = base;
   if (checked.argv.empty()) checked.argv = {"/bin/true"};  // the pool's spec has no command
-  RETURN_IF_ERROR(ValidateSpec(checked));
-  std::unique_ptr<JailPool> pool(new JailPool(std::move(checked), size));
+  ASSIGN_OR_RETURN(JailBlueprint blueprint, MakeBlueprint(checked));
+  std::unique_ptr<JailPool> pool(new JailPool(std::move(blueprint), size));
   // Every signal blocked in the refill thread: a SIGINT meant for a supervisor's signalfd
   // must not land there.
   sigset_t all, old;
@@ -44,8 +44,10 @@ Result<std::unique_ptr<JailPool>> JailPool::Create(const JailSpec& base, size_t 
   return pool;
 }
 
-JailPool::JailPool(JailSpec base, size_t size)
-    : base_(std::move(base)), base_key_(WithoutLateFields(base_)), size_(size) {}
+JailPool::JailPool(JailBlueprint blueprint, size_t size)
+    : blueprint_(std::move(blueprint)),
+      base_key_(WithoutLateFields(blueprint_.spec)),
+      size_(size) {}
 
 JailPool::~JailPool() {
   refill_.request_stop();
@@ -85,7 +87,7 @@ void JailPool::RefillLoop(std::stop_token stop) {
       continue;
     }
     lock.unlock();
-    auto jail = PrepareJail(base_);
+    auto jail = PrepareJail(blueprint_);
     lock.lock();
     if (jail) {
       ready_.push_back(std::move(*jail));
@@ -130,7 +132,7 @@ Result<RunOutcome> JailPool::RunFitting(const JailSpec& spec, const RunOptions& 
     changed_.notify_all();
   });
   if (!jail) {
-    ASSIGN_OR_RETURN(PreparedJail fresh, PrepareJail(base_));
+    ASSIGN_OR_RETURN(PreparedJail fresh, PrepareJail(blueprint_));
     jail.emplace(std::move(fresh));
   }
   return RunPrepared(std::move(*jail), spec, options);

@@ -52,11 +52,11 @@ class JailPool {
   Status WaitUntilFull();
 
  private:
-  JailPool(JailSpec base, size_t size);
+  JailPool(JailBlueprint blueprint, size_t size);
   void RefillLoop(std::stop_token stop);
 
-  const JailSpec base_;
-  const JailSpec base_key_;  // base_ without the late fields: Fits() compares against this
+  const JailBlueprint blueprint_;  // every jail is prepared from this
+  const JailSpec base_key_;  // its spec without the late fields: Fits() compares against this
   const size_t size_;
   std::mutex mu_;
   std::condition_variable_any changed_;

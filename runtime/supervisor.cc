@@ -176,10 +176,18 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   return Supervise(process, cg, io, spec, options, stops, start, std::move(outcome), trace);
 }
 
-Result<PreparedJail> PrepareJail(const JailSpec& spec) {
+Result<JailBlueprint> MakeBlueprint(const JailSpec& spec) {
   RETURN_IF_ERROR(ValidateSpec(spec));
+  JailBlueprint blueprint;
+  blueprint.spec = spec;
+  ASSIGN_OR_RETURN(blueprint.cgroups, OpenCgroupParent(spec));
+  return blueprint;
+}
+
+Result<PreparedJail> PrepareJail(const JailBlueprint& blueprint) {
+  const JailSpec& spec = blueprint.spec;
   PreparedJail jail;
-  ASSIGN_OR_RETURN(jail.cgroup, CreateJailCgroup(spec));
+  ASSIGN_OR_RETURN(jail.cgroup, CreateJailCgroup(spec, blueprint.cgroups));
   // Its figures are read on the way to the answer: the files are opened now.
   if (jail.cgroup.cgroup) jail.cgroup.cgroup->KeepStatFilesOpen();
   RETURN_IF_ERROR(PrepareHostDirs(spec));

@@ -57,7 +57,15 @@ struct PreparedJail {
   jail::JailPlan plan;
   jail::JailProcess process;
 };
-Result<PreparedJail> PrepareJail(const JailSpec& spec);
+// What the jails of one spec share, worked out once by MakeBlueprint: the spec validated,
+// the cgroup parent opened (OpenCgroupParent). Read-only: jails may be prepared from one
+// blueprint on several threads at once.
+struct JailBlueprint {
+  JailSpec spec;
+  CgroupParent cgroups;
+};
+Result<JailBlueprint> MakeBlueprint(const JailSpec& spec);
+Result<PreparedJail> PrepareJail(const JailBlueprint& blueprint);
 Result<RunOutcome> RunPrepared(PreparedJail jail, const JailSpec& spec, const RunOptions& options);
 
 }  // namespace corral::runtime
