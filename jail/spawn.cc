@@ -103,10 +103,14 @@ namespace {
 // clone3 when the kernel has it (CLONE_INTO_CGROUP needs it), else clone(2). Both are
 // used fork-style: no new stack, the child continues on a copy of ours.
 pid_t CloneJail(const SpawnRequest& request, int* pidfd) {
+  const uint64_t flags =
+      request.plan->clone_flags | CLONE_PIDFD | (request.clone_parent ? CLONE_PARENT : 0);
   clone_args args{};
-  args.flags = request.plan->clone_flags | CLONE_PIDFD;
+  args.flags = flags;
   args.pidfd = reinterpret_cast<uint64_t>(pidfd);
-  args.exit_signal = SIGCHLD;
+  // With CLONE_PARENT the exit signal is our parent's choice (the kernel takes the one we
+  // were created with, SIGCHLD) and clone3 refuses one here.
+  args.exit_signal = request.clone_parent ? 0 : SIGCHLD;
   if (request.cgroup_fd >= 0) {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<uint64_t>(request.cgroup_fd);
@@ -114,8 +118,7 @@ pid_t CloneJail(const SpawnRequest& request, int* pidfd) {
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pid >= 0 || errno != ENOSYS || request.cgroup_fd >= 0) return static_cast<pid_t>(pid);
   // Legacy clone: CLONE_PIDFD stores the fd through the parent_tid argument.
-  return static_cast<pid_t>(::syscall(SYS_clone, request.plan->clone_flags | CLONE_PIDFD | SIGCHLD,
-                                      nullptr, pidfd, nullptr, 0));
+  return static_cast<pid_t>(::syscall(SYS_clone, flags | SIGCHLD, nullptr, pidfd, nullptr, 0));
 }
 
 }  // namespace

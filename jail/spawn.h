@@ -35,6 +35,9 @@ struct SpawnRequest {
   // Persistent mode: an O_PATH fd of the small corral-init program, which the child
   // execs as PID 1 once hardened. -1: the child itself stays on as the init.
   int init_exe_fd = -1;
+  // CLONE_PARENT: the jail becomes a child of our parent, not ours (a spawner process
+  // cloning on its owner's behalf, runtime/jail_spawner.h).
+  bool clone_parent = false;
 };
 
 // What the init sends when the command ends.

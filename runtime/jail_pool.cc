@@ -8,6 +8,7 @@
 #include "base/scope_guard.h"
 #include "jail/command.h"
 #include "runtime/config.h"
+#include "runtime/jail_spawner.h"
 #include "runtime/planner.h"
 #include "runtime/spec_json.h"
 
@@ -34,6 +35,8 @@ Result<std::unique_ptr<JailPool>> JailPool::Create(const JailSpec& base, size_t 
   if (checked.argv.empty()) checked.argv = {"/bin/true"};  // the pool's spec has no command
   ASSIGN_OR_RETURN(JailBlueprint blueprint, MakeBlueprint(checked));
   std::unique_ptr<JailPool> pool(new JailPool(std::move(blueprint), size));
+  // Before the refill thread exists: the spawner is a fork of this thread.
+  ASSIGN_OR_RETURN(pool->spawner_, JailSpawner::Start(pool->blueprint_));
   // Every signal blocked in the refill thread: a SIGINT meant for a supervisor's signalfd
   // must not land there.
   sigset_t all, old;
@@ -87,7 +90,7 @@ void JailPool::RefillLoop(std::stop_token stop) {
       continue;
     }
     lock.unlock();
-    auto jail = PrepareJail(blueprint_);
+    auto jail = PrepareJail(blueprint_, spawner_.get());
     lock.lock();
     if (jail) {
       ready_.push_back(std::move(*jail));
@@ -132,7 +135,7 @@ Result<RunOutcome> JailPool::RunFitting(const JailSpec& spec, const RunOptions& 
     changed_.notify_all();
   });
   if (!jail) {
-    ASSIGN_OR_RETURN(PreparedJail fresh, PrepareJail(blueprint_));
+    ASSIGN_OR_RETURN(PreparedJail fresh, PrepareJail(blueprint_, spawner_.get()));
     jail.emplace(std::move(fresh));
   }
   return RunPrepared(std::move(*jail), spec, options);

@@ -11,8 +11,10 @@
 // `size` jails ready, refilling only while no Run() is in progress; a Run() that finds
 // none ready prepares one itself.
 //
-// Jails are children of the refill thread (their parent-death signal is tied to it), so
-// destroy the pool only after its Run() calls have returned.
+// Jails are cloned by a spawner process (runtime/jail_spawner.h) as children of the thread
+// that created the pool (their parent-death signal is tied to it): create the pool on a
+// thread that outlives it, before starting threads that could hold a lock at the fork, and
+// destroy it only after its Run() calls have returned.
 #pragma once
 
 #include <condition_variable>
@@ -58,6 +60,7 @@ class JailPool {
   const JailBlueprint blueprint_;  // every jail is prepared from this
   const JailSpec base_key_;  // its spec without the late fields: Fits() compares against this
   const size_t size_;
+  std::unique_ptr<JailSpawner> spawner_;  // clones the jails (runtime/jail_spawner.h)
   std::mutex mu_;
   std::condition_variable_any changed_;
   std::deque<PreparedJail> ready_;

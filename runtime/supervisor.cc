@@ -11,11 +11,21 @@
 #include "jail/spawn.h"
 #include "runtime/config.h"
 #include "runtime/jail_cgroup.h"
+#include "runtime/jail_spawner.h"
 #include "runtime/phase_trace.h"
 #include "runtime/planner.h"
 #include "runtime/watch.h"
 
 namespace corral::runtime {
+
+CgroupFds FdsOf(const cgroups::Cgroup* cgroup) {
+  CgroupFds fds;
+  if (cgroup != nullptr) {
+    fds.clone_into = cgroup->clone_into_fd();
+    fds.attach = cgroup->attach_fds();
+  }
+  return fds;
+}
 
 namespace {
 
@@ -23,20 +33,20 @@ namespace {
 // allows, so that not one instruction runs outside it; else the child joins it itself
 // before doing anything else.
 Result<jail::JailProcess> SpawnJail(const jail::JailPlan& plan, int stdin_fd, int stdout_fd,
-                                    int stderr_fd, cgroups::Cgroup* cgroup) {
+                                    int stderr_fd, const CgroupFds& cgroup,
+                                    bool clone_parent = false) {
   jail::SpawnRequest request;
   request.plan = &plan;
   request.stdin_fd = stdin_fd;
   request.stdout_fd = stdout_fd;
   request.stderr_fd = stderr_fd;
-  if (cgroup != nullptr) {
-    request.cgroup_fd = cgroup->clone_into_fd();
-    if (request.cgroup_fd < 0) request.cgroup_attach_fds = cgroup->attach_fds();
-  }
+  request.clone_parent = clone_parent;
+  request.cgroup_fd = cgroup.clone_into;
+  if (request.cgroup_fd < 0) request.cgroup_attach_fds = cgroup.attach;
   auto spawned = jail::Spawn(request);
   if (!spawned && request.cgroup_fd >= 0 && spawned.error().sys_errno() == ENOSYS) {
     request.cgroup_fd = -1;  // kernel without clone3
-    request.cgroup_attach_fds = cgroup->attach_fds();
+    request.cgroup_attach_fds = cgroup.attach;
     spawned = jail::Spawn(request);
   }
   return spawned;
@@ -170,7 +180,7 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   StopSources stops(options);
   ASSIGN_OR_RETURN(jail::JailProcess process,
                    SpawnJail(plan, io.child_stdin(), io.child_stdout(), io.child_stderr(),
-                             cg.cgroup.get()));
+                             FdsOf(cg.cgroup.get())));
   io.CloseChildEnds();
   trace.Mark("clone");
   return Supervise(process, cg, io, spec, options, stops, start, std::move(outcome), trace);
@@ -184,20 +194,28 @@ Result<JailBlueprint> MakeBlueprint(const JailSpec& spec) {
   return blueprint;
 }
 
-Result<PreparedJail> PrepareJail(const JailBlueprint& blueprint) {
-  const JailSpec& spec = blueprint.spec;
-  PreparedJail jail;
-  ASSIGN_OR_RETURN(jail.cgroup, CreateJailCgroup(spec, blueprint.cgroups));
-  // Its figures are read on the way to the answer: the files are opened now.
-  if (jail.cgroup.cgroup) jail.cgroup.cgroup->KeepStatFilesOpen();
+Result<jail::JailProcess> SpawnWaitingJail(const JailSpec& spec, const CgroupFds& cgroup,
+                                           bool clone_parent) {
   RETURN_IF_ERROR(PrepareHostDirs(spec));
-  ASSIGN_OR_RETURN(jail.plan, Plan(spec));
-  jail.plan.deferred_command = true;
+  ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(spec));
+  plan.deferred_command = true;
   // Until its command arrives the jail holds /dev/null, not the preparer's stdio.
   UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!dev_null) return Error::FromErrno(errno, "/dev/null");
-  ASSIGN_OR_RETURN(jail.process, SpawnJail(jail.plan, dev_null.get(), dev_null.get(),
-                                           dev_null.get(), jail.cgroup.cgroup.get()));
+  return SpawnJail(plan, dev_null.get(), dev_null.get(), dev_null.get(), cgroup, clone_parent);
+}
+
+Result<PreparedJail> PrepareJail(const JailBlueprint& blueprint, JailSpawner* spawner) {
+  PreparedJail jail;
+  ASSIGN_OR_RETURN(jail.cgroup, CreateJailCgroup(blueprint.spec, blueprint.cgroups));
+  // Its figures are read on the way to the answer: the files are opened now.
+  if (jail.cgroup.cgroup) jail.cgroup.cgroup->KeepStatFilesOpen();
+  CgroupFds fds = FdsOf(jail.cgroup.cgroup.get());
+  if (spawner != nullptr) {
+    ASSIGN_OR_RETURN(jail.process, spawner->Spawn(fds));
+  } else {
+    ASSIGN_OR_RETURN(jail.process, SpawnWaitingJail(blueprint.spec, fds, false));
+  }
   return jail;
 }
 

@@ -17,6 +17,8 @@
 
 namespace corral::runtime {
 
+class JailSpawner;
+
 struct RunOptions {
   // true: stdout/stderr go through pipes into bounded captures (RunOutcome::*_stream).
   // false: the command writes straight to the caller's stdout/stderr.
@@ -54,7 +56,6 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options);
 // A prepared jail runs one command, once.
 struct PreparedJail {
   JailCgroup cgroup;
-  jail::JailPlan plan;
   jail::JailProcess process;
 };
 // What the jails of one spec share, worked out once by MakeBlueprint: the spec validated,
@@ -65,7 +66,20 @@ struct JailBlueprint {
   CgroupParent cgroups;
 };
 Result<JailBlueprint> MakeBlueprint(const JailSpec& spec);
-Result<PreparedJail> PrepareJail(const JailBlueprint& blueprint);
+// With a spawner (runtime/jail_spawner.h, started from this blueprint) the clone happens
+// there (SpawnWaitingJail); the cgroup is made here either way.
+Result<PreparedJail> PrepareJail(const JailBlueprint& blueprint, JailSpawner* spawner = nullptr);
+// What a jail needs of its cgroup: the clone3 target (v2; -1 on v1) and the cgroup.procs
+// files the child writes itself into where there is none.
+struct CgroupFds {
+  int clone_into = -1;
+  std::vector<int> attach;
+};
+CgroupFds FdsOf(const cgroups::Cgroup* cgroup);  // none for a null cgroup
+// PrepareJail's clone: host dirs, plan, and a jail that waits for its command on /dev/null,
+// in `cgroup`. clone_parent: as a child of our parent (the spawner's owner).
+Result<jail::JailProcess> SpawnWaitingJail(const JailSpec& spec, const CgroupFds& cgroup,
+                                           bool clone_parent);
 Result<RunOutcome> RunPrepared(PreparedJail jail, const JailSpec& spec, const RunOptions& options);
 
 }  // namespace corral::runtime

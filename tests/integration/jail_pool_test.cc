@@ -4,10 +4,17 @@
 // destructor must leave no process, mount or cgroup behind).
 #include "runtime/jail_pool.h"
 
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <map>
+#include <sstream>
+
+#include "base/files.h"
 #include "runtime/outcome.h"
 #include "tests/support/jail_test.h"
+#include "tests/support/temp_dir.h"
 
 namespace corral::test {
 namespace {
@@ -34,6 +41,70 @@ class JailPoolTest : public JailTest {
     return *outcome;
   }
 };
+
+// Our children (any thread's), by command name: /proc/<pid>/stat of every process whose
+// parent we are.
+std::multimap<std::string, pid_t> OurChildren() {
+  std::multimap<std::string, pid_t> out;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return out;
+  while (dirent* e = ::readdir(proc)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+    if (!stat) continue;
+    size_t open = stat->find('('), close = stat->rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::istringstream rest(stat->substr(close + 2));
+    char state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == ::getpid()) out.emplace(stat->substr(open + 1, close - open - 1), pid);
+  }
+  ::closedir(proc);
+  return out;
+}
+
+TEST_F(JailPoolTest, JailsAreClonedByASpawnerAsChildrenOfThePoolsOwner) {
+  std::multimap<std::string, pid_t> before = OurChildren();
+  pid_t spawner = -1;
+  {
+    auto pool = JailPool::Create(JailSpec(), 2);
+    ASSERT_TRUE(pool) << pool.error().message();
+    ASSERT_TRUE((*pool)->WaitUntilFull());
+    std::multimap<std::string, pid_t> now = OurChildren();
+    EXPECT_EQ(now.count("corral-spawner"), before.count("corral-spawner") + 1);
+    EXPECT_EQ(now.count("corral-init"), before.count("corral-init") + 2);
+    for (auto [name, pid] : now) {
+      if (name == "corral-spawner" && before.find(name) == before.end()) spawner = pid;
+    }
+    // Jails it cloned are ours: a run reaps and signals them as before.
+    runtime::RunOutcome out = RunOk(**pool, Command({"sh", "-c", "echo $$"}));
+    EXPECT_EQ(out.stdout_stream.text, "2\n");
+  }
+  ASSERT_GT(spawner, 0);
+  EXPECT_NE(::kill(spawner, 0), 0) << "the spawner outlived its pool";
+}
+
+TEST_F(JailPoolTest, AJailTheSpawnerCannotBuildIsAnErrorSayingWhy) {
+  TempDir skills;
+  JailSpec spec;
+  spec.skills_dir = skills.Join("skills");
+  ASSERT_TRUE(skills.MakeDirs("skills"));
+  auto pool = JailPool::Create(spec, 1);
+  ASSERT_TRUE(pool) << pool.error().message();
+  ASSERT_TRUE((*pool)->WaitUntilFull());
+  // Gone after the pool was checked: the next jail, planned in the spawner, cannot bind it.
+  ASSERT_EQ(::rmdir(spec.skills_dir->c_str()), 0);
+  JailSpec run = spec;
+  run.argv = {"true"};
+  runtime::RunOptions options;
+  ASSERT_TRUE((*pool)->Run(run, options));  // the jail prepared before still runs
+  auto failed = (*pool)->Run(run, options);
+  ASSERT_FALSE(failed);
+  EXPECT_NE(failed.error().message().find(*spec.skills_dir), std::string::npos)
+      << failed.error().message();
+}
 
 TEST_F(JailPoolTest, EachRunGetsAFreshIsolatedJail) {
   auto pool = JailPool::Create(JailSpec(), 2);
