@@ -106,7 +106,6 @@ void SendReport(int status_fd, int wait_status) {
 
 [[noreturn]] void RunInit(const JailPlan& plan, pid_t command, int setup_fd, int status_fd,
                           int init_exe_fd, bool hold_after_report) {
-  SetProcessTitle("corral-init");
   sigset_t all;
   sigfillset(&all);
   ::sigprocmask(SIG_BLOCK, &all, nullptr);
@@ -198,6 +197,9 @@ void CloseUnusedFds(const SpawnRequest& request, int setup_fd, int status_fd) {
 
 void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
   const JailPlan& plan = *request.plan;
+  // First thing: the command must never see the parent's command line (host paths) in
+  // /proc/1/cmdline, and `ps` on the host should show what this is from the start.
+  SetProcessTitle("corral-init");
   CloseUnusedFds(request, setup_fd, status_fd);
   if (!CheckLifeline(plan, setup_fd) ||
       !RedirectStdio(request.stdin_fd, request.stdout_fd, request.stderr_fd, setup_fd) ||
@@ -208,9 +210,6 @@ void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
   if (plan.init_mode == InitMode::kPersistent) {
     RunInit(plan, -1, setup_fd, status_fd, request.init_exe_fd, false);
   }
-  // Before the command exists: it must never see the parent's command line (host paths)
-  // in /proc/1/cmdline, and with CLONE_VFORK the init runs again only after its execve.
-  SetProcessTitle("corral-init");
   CommandView view;
   const CommandView* command = nullptr;
   if (plan.deferred_command) {

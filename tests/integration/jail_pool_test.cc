@@ -72,7 +72,12 @@ TEST_F(JailPoolTest, JailsAreClonedByASpawnerAsChildrenOfThePoolsOwner) {
     auto pool = JailPool::Create(JailSpec(), 2);
     ASSERT_TRUE(pool) << pool.error().message();
     ASSERT_TRUE((*pool)->WaitUntilFull());
+    // A jail names itself corral-init first thing, but that may still be ahead of it.
     std::multimap<std::string, pid_t> now = OurChildren();
+    for (int i = 0; i < 500 && now.count("corral-init") < before.count("corral-init") + 2; ++i) {
+      ::usleep(10 * 1000);
+      now = OurChildren();
+    }
     EXPECT_EQ(now.count("corral-spawner"), before.count("corral-spawner") + 1);
     EXPECT_EQ(now.count("corral-init"), before.count("corral-init") + 2);
     for (auto [name, pid] : now) {
