@@ -48,14 +48,21 @@ namespace {
     ReportSetupFailure(setup_fd, SetupStep::kPivotRoot, errno, "chroot into the sandbox root");
     ::_exit(kSetupFailedExit);
   }
-  CommandView view;
-  if (r.deferred_command) {
-    // "Ready": the cgroup join (an RCU grace period on v1) is behind us.
-    (void)::send(status_fd, "r", 1, MSG_NOSIGNAL);
-    if (!AwaitCommand(status_fd, setup_fd, &view)) ::_exit(kSetupFailedExit);
-    ::close(status_fd);
+  if (!r.deferred_command) {
+    HardenAndExec(*r.plan, setup_fd, nullptr);
+    ::_exit(kSetupFailedExit);
   }
-  HardenAndExec(*r.plan, setup_fd, r.deferred_command ? &view : nullptr);
+  // An exec slot: what the command does not decide is done before it arrives, off the
+  // exec's path — the identity is the sandbox's. The slot then waits as the sandbox's
+  // user without capabilities, and not dumpable (the uid change saw to that), so the
+  // sandbox's own processes can neither ptrace it nor read its memory.
+  if (!HardenIdentity(*r.plan, setup_fd)) ::_exit(kSetupFailedExit);
+  // "Ready": the cgroup join (an RCU grace period on v1) and the hardening are behind us.
+  (void)::send(status_fd, "r", 1, MSG_NOSIGNAL);
+  CommandView view;
+  if (!AwaitCommand(status_fd, setup_fd, &view)) ::_exit(kSetupFailedExit);
+  ::close(status_fd);
+  ExecHardened(*r.plan, setup_fd, &view);
   ::_exit(kSetupFailedExit);
 }
 

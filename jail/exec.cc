@@ -73,33 +73,37 @@ void ExecCommand(const JailPlan& plan, const CommandView* command, int report_fd
 
 }  // namespace
 
-void HardenAndExec(const JailPlan& plan, int report_fd, const CommandView* command) {
+bool HardenIdentity(const JailPlan& plan, int report_fd) {
   ResetSignals();
   // A new session: the command has no controlling terminal, so it cannot TIOCSTI
   // keystrokes into the caller's shell.
   if (::setsid() < 0 && errno != EPERM) {
     ReportSetupFailure(report_fd, SetupStep::kIds, errno, "setsid");
-    return;
+    return false;
   }
   if (!LockSecurebitsAndDropBounding(report_fd) || !SwitchIds(plan, report_fd) ||
       !ClearCapabilities(report_fd)) {
-    return;
+    return false;
   }
   // The uid change above cleared any parent-death signal.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
     ReportSetupFailure(report_fd, SetupStep::kLifeline, errno, "PR_SET_PDEATHSIG");
-    return;
+    return false;
   }
-  if (!ApplyRlimits(plan, report_fd)) return;
+  if (!ApplyRlimits(plan, report_fd)) return false;
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    ReportSetupFailure(report_fd, SetupStep::kNoNewPrivs, errno, "PR_SET_NO_NEW_PRIVS");
+    return false;
+  }
+  return true;
+}
+
+void ExecHardened(const JailPlan& plan, int report_fd, const CommandView* command) {
   const char* workdir = command != nullptr ? command->workdir : plan.workdir.c_str();
   if (::chdir(workdir) != 0) {
     char what[512];
     ChildText(what, sizeof what).Add("chdir ").Add(workdir);
     ReportSetupFailure(report_fd, SetupStep::kChdir, errno, what);
-    return;
-  }
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    ReportSetupFailure(report_fd, SetupStep::kNoNewPrivs, errno, "PR_SET_NO_NEW_PRIVS");
     return;
   }
   // CLOEXEC rather than close: report_fd must stay usable until execve succeeds.
@@ -113,6 +117,10 @@ void HardenAndExec(const JailPlan& plan, int report_fd, const CommandView* comma
     return;
   }
   ExecCommand(plan, command, report_fd);
+}
+
+void HardenAndExec(const JailPlan& plan, int report_fd, const CommandView* command) {
+  if (HardenIdentity(plan, report_fd)) ExecHardened(plan, report_fd, command);
 }
 
 }  // namespace corral::jail

@@ -5,12 +5,13 @@
 // two ways into a jail: a fresh one-shot jail (jail/child.cc) and, later, an exec into a
 // persistent sandbox, which enters existing namespaces and then runs the same steps.
 //
-// Order matters and is fixed by HardenAndExec():
-//   securebits + bounding set (needs CAP_SETPCAP, so before the uid change)
+// Order matters and is fixed by HardenAndExec() = HardenIdentity() + ExecHardened():
+//   signals reset, new session
+//   -> securebits + bounding set (needs CAP_SETPCAP, so before the uid change)
 //   -> ids (setgroups, setresgid, setresuid: clears permitted/effective caps)
 //   -> capset to zero (covers uid 0 with unsafe.allow_root) and ambient clear
-//   -> parent-death signal (the uid change cleared it)
-//   -> rlimits -> chdir -> no_new_privs -> mark fds CLOEXEC -> seccomp -> execve.
+//   -> parent-death signal (the uid change cleared it) -> rlimits -> no_new_privs
+//   then -> chdir -> mark fds CLOEXEC -> seccomp -> execve.
 #pragma once
 
 #include <vector>
@@ -63,6 +64,11 @@ bool BringUpLoopback(int report_fd);
 // then _exit()s.
 struct CommandView;
 void HardenAndExec(const JailPlan& plan, int report_fd, const CommandView* command = nullptr);
+// Its two halves, for an exec slot (jail/enter.cc) that takes on the sandbox's identity
+// before its command arrives: everything up to no_new_privs (false on failure, reported),
+// and the command's own part, chdir to execve (returns only on failure).
+bool HardenIdentity(const JailPlan& plan, int report_fd);
+void ExecHardened(const JailPlan& plan, int report_fd, const CommandView* command);
 
 // Restores default signal dispositions (including SIG_IGN inherited from the parent,
 // which execve would keep) and unblocks every signal.

@@ -311,8 +311,8 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
 Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox) {
   ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
   ASSIGN_OR_RETURN(SandboxRecord record, store.Find(sandbox));
-  ASSIGN_OR_RETURN(UniqueFd init_pidfd, OpenInit(record));
   auto slot = std::make_unique<ExecSlot>();
+  ASSIGN_OR_RETURN(slot->init_pidfd, OpenInit(record));
   ASSIGN_OR_RETURN(slot->exec_cg, CreateExecCgroup(record, nullptr));
   // Its figures are read on the way to the answer: the files are opened now.
   if (slot->exec_cg) slot->exec_cg->KeepStatFilesOpen();
@@ -322,7 +322,7 @@ Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox) {
   UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!dev_null) return Error::FromErrno(errno, "/dev/null");
   ASSIGN_OR_RETURN(slot->process,
-                   SpawnExec(record, init_pidfd.get(), slot->plan, slot->exec_cg.get(),
+                   SpawnExec(record, slot->init_pidfd.get(), slot->plan, slot->exec_cg.get(),
                              dev_null.get(), dev_null.get(), dev_null.get(), /*deferred=*/true));
   // Ready once it says so: joined, entered, waiting. Else its setup record says why.
   pollfd ready{slot->process.status_fd(), POLLIN, 0};
@@ -344,11 +344,11 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
   const SandboxRecord& record = slot->record;
   // The shared lock first (as ExecInSandbox holds it), then the checks: `rm` kills the
   // slot with the rest of the sandbox, and a sandbox created again under the name has
-  // another init (pid and start time), so a live slot whose init is the record's is in the
-  // sandbox the request names.
+  // another init, so a live slot whose init (a pidfd: the very process the record named
+  // when the slot was made) is alive is in the sandbox the request names.
   auto lock = store.Lock(record.name, /*shared=*/true);
-  pollfd exited{slot->process.pidfd(), POLLIN, 0};
-  if (!lock || !InitAlive(record) || ::poll(&exited, 1, 0) != 0) {
+  pollfd exited[2] = {{slot->process.pidfd(), POLLIN, 0}, {slot->init_pidfd.get(), POLLIN, 0}};
+  if (!lock || ::poll(exited, 2, 0) != 0) {
     *unusable = "the slot or its sandbox died";
     return std::optional<RunOutcome>();
   }
@@ -360,7 +360,6 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
     return std::optional<RunOutcome>();
   }
   Clock::time_point start = Clock::now();
-  (void)store.TouchLastUsed(record.name);
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
   RunOutcome outcome;
   outcome.captured = request.io.capture_output;
@@ -370,6 +369,7 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
   (void)slot->process.SendCommand(*encoded, io.child_stdin(), io.child_stdout(), io.child_stderr());
   io.CloseChildEnds();
   trace.Mark("hand-off");
+  (void)store.TouchLastUsed(record.name);  // while the command starts, not before
   auto result = SuperviseExec(slot->process, slot->exec_cg, io, spec, request.io, stops, start,
                               std::move(outcome), trace);
   if (!result) return result.error();

@@ -57,6 +57,7 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request);
 // cgroup. Its parent-death signal is tied to the thread that prepared it.
 struct ExecSlot {
   SandboxRecord record;
+  UniqueFd init_pidfd;  // the sandbox's init, checked against the record when opened
   std::unique_ptr<cgroups::Cgroup> exec_cg;  // removed with the slot unless an exec left
                                              // background processes in it
   jail::JailPlan plan;

@@ -3,6 +3,7 @@
 // --json, timeouts, Ctrl-C), fall back to a cold run for a spec the pool cannot take, and
 // the server must refuse other users, refuse a second server on its socket, and leave
 // nothing behind when stopped. Black-box through the binary; root only; leak-checked.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <grp.h>
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <thread>
 
+#include "base/files.h"
 #include "runtime/pool_client.h"
 #include "runtime/pool_protocol.h"
 #include "tests/support/jail_test.h"
@@ -209,6 +211,51 @@ TEST_F(PoolServerTest, ExecsIntoASandboxUseAnExecSlotAfterTheFirst) {
   EXPECT_EQ(timed->outcome.value("pooled", false), true) << timed->Describe();
   EXPECT_EQ(timed->outcome["status"], "timed_out") << timed->Describe();
   EXPECT_EQ(timed->run.exit_code, 124) << timed->Describe();
+}
+
+// The value of a "Key:\t..." line of /proc/<pid>/status, or "" if there is none.
+std::string StatusField(const std::string& status, const std::string& key) {
+  const std::string text = "\n" + status;
+  size_t at = text.find("\n" + key + ":\t");
+  if (at == std::string::npos) return "";
+  at += key.size() + 3;
+  return text.substr(at, text.find('\n', at) - at);
+}
+
+// /proc/<pid>/status of the server's children that are in another PID namespace and are
+// neither a one-shot jail's init nor the spawner: exec slots.
+std::vector<std::string> ExecSlotsOf(pid_t server) {
+  std::vector<std::string> out;
+  DIR* proc = ::opendir("/proc");
+  while (dirent* e = proc ? ::readdir(proc) : nullptr) {
+    std::string dir = std::string("/proc/") + e->d_name;
+    auto status = ReadFile(dir + "/status");
+    if (!status || StatusField(*status, "PPid") != std::to_string(server)) continue;
+    std::string name = StatusField(*status, "Name");
+    bool nested = StatusField(*status, "NSpid").find('\t') != std::string::npos;
+    if (nested && name != "corral-init" && name != "corral-spawner") out.push_back(*status);
+  }
+  if (proc) ::closedir(proc);
+  return out;
+}
+
+TEST_F(PoolServerTest, AWaitingExecSlotHasTheSandboxsIdentityAndNoPrivileges) {
+  PooledSandbox sandbox("pool-slot-" + std::to_string(::getpid()));
+  auto run = RunCorral({"exec", "--pool", socket_, sandbox.name(), "--", "true"});
+  ASSERT_TRUE(run && run->exit_code == 0) << (run ? run->Describe() : run.error().message());
+  std::vector<std::string> slots;
+  for (int i = 0; i < 100 && slots.empty(); ++i) {  // the slot gets prepared after the exec
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    slots = ExecSlotsOf(server_);
+  }
+  ASSERT_EQ(slots.size(), 1u);
+  const std::string& slot = slots[0];
+  EXPECT_EQ(StatusField(slot, "Uid"), "1000\t1000\t1000\t1000") << slot;
+  EXPECT_EQ(StatusField(slot, "Gid"), "1000\t1000\t1000\t1000") << slot;
+  for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
+    EXPECT_EQ(StatusField(slot, set), "0000000000000000") << set << "\n" << slot;
+  }
+  EXPECT_EQ(StatusField(slot, "NoNewPrivs"), "1") << slot;
 }
 
 TEST_F(PoolServerTest, RemovingASandboxWithAWaitingSlotLeavesNothing) {
