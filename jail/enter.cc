@@ -10,17 +10,20 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <initializer_list>
 
 #include "jail/child.h"
 #include "jail/command.h"
 #include "jail/hardening.h"
+#include "jail/seccomp_eval.h"
 #include "jail/setup_record.h"
 
 namespace corral::jail {
 
 namespace {
 
-[[noreturn]] void RunEnterChild(const EnterRequest& r, int setup_fd, int status_fd) {
+[[noreturn]] void RunEnterChild(const EnterRequest& r, int setup_fd, int status_fd,
+                                bool early_seccomp) {
   KeepFds keep;
   for (int fd : {setup_fd, status_fd, r.stdin_fd, r.stdout_fd, r.stderr_fd, r.init_pidfd,
                  r.init_root_fd}) {
@@ -57,12 +60,20 @@ namespace {
   // user without capabilities, and not dumpable (the uid change saw to that), so the
   // sandbox's own processes can neither ptrace it nor read its memory.
   if (!HardenIdentity(*r.plan, setup_fd)) ::_exit(kSetupFailedExit);
+  // The filter too, where it allows everything the slot still does (the parent checked).
+  if (early_seccomp) {
+    int err = InstallSeccomp(r.plan->seccomp);
+    if (err != 0) {
+      ReportSetupFailure(setup_fd, SetupStep::kSeccomp, err, "install seccomp filter");
+      ::_exit(kSetupFailedExit);
+    }
+  }
   // "Ready": the cgroup join (an RCU grace period on v1) and the hardening are behind us.
   (void)::send(status_fd, "r", 1, MSG_NOSIGNAL);
   CommandView view;
   if (!AwaitCommand(status_fd, setup_fd, &view)) ::_exit(kSetupFailedExit);
   ::close(status_fd);
-  ExecHardened(*r.plan, setup_fd, &view);
+  ExecHardened(*r.plan, setup_fd, &view, early_seccomp);
   ::_exit(kSetupFailedExit);
 }
 
@@ -84,6 +95,8 @@ Result<JailProcess> SpawnInto(const EnterRequest& r) {
     status_child.Reset(status[1]);
   }
 
+  const bool early_seccomp =
+      r.deferred_command && SeccompAllowsOutright(r.plan->seccomp, kSlotSyscallsAfterSeccomp);
   bool enter_pid_ns = (r.ns_flags & CLONE_NEWPID) != 0;
   UniqueFd own_pid_ns;
   if (enter_pid_ns) {
@@ -107,7 +120,7 @@ Result<JailProcess> SpawnInto(const EnterRequest& r) {
   if (pid == 0) {
     ::close(setup_parent.get());
     if (status_parent) ::close(status_parent.get());
-    RunEnterChild(r, setup_child.get(), status_child.get());
+    RunEnterChild(r, setup_child.get(), status_child.get(), early_seccomp);
   }
   // Back to our own namespace for any later children.
   if (enter_pid_ns && ::setns(own_pid_ns.get(), CLONE_NEWPID) != 0) {

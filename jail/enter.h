@@ -9,6 +9,9 @@
 // The cost over a bare fork+exec is one setns in the parent and one in the child.
 #pragma once
 
+#include <sys/syscall.h>
+
+#include <initializer_list>
 #include <vector>
 
 #include "base/result.h"
@@ -16,6 +19,15 @@
 #include "jail/spawn.h"
 
 namespace corral::jail {
+
+// What an exec slot calls between an early seccomp install and its command's execve:
+// the ready byte (send), the command (recvmsg), its stdio (dup2, fcntl, close), chdir,
+// close_range, execve, and on failure the setup record (send, write) and _exit. Keep in
+// step with RunEnterChild, ReceiveCommand, RedirectStdio, ExecHardened and
+// ReportSetupFailure.
+inline constexpr std::initializer_list<int> kSlotSyscallsAfterSeccomp = {
+    SYS_sendto, SYS_recvmsg,     SYS_dup2,   SYS_fcntl,      SYS_close, SYS_chdir,
+    SYS_close_range, SYS_execve, SYS_write, SYS_exit_group, SYS_exit};
 
 struct EnterRequest {
   const JailPlan* plan = nullptr;  // identity, argv/envp, rlimits, seccomp; no mounts
@@ -27,10 +39,12 @@ struct EnterRequest {
   int stderr_fd = 2;
   int cgroup_fd = -1;                  // v2: clone3(CLONE_INTO_CGROUP)
   std::vector<int> cgroup_attach_fds;  // v1: the child writes "0" into each
-  // An exec slot: the child joins the cgroup and the namespaces, sends one byte on the
-  // status channel, then waits there for its command, environment, working directory and
-  // stdio (JailProcess::SendCommand) before it hardens itself and execs. The stdio fds above
-  // are only what it holds while it waits.
+  // An exec slot: the child joins the cgroup and the namespaces, takes on the sandbox's
+  // identity (HardenIdentity; and the seccomp filter if it allows every call the slot
+  // still makes), sends one byte on the status channel, then waits there for its command,
+  // environment, working directory and stdio (JailProcess::SendCommand) before the rest
+  // of the hardening and the exec. The stdio fds above are only what it holds while it
+  // waits.
   bool deferred_command = false;
 };
 

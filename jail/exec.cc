@@ -98,7 +98,8 @@ bool HardenIdentity(const JailPlan& plan, int report_fd) {
   return true;
 }
 
-void ExecHardened(const JailPlan& plan, int report_fd, const CommandView* command) {
+void ExecHardened(const JailPlan& plan, int report_fd, const CommandView* command,
+                  bool seccomp_installed) {
   const char* workdir = command != nullptr ? command->workdir : plan.workdir.c_str();
   if (::chdir(workdir) != 0) {
     char what[512];
@@ -111,7 +112,7 @@ void ExecHardened(const JailPlan& plan, int report_fd, const CommandView* comman
     ReportSetupFailure(report_fd, SetupStep::kCloseFds, errno, "close_range");
     return;
   }
-  int err = InstallSeccomp(plan.seccomp);
+  int err = seccomp_installed ? 0 : InstallSeccomp(plan.seccomp);
   if (err != 0) {
     ReportSetupFailure(report_fd, SetupStep::kSeccomp, err, "install seccomp filter");
     return;
@@ -120,7 +121,7 @@ void ExecHardened(const JailPlan& plan, int report_fd, const CommandView* comman
 }
 
 void HardenAndExec(const JailPlan& plan, int report_fd, const CommandView* command) {
-  if (HardenIdentity(plan, report_fd)) ExecHardened(plan, report_fd, command);
+  if (HardenIdentity(plan, report_fd)) ExecHardened(plan, report_fd, command, false);
 }
 
 }  // namespace corral::jail

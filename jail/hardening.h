@@ -66,9 +66,11 @@ struct CommandView;
 void HardenAndExec(const JailPlan& plan, int report_fd, const CommandView* command = nullptr);
 // Its two halves, for an exec slot (jail/enter.cc) that takes on the sandbox's identity
 // before its command arrives: everything up to no_new_privs (false on failure, reported),
-// and the command's own part, chdir to execve (returns only on failure).
+// and the command's own part, chdir to execve (returns only on failure), which skips the
+// seccomp step if the caller already installed plan.seccomp.
 bool HardenIdentity(const JailPlan& plan, int report_fd);
-void ExecHardened(const JailPlan& plan, int report_fd, const CommandView* command);
+void ExecHardened(const JailPlan& plan, int report_fd, const CommandView* command,
+                  bool seccomp_installed);
 
 // Restores default signal dispositions (including SIG_IGN inherited from the parent,
 // which execve would keep) and unblocks every signal.

@@ -13,9 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "base/files.h"
@@ -166,8 +168,11 @@ TEST_F(PoolServerTest, CtrlCOnTheClientStopsThePooledCommand) {
 // A sandbox for exec tests, removed at the end of the test.
 class PooledSandbox {
  public:
-  explicit PooledSandbox(std::string name) : name_(std::move(name)) {
-    auto created = RunCorral({"create", "--name", name_});
+  explicit PooledSandbox(std::string name, std::vector<std::string> flags = {})
+      : name_(std::move(name)) {
+    std::vector<std::string> args = {"create", "--name", name_};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto created = RunCorral(args);
     EXPECT_TRUE(created && created->exit_code == 0) << (created ? created->Describe() : "");
   }
   ~PooledSandbox() { (void)RunCorral({"rm", name_}); }
@@ -256,6 +261,48 @@ TEST_F(PoolServerTest, AWaitingExecSlotHasTheSandboxsIdentityAndNoPrivileges) {
     EXPECT_EQ(StatusField(slot, set), "0000000000000000") << set << "\n" << slot;
   }
   EXPECT_EQ(StatusField(slot, "NoNewPrivs"), "1") << slot;
+  // The default profile allows all the slot still calls: its filter is in force already.
+  EXPECT_EQ(StatusField(slot, "Seccomp"), "2") << slot;
+}
+
+TEST_F(PoolServerTest, ASlotWhoseFilterWouldRefuseItsOwnCallsInstallsItAtTheExec) {
+  // The default profile, but write allowed for at most 100 bytes at a time: a slot cannot
+  // know in advance what it will write, so it waits unfiltered and installs the filter at
+  // the exec.
+  auto text = ReadFile(std::string(CORRAL_SOURCE_DIR) + "/seccomp-profiles/default.json");
+  ASSERT_TRUE(text) << text.error().message();
+  nlohmann::json profile = nlohmann::json::parse(*text);
+  for (auto& rule : profile["syscalls"]) {
+    auto& names = rule["names"];
+    names.erase(std::remove(names.begin(), names.end(), "write"), names.end());
+  }
+  profile["syscalls"].push_back(
+      {{"names", {"write"}},
+       {"action", "SCMP_ACT_ALLOW"},
+       {"args", {{{"index", 2}, {"value", 100}, {"op", "SCMP_CMP_LE"}}}}});
+  ASSERT_TRUE(dir_.WriteFile("profile.json", profile.dump()));
+  PooledSandbox sandbox("pool-seccomp-" + std::to_string(::getpid()),
+                        {"--seccomp", dir_.Join("profile.json")});
+  auto exec = [&](const std::string& script) {
+    return RunJailed(CorralBinary(), {"exec", "--json", "--pool", socket_, sandbox.name(), "--",
+                                      "sh", "-c", script});
+  };
+  auto first = exec("true");
+  ASSERT_TRUE(first && first->run.exit_code == 0) << (first ? first->Describe() : "");
+  std::vector<std::string> slots;
+  for (int i = 0; i < 100 && slots.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    slots = ExecSlotsOf(server_);
+  }
+  ASSERT_EQ(slots.size(), 1u);
+  EXPECT_EQ(StatusField(slots[0], "Seccomp"), "0") << slots[0];
+  EXPECT_EQ(StatusField(slots[0], "Uid"), "1000\t1000\t1000\t1000") << slots[0];
+  // The exec through it runs under the filter: 4 bytes may be written, 200 may not.
+  auto pooled = exec("echo out; head -c 200 /dev/zero >/dev/null 2>&1 || echo refused; "
+                     "grep Seccomp: /proc/self/status");
+  ASSERT_TRUE(pooled) << pooled.error().message();
+  EXPECT_EQ(pooled->outcome.value("pooled", false), true) << pooled->Describe();
+  EXPECT_EQ(pooled->outcome["stdout"], "out\nrefused\nSeccomp:\t2\n") << pooled->Describe();
 }
 
 TEST_F(PoolServerTest, RemovingASandboxWithAWaitingSlotLeavesNothing) {

@@ -21,7 +21,9 @@
 #include <sstream>
 #include <string>
 
+#include "jail/enter.h"
 #include "jail/seccomp.h"
+#include "jail/seccomp_eval.h"
 
 namespace corral::jail {
 namespace {
@@ -32,79 +34,20 @@ constexpr uint32_t Errno(int e) { return SECCOMP_RET_ERRNO | static_cast<uint32_
 
 using Args = std::array<uint64_t, 6>;
 
-// Evaluates `program` for one syscall as the kernel would (the instructions libseccomp
-// emits: 32-bit absolute loads, ALU and jumps with constants, returns, scratch memory).
-// Fails the test on any other instruction.
+// Evaluates `program` for one syscall as the kernel would (jail/seccomp_eval.h); fails
+// the test on an instruction the evaluator does not know.
 uint32_t Eval(const SeccompProgram& program, int nr, Args args = {},
               uint32_t arch = AUDIT_ARCH_X86_64) {
   seccomp_data data{};
   data.nr = nr;
   data.arch = arch;
   for (size_t i = 0; i < args.size(); ++i) data.args[i] = args[i];
-  unsigned char bytes[sizeof data];
-  std::memcpy(bytes, &data, sizeof data);
-  uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = {};
-  const auto& code = program.instructions;
-  for (size_t pc = 0; pc < code.size(); ++pc) {
-    const sock_filter& f = code[pc];
-    switch (f.code) {
-      case BPF_LD | BPF_W | BPF_ABS:
-        if (f.k + 4 > sizeof data) {
-          ADD_FAILURE() << "instruction " << pc << ": load out of range";
-          return 0;
-        }
-        std::memcpy(&a, bytes + f.k, 4);
-        break;
-      case BPF_LD | BPF_MEM:
-        a = mem[f.k % BPF_MEMWORDS];
-        break;
-      case BPF_LDX | BPF_MEM:
-        x = mem[f.k % BPF_MEMWORDS];
-        break;
-      case BPF_ST:
-        mem[f.k % BPF_MEMWORDS] = a;
-        break;
-      case BPF_STX:
-        mem[f.k % BPF_MEMWORDS] = x;
-        break;
-      case BPF_ALU | BPF_AND | BPF_K:
-        a &= f.k;
-        break;
-      case BPF_ALU | BPF_OR | BPF_K:
-        a |= f.k;
-        break;
-      case BPF_MISC | BPF_TAX:
-        x = a;
-        break;
-      case BPF_MISC | BPF_TXA:
-        a = x;
-        break;
-      case BPF_JMP | BPF_JA:
-        pc += f.k;
-        break;
-      case BPF_JMP | BPF_JEQ | BPF_K:
-        pc += (a == f.k) ? f.jt : f.jf;
-        break;
-      case BPF_JMP | BPF_JGT | BPF_K:
-        pc += (a > f.k) ? f.jt : f.jf;
-        break;
-      case BPF_JMP | BPF_JGE | BPF_K:
-        pc += (a >= f.k) ? f.jt : f.jf;
-        break;
-      case BPF_JMP | BPF_JSET | BPF_K:
-        pc += (a & f.k) ? f.jt : f.jf;
-        break;
-      case BPF_RET | BPF_K:
-        return f.k;
-      case BPF_RET | BPF_A:
-        return a;
-      default:
-        ADD_FAILURE() << "instruction " << pc << ": opcode 0x" << std::hex << f.code;
-        return 0;
-    }
+  std::optional<uint32_t> action = RunSeccompFilter(program, data);
+  if (!action) {
+    ADD_FAILURE() << "the program could not be evaluated for syscall " << nr;
+    return 0;
   }
-  ADD_FAILURE() << "fell off the end of the program";
-  return 0;
+  return *action;
 }
 
 const SeccompProgram& Profile(const std::string& name) {
@@ -435,6 +378,37 @@ TEST(SeccompSemantics, IncludesAndExcludes) {
   EXPECT_EQ(Eval(p, SYS_getgid), Errno(EPERM));
   EXPECT_EQ(Eval(p, SYS_geteuid), Errno(EPERM));
   EXPECT_EQ(Eval(p, SYS_getegid), kAllow);
+}
+
+// ---- what an exec slot may install before its command arrives -----------------------
+
+TEST(SeccompAllowsOutright, TheBuiltInProfilesAllowEverythingAWaitingSlotStillCalls) {
+  for (const char* name : {"default", "strict", "unconfined"}) {
+    EXPECT_TRUE(SeccompAllowsOutright(Profile(name), kSlotSyscallsAfterSeccomp)) << name;
+  }
+}
+
+TEST(SeccompAllowsOutright, OnlyAnUnconditionalAllowCounts) {
+  SeccompProgram p = Compile(R"({"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [
+      {"names": ["getpid", "write"], "action": "SCMP_ACT_ALLOW"},
+      {"names": ["read"], "action": "SCMP_ACT_ALLOW",
+       "args": [{"index": 0, "value": 0, "op": "SCMP_CMP_EQ"}]},
+      {"names": ["getppid"], "action": "SCMP_ACT_LOG"}]})");
+  EXPECT_TRUE(SeccompAllowsOutright(p, {SYS_getpid, SYS_write}));
+  EXPECT_FALSE(SeccompAllowsOutright(p, {SYS_read}));     // allowed for some arguments only
+  EXPECT_FALSE(SeccompAllowsOutright(p, {SYS_getppid}));  // runs, but is not ALLOW
+  EXPECT_FALSE(SeccompAllowsOutright(p, {SYS_gettid}));   // the default: refused
+  EXPECT_FALSE(SeccompAllowsOutright(p, {SYS_getpid, SYS_gettid}));
+  EXPECT_TRUE(SeccompAllowsOutright(SeccompProgram{}, {SYS_gettid}));  // no filter at all
+}
+
+TEST(SeccompAllowsOutright, AnInstructionItDoesNotKnowIsANo) {
+  SeccompProgram p;
+  p.instructions = {BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0),
+                    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  EXPECT_FALSE(SeccompAllowsOutright(p, {SYS_getpid}));
+  p.instructions = {BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0)};  // runs off the end
+  EXPECT_FALSE(SeccompAllowsOutright(p, {SYS_getpid}));
 }
 
 }  // namespace
