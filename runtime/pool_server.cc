@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "runtime/outcome_report.h"
 #include "runtime/phase_trace.h"
 #include "runtime/pool_protocol.h"
 #include "runtime/pool_socket.h"
@@ -46,6 +47,31 @@ void SendOutcome(int connection, const RunOutcome& outcome) {
   if (auto st = SendFrames(connection, {R"({"kind":"outcome"})", wire}); !st) {
     spdlog::debug("pool: outcome not delivered: {}", st.error().message());
   }
+}
+
+// For the front program (a "brief" request): what it prints and its exit code, worded
+// here so that it need not understand an outcome.
+void SendBriefOutcome(int connection, const RunOutcome& outcome, const LimitsSpec& limits) {
+  nlohmann::json reply = {{"kind", "outcome"},
+                          {"exit_code", CliExitCode(outcome)},
+                          {"report", OutcomeReport(outcome, limits, /*with_reason=*/true)}};
+  if (auto st = SendFrame(connection, reply.dump()); !st) {
+    spdlog::debug("pool: outcome not delivered: {}", st.error().message());
+  }
+}
+
+// The run request's spec: SpecToJson's form, or {"default_spec": true, "argv": [...]}
+// from the front program — the spec `corral run` builds without options.
+Result<JailSpec> RequestedSpec(const std::string& frame) {
+  nlohmann::json j = nlohmann::json::parse(frame, nullptr, false);
+  if (!j.is_object() || !j.value("default_spec", false)) return SpecFromJson(frame);
+  JailSpec spec;
+  try {
+    j.at("argv").get_to(spec.argv);
+  } catch (const nlohmann::json::exception& e) {
+    return Error(ErrorCode::kInvalidArgument, std::string("sandbox spec: ") + e.what());
+  }
+  return spec;
 }
 
 bool PeerIsOurUser(int connection) {
@@ -210,22 +236,28 @@ void PoolServer::HandleRequest(int connection, const std::string& request,
   options.stdout_fd = fds[1].get();
   options.stderr_fd = fds[2].get();
   options.interrupt_fd = connection;
+  const bool brief = j.value("brief", false);
+  LimitsSpec limits;  // the run's, for the brief report; set by HandleRun/HandleExec
   options.on_outcome = [&](const RunOutcome& outcome) {
     fds.clear();  // the client's stdio: a pipe reader waits for our copy to close too
-    SendOutcome(connection, outcome);
+    if (brief) {
+      SendBriefOutcome(connection, outcome, limits);
+    } else {
+      SendOutcome(connection, outcome);
+    }
     // The client was just woken, often onto this CPU, where the teardown that follows
     // could keep it waiting while the other CPU idles (seen: 0.8 ms on 2 vCPUs).
     sched_yield();
   };
-  if (op == "exec") return HandleExec(connection, options);
-  HandleRun(connection, options);
+  if (op == "exec") return HandleExec(connection, options, &limits);
+  HandleRun(connection, options, &limits);
 }
 
-void PoolServer::HandleRun(int connection, const RunOptions& options) {
+void PoolServer::HandleRun(int connection, const RunOptions& options, LimitsSpec* limits) {
   PhaseTrace trace;
   auto spec_frame = ReceiveFrame(connection);
   if (!spec_frame) return ReplyError(connection, "request spec: " + spec_frame.error().message());
-  auto spec = SpecFromJson(*spec_frame);
+  auto spec = RequestedSpec(*spec_frame);
   if (!spec) return ReplyError(connection, "request spec: " + spec.error().message());
   trace.Mark("spec");
   if (auto why = pool_->Unfit(*spec)) {
@@ -238,11 +270,12 @@ void PoolServer::HandleRun(int connection, const RunOptions& options) {
                                              " bytes per stream does not fit a reply frame"}});
   }
   trace.Mark("fit");
+  *limits = spec->limits;
   auto outcome = pool_->RunFitting(*spec, options);
   if (!outcome) ReplyError(connection, outcome.error().message());
 }
 
-void PoolServer::HandleExec(int connection, const RunOptions& options) {
+void PoolServer::HandleExec(int connection, const RunOptions& options, LimitsSpec* limits) {
   auto frame = ReceiveFrame(connection);
   if (!frame) return ReplyError(connection, "exec request: " + frame.error().message());
   ExecRequest request;
@@ -269,6 +302,8 @@ void PoolServer::HandleExec(int connection, const RunOptions& options) {
     return Reply(connection, {{"kind", "cold"}, {"reason", "no exec slot ready for this sandbox"}});
   }
   std::string sandbox_id = slot->record.id;
+  *limits = slot->record.spec.limits;
+  if (request.timeout_seconds) limits->timeout_seconds = *request.timeout_seconds;
   request.io = options;  // answered before the exec's cgroup is removed
   std::string unusable;
   auto outcome = ExecInSlot(std::move(slot), request, &unusable);

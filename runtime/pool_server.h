@@ -66,8 +66,8 @@ class PoolServer {
   void AcceptLoop();
   void Handle(UniqueFd connection);
   void HandleRequest(int connection, const std::string& request, std::vector<UniqueFd> fds);
-  void HandleRun(int connection, const RunOptions& options);
-  void HandleExec(int connection, const RunOptions& options);
+  void HandleRun(int connection, const RunOptions& options, LimitsSpec* limits);
+  void HandleExec(int connection, const RunOptions& options, LimitsSpec* limits);
   // Exec slots: taken by HandleExec, prepared by the slot thread (whose children they
   // are, so that their parent-death signal outlives any connection).
   std::unique_ptr<ExecSlot> TakeSlot(const std::string& name_or_id);

@@ -1,69 +1,78 @@
 #include "cli/front/fast_path.h"
 
-#include <string_view>
+#include "cli/front/sys.h"
 
 namespace corral::cli::front {
 
 namespace {
 
-constexpr std::string_view kPoolEq = "--pool=";
+using corral::front::sys::StartsWith;
+using corral::front::sys::StrEq;
 
-bool StartsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
+constexpr char kPoolEq[] = "--pool=";
+constexpr int kPoolEqLen = sizeof kPoolEq - 1;
 
 }  // namespace
 
-std::optional<FastRequest> ParseFastPath(const std::vector<std::string>& args) {
-  if (args.size() < 2) return std::nullopt;
+bool ParseFastPath(int argc, char* const* argv, FastRequest* out) {
+  if (argc < 2) return false;
   FastRequest request;
-  if (args[1] == "run") {
+  if (StrEq(argv[1], "run")) {
     request.kind = FastKind::kRun;
-  } else if (args[1] == "exec") {
+  } else if (StrEq(argv[1], "exec")) {
     request.kind = FastKind::kExec;
   } else {
-    return std::nullopt;
+    return false;
   }
-  size_t i = 2;
-  for (; i < args.size() && args[i] != "--"; ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--pool") {
-      if (++i == args.size()) return std::nullopt;
-      request.pool = args[i];
+  int i = 2;
+  for (; i < argc && !StrEq(argv[i], "--"); ++i) {
+    const char* arg = argv[i];
+    if (StrEq(arg, "--pool")) {
+      if (++i == argc) return false;
+      request.pool = argv[i];
     } else if (StartsWith(arg, kPoolEq)) {
-      request.pool = arg.substr(kPoolEq.size());
-    } else if (arg == "-i" || arg == "--stdin") {
+      request.pool = arg + kPoolEqLen;
+    } else if (StrEq(arg, "-i") || StrEq(arg, "--stdin")) {
       request.pass_stdin = true;
-    } else if (request.kind == FastKind::kExec && request.sandbox.empty() && !arg.empty() &&
+    } else if (request.kind == FastKind::kExec && request.sandbox == nullptr && arg[0] != '\0' &&
                arg[0] != '-') {
       request.sandbox = arg;
     } else {
-      return std::nullopt;
+      return false;
     }
   }
-  if (i == args.size()) return std::nullopt;  // no "--"
-  request.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-  if (request.command.empty() || request.pool.empty() || request.pool == "off") {
-    return std::nullopt;
-  }
-  if (request.kind == FastKind::kExec && request.sandbox.empty()) return std::nullopt;
-  return request;
+  if (i == argc) return false;  // no "--"
+  request.command = argv + i + 1;
+  if (i + 1 == argc || request.pool[0] == '\0' || StrEq(request.pool, "off")) return false;
+  if (request.kind == FastKind::kExec && request.sandbox == nullptr) return false;
+  *out = request;
+  return true;
 }
 
-std::vector<std::string> WithPoolOff(const std::vector<std::string>& args) {
-  if (args.size() < 2) return args;
-  std::vector<std::string> out = {args[0], args[1], "--pool", "off"};
-  size_t i = 2;
-  for (; i < args.size() && args[i] != "--"; ++i) {
-    if (args[i] == "--pool") {
+void WithPoolOff(int argc, char* const* argv, char** out) {
+  static char pool_flag[] = "--pool";
+  static char off[] = "off";
+  int n = 0;
+  if (argc < 2) {
+    for (; n < argc; ++n) out[n] = argv[n];
+    out[n] = nullptr;
+    return;
+  }
+  out[n++] = argv[0];
+  out[n++] = argv[1];
+  out[n++] = pool_flag;
+  out[n++] = off;
+  int i = 2;
+  for (; i < argc && !StrEq(argv[i], "--"); ++i) {
+    if (StrEq(argv[i], "--pool")) {
       ++i;  // and its value
       continue;
     }
-    if (StartsWith(args[i], kPoolEq)) continue;
-    out.push_back(args[i]);
+    if (StartsWith(argv[i], kPoolEq)) continue;
+    out[n++] = argv[i];
   }
-  for (; i < args.size(); ++i) out.push_back(args[i]);
-  return out;
+  for (; i < argc; ++i) out[n++] = argv[i];
+  out[n] = nullptr;
 }
 
 }  // namespace corral::cli::front

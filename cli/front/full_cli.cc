@@ -1,53 +1,86 @@
 #include "cli/front/full_cli.h"
 
-#include <unistd.h>
+#include <asm/unistd.h>
 
-#include <cerrno>
-#include <climits>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include "cli/front/sys.h"
+#include "cli/front/text.h"
 
 namespace corral::cli::front {
 
 namespace {
 
-std::string OwnExecutable() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
+namespace sys = corral::front::sys;
+using corral::front::Buffer;
+
+constexpr int kMaxCandidates = 3;
 
 }  // namespace
 
-int ExecFullCli(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  std::string self = OwnExecutable();
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv(kCliProgramEnv); env != nullptr && *env != '\0') {
-    candidates.emplace_back(env);  // explicit: no silent fallback to another file
+int ExecFullCli(char* const* argv, char* const* envp) {
+  char self[4096];
+  long n = sys::Syscall(__NR_readlink, reinterpret_cast<long>("/proc/self/exe"),
+                        reinterpret_cast<long>(self), sizeof self - 1);
+  self[n > 0 ? n : 0] = '\0';
+
+  // Next to this program (a build tree), then as installed relative to it (bin/ and
+  // libexec/corral/ under one prefix, wherever it was moved), then the configured prefix;
+  // an explicit $CORRAL_CLI_PROGRAM alone, without a silent fallback to another file.
+  Buffer candidates[kMaxCandidates];
+  int count = 0;
+  const char* forced = sys::GetEnv(const_cast<char**>(envp), kCliProgramEnv);
+  if (forced != nullptr && *forced != '\0') {
+    candidates[count++].Append(forced);
   } else {
-    // Next to this program (a build tree), then as installed relative to it (bin/ and
-    // libexec/corral/ under one prefix, wherever it was moved), then the configured prefix.
-    if (size_t slash = self.rfind('/'); slash != std::string::npos) {
-      std::string dir = self.substr(0, slash);
-      candidates.push_back(dir + "/corral-cli");
-      candidates.push_back(dir + "/../libexec/corral/corral-cli");
+    size_t slash = 0;
+    for (size_t i = 0; self[i] != '\0'; ++i) {
+      if (self[i] == '/') slash = i;
     }
-    candidates.emplace_back(CORRAL_CLI_INSTALL_PATH);
+    if (slash > 0) {
+      candidates[count].Append(self, slash);
+      candidates[count++].Append("/corral-cli");
+      candidates[count].Append(self, slash);
+      candidates[count++].Append("/../libexec/corral/corral-cli");
+    }
+    candidates[count++].Append(CORRAL_CLI_INSTALL_PATH);
   }
-  if (!self.empty()) ::setenv(kFrontExeEnv, self.c_str(), 1);
-  int first_error = 0;
-  for (const std::string& path : candidates) {
-    ::execv(path.c_str(), argv.data());
-    if (first_error == 0 || first_error == ENOENT) first_error = errno;
+
+  // The environment with CORRAL_FRONT_EXE=<self> in place of any earlier value.
+  Buffer front_var;
+  front_var.Append(kFrontExeEnv);
+  front_var.Append("=");
+  front_var.Append(self);
+  size_t envc = 0;
+  while (envp != nullptr && envp[envc] != nullptr) ++envc;
+  Buffer env_array;
+  auto* env = reinterpret_cast<char**>(env_array.Reserve((envc + 2) * sizeof(char*)));
+  if (env == nullptr) {
+    sys::WriteAll(2, "corral: out of memory\n");
+    return 125;
   }
-  std::string looked;
-  for (const std::string& path : candidates) looked += (looked.empty() ? "" : ", ") + path;
-  std::fprintf(stderr, "corral: cannot start the corral CLI program (looked for %s): %s\n",
-               looked.c_str(), std::strerror(first_error));
+  size_t k = 0;
+  for (size_t i = 0; i < envc; ++i) {
+    if (self[0] != '\0' && sys::StartsWith(envp[i], "CORRAL_FRONT_EXE=")) continue;
+    env[k++] = envp[i];
+  }
+  if (self[0] != '\0') env[k++] = const_cast<char*>(front_var.c_str());
+  env[k] = nullptr;
+
+  long first_error = 0;
+  for (int i = 0; i < count; ++i) {
+    long err = sys::Syscall(__NR_execve, reinterpret_cast<long>(candidates[i].c_str()),
+                            reinterpret_cast<long>(argv), reinterpret_cast<long>(env));
+    if (first_error == 0 || first_error == -2) first_error = err;  // prefer more than ENOENT
+  }
+  Buffer message;
+  message.Append("corral: cannot start the corral CLI program (looked for ");
+  for (int i = 0; i < count; ++i) {
+    if (i > 0) message.Append(", ");
+    message.Append(candidates[i].data(), candidates[i].size());
+  }
+  message.Append("): ");
+  message.Append(sys::ErrnoText(first_error));
+  message.Append("\n");
+  sys::WriteAll(2, message.c_str());
   return 125;
 }
 

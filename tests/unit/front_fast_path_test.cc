@@ -5,10 +5,52 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/front/text.h"
+
 namespace corral::cli::front {
 namespace {
 
 using Args = std::vector<std::string>;
+
+// The parser takes argv as the kernel hands it over (cli/front is freestanding); these
+// tests speak vectors of strings.
+struct Parsed {
+  FastKind kind;
+  std::string pool;
+  bool pass_stdin;
+  std::string sandbox;
+  Args command;
+};
+
+std::vector<char*> Argv(const Args& args) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  return argv;
+}
+
+std::optional<Parsed> ParseFastPath(const Args& args) {
+  std::vector<char*> argv = Argv(args);
+  FastRequest r;
+  if (!front::ParseFastPath(static_cast<int>(args.size()), argv.data(), &r)) return std::nullopt;
+  Parsed out{r.kind, r.pool, r.pass_stdin, r.sandbox ? r.sandbox : "", {}};
+  for (char* const* c = r.command; *c != nullptr; ++c) out.command.emplace_back(*c);
+  return out;
+}
+
+Args WithPoolOff(const Args& args) {
+  std::vector<char*> argv = Argv(args);
+  std::vector<char*> out(args.size() + 3);
+  front::WithPoolOff(static_cast<int>(args.size()), argv.data(), out.data());
+  Args result;
+  for (char* const* a = out.data(); *a != nullptr; ++a) result.emplace_back(*a);
+  return result;
+}
 
 TEST(FrontFastPathTest, PlainRunWithPoolAndStdinOptions) {
   auto r = ParseFastPath({"corral", "run", "--", "sh", "-c", "echo hi"});
@@ -78,6 +120,42 @@ TEST(FrontFastPathTest, WithPoolOffReplacesEveryPoolOptionBeforeTheCommand) {
   EXPECT_EQ(WithPoolOff({"corral", "exec", "-i", "--pool", "/s", "box", "--pool=/t", "--", "--pool",
                          "x"}),
             (Args{"corral", "exec", "--pool", "off", "-i", "box", "--", "--pool", "x"}));
+}
+
+// ---- the front program's text: what it sends and what it reads back -----------------
+
+TEST(FrontTextTest, JsonStringsAreEscapedAsTheServerParsesThem) {
+  corral::front::Buffer b;
+  b.AppendJsonString("a\"b\\c\n\x01 d é");
+  std::string text(b.data(), b.size());
+  EXPECT_EQ(text, "\"a\\\"b\\\\c\\u000a\\u0001 d é\"");
+  EXPECT_EQ(nlohmann::json::parse(text).get<std::string>(), "a\"b\\c\n\x01 d é");
+  corral::front::Buffer n;
+  n.AppendInt(-125);
+  n.AppendInt(0);
+  n.AppendInt(137);
+  EXPECT_EQ(std::string(n.data(), n.size()), "-1250137");
+}
+
+TEST(FrontTextTest, FieldsAreReadFromTheTopLevelOnly) {
+  nlohmann::json reply = {{"kind", "outcome"},
+                          {"exit_code", 137},
+                          {"nested", {{"kind", "decoy"}}},
+                          {"report", "corral: warning: \"x\"\n\ttab \u00e9 \\ end\n"}};
+  std::string text = reply.dump();
+  corral::front::Buffer kind, report, missing;
+  long code = 0;
+  EXPECT_TRUE(corral::front::JsonStringField(text.data(), text.size(), "kind", &kind));
+  EXPECT_EQ(std::string(kind.data(), kind.size()), "outcome");
+  EXPECT_TRUE(corral::front::JsonIntField(text.data(), text.size(), "exit_code", &code));
+  EXPECT_EQ(code, 137);
+  EXPECT_TRUE(corral::front::JsonStringField(text.data(), text.size(), "report", &report));
+  EXPECT_EQ(std::string(report.data(), report.size()), reply["report"].get<std::string>());
+  EXPECT_FALSE(corral::front::JsonStringField(text.data(), text.size(), "absent", &missing));
+  EXPECT_FALSE(corral::front::JsonIntField(text.data(), text.size(), "kind", &code));
+  std::string cut = text.substr(0, text.size() / 2);  // a frame cut short
+  corral::front::Buffer partial;
+  EXPECT_FALSE(corral::front::JsonStringField(cut.data(), cut.size(), "report", &partial));
 }
 
 }  // namespace
