@@ -10,6 +10,10 @@
 //           {"sandbox","argv","env","workdir","timeout"}; then signals as for "run"
 //   client: {"op":"wait_ready"}   (answered once the pool is full and no exec slot is
 //           being prepared: for benchmarks, tests)
+//   A "run" spec frame may also be {"default_spec":true,"argv":[...]}: the spec `corral run`
+//   builds without options. A request head with "brief":true (the front program,
+//   cli/front) is answered with one frame {"kind":"outcome","exit_code":N,"report":TEXT}
+//   instead of the two below: the CLI's exit code and what it prints on stderr.
 //   server: {"kind":"outcome"}, then a frame with OutcomeToWire: it ran in a pooled jail
 //           {"kind":"cold","reason":"..."}        the pool cannot run it: run it yourself
 //           {"kind":"ready"} | {"kind":"error","message":"..."}
