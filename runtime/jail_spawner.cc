@@ -99,10 +99,13 @@ Result<jail::JailProcess> JailSpawner::Spawn(const CgroupFds& cgroup) {
   nlohmann::json request = {{"clone_into", cgroup.clone_into >= 0},
                             {"attach", cgroup.attach.size()}};
   std::lock_guard<std::mutex> lock(mu_);
-  RETURN_IF_ERROR(SendFrame(socket_.get(), request.dump(), fds));
   std::vector<UniqueFd> got;
-  auto frame = ReceiveFrame(socket_.get(), &got);
-  if (!frame) return frame.error().WithContext("jail spawner");
+  Status sent = SendFrame(socket_.get(), request.dump(), fds);
+  auto frame = sent ? ReceiveFrame(socket_.get(), &got) : Result<std::string>(sent.error());
+  if (!frame) {
+    alive_ = false;
+    return frame.error().WithContext("jail spawner");
+  }
   nlohmann::json reply = nlohmann::json::parse(*frame, nullptr, false);
   if (!reply.is_object()) return Error(ErrorCode::kIo, "jail spawner: malformed reply");
   if (reply.contains("error")) {

@@ -17,6 +17,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -39,6 +40,9 @@ class JailSpawner {
   // A jail of the blueprint waiting for its command (SpawnWaitingJail) in `cgroup`, as a
   // child of this process. Thread-safe.
   Result<jail::JailProcess> Spawn(const CgroupFds& cgroup);
+  // False once the spawner stopped answering (killed, say): PrepareJail then clones in
+  // this process, as without a spawner.
+  bool alive() const { return alive_.load(); }
 
  private:
   JailSpawner(pid_t pid, UniqueFd socket) : pid_(pid), socket_(std::move(socket)) {}
@@ -46,6 +50,7 @@ class JailSpawner {
   pid_t pid_;
   UniqueFd socket_;
   std::mutex mu_;  // one request at a time on the socket
+  std::atomic<bool> alive_{true};
 };
 
 }  // namespace corral::runtime

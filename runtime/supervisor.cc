@@ -211,11 +211,15 @@ Result<PreparedJail> PrepareJail(const JailBlueprint& blueprint, JailSpawner* sp
   // Its figures are read on the way to the answer: the files are opened now.
   if (jail.cgroup.cgroup) jail.cgroup.cgroup->KeepStatFilesOpen();
   CgroupFds fds = FdsOf(jail.cgroup.cgroup.get());
-  if (spawner != nullptr) {
-    ASSIGN_OR_RETURN(jail.process, spawner->Spawn(fds));
-  } else {
-    ASSIGN_OR_RETURN(jail.process, SpawnWaitingJail(blueprint.spec, fds, false));
+  if (spawner != nullptr && spawner->alive()) {
+    auto spawned = spawner->Spawn(fds);
+    if (spawned || spawner->alive()) {
+      ASSIGN_OR_RETURN(jail.process, std::move(spawned));
+      return jail;
+    }
+    spdlog::warn("{}; cloning jails in this process from now on", spawned.error().message());
   }
+  ASSIGN_OR_RETURN(jail.process, SpawnWaitingJail(blueprint.spec, fds, false));
   return jail;
 }
 

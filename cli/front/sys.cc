@@ -2,6 +2,10 @@
 
 #include <asm/unistd.h>
 
+#if !defined(__x86_64__)
+#error "cli/front: the system-call entry below is x86-64's; add one for this architecture"
+#endif
+
 namespace corral::front::sys {
 
 long Syscall(long n, long a, long b, long c, long d, long e, long f) {

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <map>
@@ -89,6 +90,26 @@ TEST_F(JailPoolTest, JailsAreClonedByASpawnerAsChildrenOfThePoolsOwner) {
   }
   ASSERT_GT(spawner, 0);
   EXPECT_NE(::kill(spawner, 0), 0) << "the spawner outlived its pool";
+}
+
+TEST_F(JailPoolTest, APoolWhoseSpawnerDiedClonesItsJailsItself) {
+  std::multimap<std::string, pid_t> before = OurChildren();
+  auto pool = JailPool::Create(JailSpec(), 1);
+  ASSERT_TRUE(pool) << pool.error().message();
+  ASSERT_TRUE((*pool)->WaitUntilFull());
+  pid_t spawner = -1;
+  for (auto [name, pid] : OurChildren()) {
+    bool seen = false;
+    for (auto [old_name, old_pid] : before) seen = seen || old_pid == pid;
+    if (name == "corral-spawner" && !seen) spawner = pid;
+  }
+  ASSERT_GT(spawner, 0);
+  ASSERT_EQ(::kill(spawner, SIGKILL), 0);  // reaped by the pool's destructor
+  for (int i = 0; i < 3; ++i) {
+    runtime::RunOutcome out = RunOk(**pool, Command({"sh", "-c", "echo $$"}));
+    EXPECT_EQ(out.status, RunStatus::kExited) << "run " << i;
+    EXPECT_EQ(out.stdout_stream.text, "2\n") << "run " << i;
+  }
 }
 
 TEST_F(JailPoolTest, AJailTheSpawnerCannotBuildIsAnErrorSayingWhy) {
