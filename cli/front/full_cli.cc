@@ -59,7 +59,10 @@ int ExecFullCli(char* const* argv, char* const* envp) {
   }
   size_t k = 0;
   for (size_t i = 0; i < envc; ++i) {
-    if (self[0] != '\0' && sys::StartsWith(envp[i], "CORRAL_FRONT_EXE=")) continue;
+    if (self[0] != '\0' && sys::StartsWith(envp[i], kFrontExeEnv) &&
+        envp[i][sizeof kFrontExeEnv - 1] == '=') {
+      continue;
+    }
     env[k++] = envp[i];
   }
   if (self[0] != '\0') env[k++] = const_cast<char*>(front_var.c_str());

@@ -4,17 +4,15 @@
 // destructor must leave no process, mount or cgroup behind).
 #include "runtime/jail_pool.h"
 
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <map>
-#include <sstream>
 
-#include "base/files.h"
 #include "runtime/outcome.h"
 #include "tests/support/jail_test.h"
+#include "tests/support/processes.h"
 #include "tests/support/temp_dir.h"
 
 namespace corral::test {
@@ -43,26 +41,12 @@ class JailPoolTest : public JailTest {
   }
 };
 
-// Our children (any thread's), by command name: /proc/<pid>/stat of every process whose
-// parent we are.
+// Our children (any thread's), by command name.
 std::multimap<std::string, pid_t> OurChildren() {
   std::multimap<std::string, pid_t> out;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return out;
-  while (dirent* e = ::readdir(proc)) {
-    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
-    if (pid <= 0) continue;
-    auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-    if (!stat) continue;
-    size_t open = stat->find('('), close = stat->rfind(')');
-    if (open == std::string::npos || close == std::string::npos) continue;
-    std::istringstream rest(stat->substr(close + 2));
-    char state;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == ::getpid()) out.emplace(stat->substr(open + 1, close - open - 1), pid);
+  for (const ChildStatus& c : ChildrenOf(::getpid())) {
+    out.emplace(StatusField(c.status, "Name"), c.pid);
   }
-  ::closedir(proc);
   return out;
 }
 

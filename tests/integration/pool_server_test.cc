@@ -3,7 +3,6 @@
 // --json, timeouts, Ctrl-C), fall back to a cold run for a spec the pool cannot take, and
 // the server must refuse other users, refuse a second server on its socket, and leave
 // nothing behind when stopped. Black-box through the binary; root only; leak-checked.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <grp.h>
@@ -24,6 +23,7 @@
 #include "runtime/pool_client.h"
 #include "runtime/pool_protocol.h"
 #include "tests/support/jail_test.h"
+#include "tests/support/processes.h"
 #include "tests/support/temp_dir.h"
 
 namespace corral::test {
@@ -218,29 +218,15 @@ TEST_F(PoolServerTest, ExecsIntoASandboxUseAnExecSlotAfterTheFirst) {
   EXPECT_EQ(timed->run.exit_code, 124) << timed->Describe();
 }
 
-// The value of a "Key:\t..." line of /proc/<pid>/status, or "" if there is none.
-std::string StatusField(const std::string& status, const std::string& key) {
-  const std::string text = "\n" + status;
-  size_t at = text.find("\n" + key + ":\t");
-  if (at == std::string::npos) return "";
-  at += key.size() + 3;
-  return text.substr(at, text.find('\n', at) - at);
-}
-
 // /proc/<pid>/status of the server's children that are in another PID namespace and are
 // neither a one-shot jail's init nor the spawner: exec slots.
 std::vector<std::string> ExecSlotsOf(pid_t server) {
   std::vector<std::string> out;
-  DIR* proc = ::opendir("/proc");
-  while (dirent* e = proc ? ::readdir(proc) : nullptr) {
-    std::string dir = std::string("/proc/") + e->d_name;
-    auto status = ReadFile(dir + "/status");
-    if (!status || StatusField(*status, "PPid") != std::to_string(server)) continue;
-    std::string name = StatusField(*status, "Name");
-    bool nested = StatusField(*status, "NSpid").find('\t') != std::string::npos;
-    if (nested && name != "corral-init" && name != "corral-spawner") out.push_back(*status);
+  for (const ChildStatus& c : ChildrenOf(server)) {
+    std::string name = StatusField(c.status, "Name");
+    bool nested = StatusField(c.status, "NSpid").find('\t') != std::string::npos;
+    if (nested && name != "corral-init" && name != "corral-spawner") out.push_back(c.status);
   }
-  if (proc) ::closedir(proc);
   return out;
 }
 
