@@ -8,9 +8,9 @@
 
 #include "bench/launcher.h"
 #include "bench/results.h"
-#include "runtime/jail_pool.h"
-#include "runtime/pool_client.h"
-#include "runtime/supervisor.h"
+#include "runtime/pool/jail_pool.h"
+#include "runtime/pool/pool_client.h"
+#include "runtime/run/supervisor.h"
 
 namespace corral::bench {
 namespace {

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "bench/launcher.h"
-#include "runtime/persistent.h"
+#include "runtime/sandboxes/persistent.h"
 
 namespace corral::bench {
 namespace {

@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "runtime/check_report.h"
-#include "runtime/host_info.h"
+#include "runtime/host/check_report.h"
+#include "runtime/host/host_info.h"
 
 namespace corral::cli {
 

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <tuple>
 
-#include "runtime/config.h"
-#include "runtime/sizes.h"
+#include "runtime/spec/config.h"
+#include "runtime/spec/sizes.h"
 
 namespace corral::cli {
 

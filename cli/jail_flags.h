@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 namespace corral::cli {
 

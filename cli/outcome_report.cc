@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "runtime/outcome_report.h"
+#include "runtime/run/outcome_report.h"
 
 namespace corral::cli {
 

@@ -3,8 +3,8 @@
 // command. Returns the CLI exit code.
 #pragma once
 
-#include "runtime/outcome.h"
-#include "runtime/spec.h"
+#include "runtime/run/outcome.h"
+#include "runtime/spec/spec.h"
 
 namespace corral::cli {
 

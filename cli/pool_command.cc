@@ -1,5 +1,5 @@
 // `corral pool [JAIL OPTIONS] [--size N] [--socket PATH]`: a pool server in the
-// foreground (runtime/pool_server.h). `corral run` with the same jail options then runs
+// foreground (runtime/pool/pool_server.h). `corral run` with the same jail options then runs
 // in its pre-built jails; until SIGINT/SIGTERM, after which it cleans up and exits 0.
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -11,8 +11,8 @@
 #include "base/unique_fd.h"
 #include "cli/commands.h"
 #include "cli/jail_flags.h"
-#include "runtime/pool_protocol.h"
-#include "runtime/pool_server.h"
+#include "runtime/pool/pool_protocol.h"
+#include "runtime/pool/pool_server.h"
 
 namespace corral::cli {
 

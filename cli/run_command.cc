@@ -1,5 +1,5 @@
 // `corral run [OPTIONS] -- CMD [ARGS...]`: flags -> JailSpec -> a pool server's jail
-// (runtime/pool_or_cold.h) or runtime::RunJail.
+// (runtime/pool/pool_or_cold.h) or runtime::RunJail.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -7,8 +7,8 @@
 #include "cli/commands.h"
 #include "cli/jail_flags.h"
 #include "cli/outcome_report.h"
-#include "runtime/pool_or_cold.h"
-#include "runtime/supervisor.h"
+#include "runtime/pool/pool_or_cold.h"
+#include "runtime/run/supervisor.h"
 
 namespace corral::cli {
 

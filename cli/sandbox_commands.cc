@@ -8,10 +8,10 @@
 #include "cli/commands.h"
 #include "cli/jail_flags.h"
 #include "cli/outcome_report.h"
-#include "runtime/config.h"
-#include "runtime/persistent.h"
-#include "runtime/pool_or_cold.h"
-#include "runtime/sizes.h"
+#include "runtime/spec/config.h"
+#include "runtime/sandboxes/persistent.h"
+#include "runtime/pool/pool_or_cold.h"
+#include "runtime/spec/sizes.h"
 
 namespace corral::cli {
 

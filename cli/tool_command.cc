@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "runtime/config.h"
-#include "runtime/persistent.h"
-#include "runtime/provider_config.h"
-#include "runtime/thread_dirs.h"
+#include "runtime/spec/config.h"
+#include "runtime/sandboxes/persistent.h"
+#include "runtime/spec/provider_config.h"
+#include "tools/providers/thread_dirs.h"
 #include "tools/tool_service.h"
 
 namespace corral::cli {

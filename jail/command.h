@@ -22,7 +22,7 @@ struct CommandView {
   // One-shot init: after reporting the command's status, wait to be SIGKILLed (or for the
   // parent to hang up) instead of exiting. The parent then answers first and the init's
   // exit (its namespaces, its copy of the parent's memory) does not compete with it for
-  // the CPU; the parent kills it right after the report (runtime/supervisor.cc).
+  // the CPU; the parent kills it right after the report (runtime/run/supervisor.cc).
   bool hold_after_report = false;
 };
 

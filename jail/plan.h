@@ -1,6 +1,6 @@
 // JailPlan: everything a jail child needs, fully resolved in the parent before clone().
 //
-// The planner (runtime/planner.h) builds it; jail::Spawn() clones a child that only *reads*
+// The planner (runtime/run/planner.h) builds it; jail::Spawn() clones a child that only *reads*
 // it. Every string the child passes to a syscall, every message it may report, every
 // compiled filter is prepared here, so the child allocates nothing and looks nothing up.
 // Immutable once built. Owns the O_PATH fds of bind-mount sources (opened in the parent so
@@ -60,7 +60,7 @@ struct JailPlan {
   InitMode init_mode = InitMode::kOneShot;
   // One-shot only: build the jail, then wait for the command on the status socket
   // (jail/command.h) instead of running argv/envp/workdir below. A prepared jail of a
-  // pool (runtime/jail_pool.h) is spawned this way before anyone knows what it will run.
+  // pool (runtime/pool/jail_pool.h) is spawned this way before anyone knows what it will run.
   bool deferred_command = false;
 
   // --- root (jail/mounts.cc) ---

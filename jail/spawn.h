@@ -8,7 +8,7 @@
 //   status_fd  - one InitReport with the command's wait status, sent by the init
 // Runs in the parent; must be called from a single-threaded process, or a thread that
 // holds no locks the child could need (the child only makes syscalls, so in practice:
-// any thread, but see DESIGN.md on spawner processes for the daemon).
+// any thread, but see docs/architecture.md on spawner processes for the daemon).
 #pragma once
 
 #include <sys/types.h>
@@ -36,7 +36,7 @@ struct SpawnRequest {
   // execs as PID 1 once hardened. -1: the child itself stays on as the init.
   int init_exe_fd = -1;
   // CLONE_PARENT: the jail becomes a child of our parent, not ours (a spawner process
-  // cloning on its owner's behalf, runtime/jail_spawner.h).
+  // cloning on its owner's behalf, runtime/run/jail_spawner.h).
   bool clone_parent = false;
 };
 

@@ -1,4 +1,4 @@
-// Text shaping of tool output, as DeerFlow does it (reference/deerflow-contract.md §3).
+// Text shaping of tool output, as DeerFlow does it (docs/deerflow-contract.md).
 // Lengths count Unicode code points (Python's len()), and cuts never split a UTF-8
 // sequence.
 #pragma once

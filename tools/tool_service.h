@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "runtime/audit_log.h"
-#include "runtime/sandbox_provider.h"
+#include "tools/audit_log.h"
+#include "tools/providers/sandbox_provider.h"
 #include "tools/tools.h"
 
 namespace corral::tools {

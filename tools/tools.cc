@@ -4,8 +4,8 @@
 #include <functional>
 #include <map>
 
-#include "runtime/audit_log.h"
-#include "runtime/sandbox_search.h"
+#include "tools/audit_log.h"
+#include "tools/providers/sandbox_search.h"
 #include "tools/file_locks.h"
 #include "tools/text.h"
 

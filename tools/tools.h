@@ -1,5 +1,5 @@
 // The agent tools — bash, ls, read_file, write_file, str_replace, glob, grep — with
-// DeerFlow's parameters, defaults, limits and messages (reference/deerflow-contract.md
+// DeerFlow's parameters, defaults, limits and messages (docs/deerflow-contract.md
 // §3). They speak only to runtime::Sandbox, so they behave the same over every provider;
 // what differs (path validation on the host, isolation in a jail) is the provider's job.
 // Each tool returns exactly the text an agent gets; failures are texts starting "Error: ".
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/provider_config.h"
-#include "runtime/sandbox.h"
+#include "runtime/spec/provider_config.h"
+#include "tools/providers/sandbox.h"
 
 namespace corral::tools {
 

@@ -7,7 +7,7 @@
 // The full CLI spends more than 1 ms starting (relocating and initialising 4 MB of C++);
 // any glibc program spends 0.4-0.5 ms of a VM's time probing the CPU (cli/front/sys.h).
 // This one makes a dozen system calls. It speaks the pool protocol
-// (runtime/pool_protocol.h) in its "brief" form: the server words the report and picks
+// (runtime/pool/pool_protocol.h) in its "brief" form: the server words the report and picks
 // the exit code, so nothing here has to understand an outcome.
 #include <asm/unistd.h>
 #include <errno.h>

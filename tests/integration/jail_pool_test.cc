@@ -2,7 +2,7 @@
 // fresh and as isolated as RunJail's, and take their command, environment, working
 // directory and limits from the request. In-process; root only; leak-checked (the pool's
 // destructor must leave no process, mount or cgroup behind).
-#include "runtime/jail_pool.h"
+#include "runtime/pool/jail_pool.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -10,7 +10,7 @@
 
 #include <map>
 
-#include "runtime/outcome.h"
+#include "runtime/run/outcome.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/processes.h"
 #include "tests/support/temp_dir.h"

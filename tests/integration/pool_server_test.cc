@@ -20,8 +20,8 @@
 #include <thread>
 
 #include "base/files.h"
-#include "runtime/pool_client.h"
-#include "runtime/pool_protocol.h"
+#include "runtime/pool/pool_client.h"
+#include "runtime/pool/pool_protocol.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/processes.h"
 #include "tests/support/temp_dir.h"

@@ -1,6 +1,6 @@
 // The jail's /etc: generated passwd/group/hosts/hostname plus a curated copy of host
 // files, one read-only snapshot shared by every jail with the same content
-// (runtime/etc_snapshot.h). Root only; leak-checked.
+// (runtime/run/etc_snapshot.h). Root only; leak-checked.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "runtime/supervisor.h"
+#include "runtime/run/supervisor.h"
 #include "tests/support/jail_test.h"
 
 namespace corral::test {

@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "base/files.h"
-#include "runtime/jail_sandbox.h"
-#include "runtime/persistent.h"
+#include "tools/providers/jail_sandbox.h"
+#include "runtime/sandboxes/persistent.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/temp_dir.h"
 #include "tools/tool_service.h"

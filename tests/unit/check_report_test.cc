@@ -1,4 +1,4 @@
-#include "runtime/check_report.h"
+#include "runtime/host/check_report.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include "runtime/host_info.h"
+#include "runtime/host/host_info.h"
 
 namespace corral::runtime {
 namespace {

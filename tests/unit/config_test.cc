@@ -1,4 +1,4 @@
-#include "runtime/config.h"
+#include "runtime/spec/config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 // Every field of a JailSpec, one per line, so a mismatch shows as a readable diff.
-// Keep in step with runtime/spec.h.
+// Keep in step with runtime/spec/spec.h.
 std::string Dump(const JailSpec& s) {
   std::ostringstream o;
   auto opt = [](const std::optional<std::string>& v) { return v ? "'" + *v + "'" : "null"; };

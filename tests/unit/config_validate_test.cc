@@ -8,7 +8,7 @@
 
 #include "base/files.h"
 #include "jail/seccomp.h"
-#include "runtime/config.h"
+#include "runtime/spec/config.h"
 #include "tests/support/temp_dir.h"
 
 namespace corral::runtime {

@@ -1,5 +1,5 @@
 // runtime/etc_snapshot: content-keyed, shared, read-only /etc snapshots.
-#include "runtime/etc_snapshot.h"
+#include "runtime/run/etc_snapshot.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

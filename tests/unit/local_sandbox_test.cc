@@ -1,6 +1,6 @@
 // The tools over the local provider (no root): DeerFlow's LocalSandbox behaviours,
 // virtual path validation, escapes through symlinks, host bash gating and masking.
-#include "runtime/local_sandbox.h"
+#include "tools/providers/local_sandbox.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

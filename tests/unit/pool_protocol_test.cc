@@ -1,7 +1,7 @@
 // The pool server's wire protocol: frames (with and without fds, split across reads,
 // cut short, oversized) and the RunOutcome wire form, which must carry every field,
 // binary output included, and reject what is not an outcome.
-#include "runtime/pool_protocol.h"
+#include "runtime/pool/pool_protocol.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

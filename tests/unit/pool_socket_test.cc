@@ -1,7 +1,7 @@
 // The pool server's socket path: a client that finds the file is never refused by a server
 // still starting, a stale socket is replaced, a live one or a file that is not a socket is
 // not, and nothing but the socket is left in the directory.
-#include "runtime/pool_socket.h"
+#include "runtime/pool/pool_socket.h"
 
 #include <dirent.h>
 #include <gtest/gtest.h>

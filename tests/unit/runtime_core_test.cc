@@ -11,11 +11,11 @@
 #include <string>
 
 #include "jail/setup_record.h"
-#include "runtime/outcome.h"
-#include "runtime/output_capture.h"
-#include "runtime/planner.h"
-#include "runtime/sandbox_store.h"
-#include "runtime/spec_json.h"
+#include "runtime/run/outcome.h"
+#include "runtime/run/output_capture.h"
+#include "runtime/run/planner.h"
+#include "runtime/sandboxes/sandbox_store.h"
+#include "runtime/spec/spec_json.h"
 #include "tests/support/temp_dir.h"
 
 namespace corral::runtime {

@@ -1,11 +1,11 @@
-#include "runtime/sizes.h"
+#include "runtime/spec/sizes.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <limits>
 
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 namespace corral::runtime {
 namespace {

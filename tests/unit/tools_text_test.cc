@@ -3,12 +3,12 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include "runtime/audit_log.h"
-#include "runtime/provider_config.h"
-#include "runtime/sandbox.h"
-#include "runtime/sandbox_fileops.h"
-#include "runtime/sandbox_search.h"
-#include "runtime/thread_dirs.h"
+#include "tools/audit_log.h"
+#include "runtime/spec/provider_config.h"
+#include "tools/providers/sandbox.h"
+#include "tools/providers/sandbox_fileops.h"
+#include "tools/providers/sandbox_search.h"
+#include "tools/providers/thread_dirs.h"
 #include "tools/text.h"
 
 namespace corral {

@@ -1,0 +1,122 @@
+#include "runtime/run/jail_spawner.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <nlohmann/json.hpp>
+
+#include "jail/process_title.h"
+#include "jail/syscalls.h"
+#include "base/frames.h"
+
+namespace corral::runtime {
+
+namespace {
+
+// Request: {"clone_into": bool, "attach": n} with the cgroup's fds (the clone3 target
+// first, if any, then n cgroup.procs files). Reply: {"pid": N} with the init's pidfd,
+// setup channel and status channel, or {"error": message, "code": ErrorCode, "errno": e}.
+
+void Answer(int socket, const JailBlueprint& blueprint, const std::string& frame,
+            const std::vector<UniqueFd>& fds) {
+  nlohmann::json j = nlohmann::json::parse(frame, nullptr, false);
+  size_t attach = j.is_object() ? j.value("attach", size_t{0}) : 0;
+  bool clone_into = j.is_object() && j.value("clone_into", false);
+  if (fds.size() != attach + (clone_into ? 1 : 0)) {
+    (void)SendFrame(socket, nlohmann::json({{"error", "spawner: malformed request"},
+                                            {"errno", 0}}).dump());
+    return;
+  }
+  CgroupFds cgroup;
+  if (clone_into) cgroup.clone_into = fds[0].get();
+  for (size_t i = clone_into ? 1 : 0; i < fds.size(); ++i) cgroup.attach.push_back(fds[i].get());
+  auto jail = SpawnWaitingJail(blueprint.spec, cgroup, /*clone_parent=*/true);
+  if (!jail) {
+    (void)SendFrame(socket, nlohmann::json({{"error", jail.error().message()},
+                                            {"code", static_cast<int>(jail.error().code())},
+                                            {"errno", jail.error().sys_errno()}})
+                                .dump());
+    return;
+  }
+  (void)SendFrame(socket, nlohmann::json({{"pid", jail->pid()}}).dump(),
+                  {jail->pidfd(), jail->setup_fd(), jail->status_fd()});
+  // The owner has its own copies now (or, if the reply was lost, will never learn of the
+  // jail: its lifeline, the setup channel, then hangs up and the init exits).
+  jail->Release();
+}
+
+[[noreturn]] void ServeSpawns(int socket, const JailBlueprint& blueprint, pid_t owner) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (::getppid() != owner) ::_exit(0);
+  jail::SetProcessTitle("corral-spawner");
+  // Keep stdio (for logging) and the socket; everything else belonged to the owner.
+  jail::sys::CloseRange(3, static_cast<unsigned>(socket) - 1, 0);
+  jail::sys::CloseRange(static_cast<unsigned>(socket) + 1, ~0U, 0);
+  for (;;) {
+    std::vector<UniqueFd> fds;
+    auto frame = ReceiveFrame(socket, &fds);
+    if (!frame) ::_exit(0);  // the owner closed its end: the pool is gone
+    Answer(socket, blueprint, *frame, fds);
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<JailSpawner>> JailSpawner::Start(const JailBlueprint& blueprint) {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    return Error::FromErrno(errno, "socketpair");
+  }
+  UniqueFd ours(pair[0]), theirs(pair[1]);
+  const pid_t owner = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) return Error::FromErrno(errno, "fork jail spawner");
+  if (pid == 0) {
+    ours.Reset();
+    ServeSpawns(theirs.get(), blueprint, owner);
+  }
+  return std::unique_ptr<JailSpawner>(new JailSpawner(pid, std::move(ours)));
+}
+
+JailSpawner::~JailSpawner() {
+  // shutdown, not just close: a process forked from ours since (holding a copy of the
+  // socket) must not keep the spawner waiting.
+  ::shutdown(socket_.get(), SHUT_RDWR);
+  socket_.Reset();
+  int status;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+Result<jail::JailProcess> JailSpawner::Spawn(const CgroupFds& cgroup) {
+  std::vector<int> fds;
+  if (cgroup.clone_into >= 0) fds.push_back(cgroup.clone_into);
+  fds.insert(fds.end(), cgroup.attach.begin(), cgroup.attach.end());
+  nlohmann::json request = {{"clone_into", cgroup.clone_into >= 0},
+                            {"attach", cgroup.attach.size()}};
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<UniqueFd> got;
+  Status sent = SendFrame(socket_.get(), request.dump(), fds);
+  auto frame = sent ? ReceiveFrame(socket_.get(), &got) : Result<std::string>(sent.error());
+  if (!frame) {
+    alive_ = false;
+    return frame.error().WithContext("jail spawner");
+  }
+  nlohmann::json reply = nlohmann::json::parse(*frame, nullptr, false);
+  if (!reply.is_object()) return Error(ErrorCode::kIo, "jail spawner: malformed reply");
+  if (reply.contains("error")) {
+    auto code = static_cast<ErrorCode>(reply.value("code", static_cast<int>(ErrorCode::kIo)));
+    return Error(code, reply.value("error", ""), reply.value("errno", 0));
+  }
+  if (got.size() != 3 || !reply.contains("pid")) {
+    return Error(ErrorCode::kIo, "jail spawner: malformed reply");
+  }
+  return jail::JailProcess(reply.value("pid", pid_t{-1}), std::move(got[0]), std::move(got[1]),
+                           std::move(got[2]));
+}
+
+}  // namespace corral::runtime

@@ -1,0 +1,117 @@
+#include "runtime/run/outcome.h"
+
+#include <cerrno>
+#include <nlohmann/json.hpp>
+
+namespace corral::runtime {
+
+const char* RunStatusName(RunStatus status) {
+  switch (status) {
+    case RunStatus::kExited:
+      return "exited";
+    case RunStatus::kSignaled:
+      return "signaled";
+    case RunStatus::kTimedOut:
+      return "timed_out";
+    case RunStatus::kOomKilled:
+      return "oom_killed";
+    case RunStatus::kSetupFailed:
+      return "setup_failed";
+  }
+  return "unknown";
+}
+
+const char* LimitName(LimitKind limit) {
+  switch (limit) {
+    case LimitKind::kMemory:
+      return "memory";
+    case LimitKind::kPids:
+      return "pids";
+    case LimitKind::kWallTime:
+      return "wall_time";
+    case LimitKind::kCpuTime:
+      return "cpu_time";
+    case LimitKind::kOutput:
+      return "output";
+    case LimitKind::kFileSize:
+      return "file_size";
+  }
+  return "unknown";
+}
+
+int CliExitCode(const RunOutcome& outcome) {
+  if (outcome.interrupted_by) return 128 + *outcome.interrupted_by;
+  switch (outcome.status) {
+    case RunStatus::kExited:
+      return outcome.exit_code;
+    case RunStatus::kTimedOut:
+      return 124;
+    case RunStatus::kOomKilled:
+      return 128 + 9;
+    case RunStatus::kSignaled:
+      return 128 + outcome.signal.value_or(9);
+    case RunStatus::kSetupFailed:
+      if (outcome.setup_error && outcome.setup_error->step == jail::SetupStep::kExecve) {
+        int err = outcome.setup_error->err;
+        if (err == ENOENT || err == ENOTDIR) return 127;
+        if (err == EACCES || err == ENOEXEC || err == EISDIR || err == EPERM) return 126;
+      }
+      return 125;
+  }
+  return 125;
+}
+
+namespace {
+
+nlohmann::json OptionalJson(const std::optional<int64_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+std::string OutcomeToJson(const RunOutcome& o) {
+  nlohmann::json j;
+  j["status"] = RunStatusName(o.status);
+  j["exit_code"] = o.status == RunStatus::kExited ? o.exit_code : CliExitCode(o);
+  j["signal"] = o.signal ? nlohmann::json(*o.signal) : nlohmann::json(nullptr);
+  j["limit"] = o.limit ? nlohmann::json(LimitName(*o.limit)) : nlohmann::json(nullptr);
+  j["wall_ms"] = o.wall_ms;
+  j["cpu_user_ms"] = o.cpu_user_ms;
+  j["cpu_system_ms"] = o.cpu_system_ms;
+  j["memory_peak_bytes"] = OptionalJson(o.memory_peak_bytes);
+  j["pids_peak"] = OptionalJson(o.pids_peak);
+  if (o.captured) {
+    j["stdout"] = o.stdout_stream.text;
+    j["stderr"] = o.stderr_stream.text;
+  }
+  j["stdout_bytes"] = o.stdout_stream.bytes;
+  j["stderr_bytes"] = o.stderr_stream.bytes;
+  j["stdout_dropped_bytes"] = o.stdout_stream.dropped_bytes;
+  j["stderr_dropped_bytes"] = o.stderr_stream.dropped_bytes;
+  if (o.setup_error) {
+    j["setup_error"] = {{"step", jail::StepName(o.setup_error->step)},
+                        {"errno", jail::ErrnoName(o.setup_error->err)},
+                        {"message", o.setup_error->ToString()}};
+  } else {
+    j["setup_error"] = nullptr;
+  }
+  if (o.interrupted_by) j["interrupted_by"] = *o.interrupted_by;
+  if (o.pooled) j["pooled"] = true;
+  if (!o.warnings.empty()) j["warnings"] = o.warnings;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string ErrorToJson(const Error& error) {
+  RunOutcome o;
+  o.status = RunStatus::kSetupFailed;
+  nlohmann::json j = nlohmann::json::parse(OutcomeToJson(o));
+  j["exit_code"] = 125;
+  j["setup_error"] = {
+      {"step", error.code() == ErrorCode::kInvalidArgument ? "validate" : "prepare"},
+      {"errno", error.sys_errno() != 0 ? nlohmann::json(jail::ErrnoName(error.sys_errno()))
+                                       : nlohmann::json(nullptr)},
+      {"message", error.message()}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace corral::runtime

@@ -1,0 +1,16 @@
+// The lines `corral run` and `corral exec` print on stderr after a command: its warnings,
+// then — unless the caller asked for JSON — why corral stopped it (a setup failure, the
+// timeout, the memory limit) when the exit code alone would not say. Shared by the CLI
+// and the pool server, which words it for the front program (cli/front).
+#pragma once
+
+#include <string>
+
+#include "runtime/run/outcome.h"
+#include "runtime/spec/spec.h"
+
+namespace corral::runtime {
+
+std::string OutcomeReport(const RunOutcome& outcome, const LimitsSpec& limits, bool with_reason);
+
+}  // namespace corral::runtime

@@ -1,0 +1,219 @@
+#include "runtime/run/planner.h"
+
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/files.h"
+#include "jail/seccomp.h"
+#include "runtime/run/root_layout.h"
+#include "runtime/run/seccomp_cache.h"
+
+namespace corral::runtime {
+
+namespace {
+
+// Where the child mounts the new root before pivot_root. Any existing directory works:
+// it is in the child's private mount namespace, and bind sources were opened beforehand,
+// so covering the host's /tmp there hides nothing the jail needs.
+constexpr const char* kStagingDir = "/tmp";
+
+constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+Status MkdirOwned(const std::string& path, uid_t uid, gid_t gid) {
+  if (::mkdir(path.c_str(), 0755) == 0) {
+    if (::chown(path.c_str(), uid, gid) != 0) return Error::FromErrno(errno, "chown " + path);
+    return Ok();
+  }
+  if (errno == EEXIST) return Ok();
+  return Error::FromErrno(errno, "mkdir " + path);
+}
+
+// Current hard limits are the ceiling: this host's bounding set lacks CAP_SYS_RESOURCE,
+// so asking for more would fail in the child.
+void AddRlimit(jail::JailPlan* plan, int resource, rlim_t soft, rlim_t hard) {
+  rlimit current;
+  if (::getrlimit(static_cast<__rlimit_resource>(resource), &current) == 0) {
+    hard = std::min(hard, current.rlim_max);
+  }
+  soft = std::min(soft, hard);
+  plan->rlimits.push_back({resource, rlimit{soft, hard}});
+}
+
+void AddRlimits(const JailSpec& spec, jail::JailPlan* plan) {
+  const LimitsSpec& l = spec.limits;
+  AddRlimit(plan, RLIMIT_FSIZE, static_cast<rlim_t>(l.file_size_bytes),
+            static_cast<rlim_t>(l.file_size_bytes));
+  AddRlimit(plan, RLIMIT_NOFILE, static_cast<rlim_t>(l.open_files),
+            static_cast<rlim_t>(l.open_files));
+  AddRlimit(plan, RLIMIT_CORE, 0, 0);  // core dumps would land in the workspace
+  if (l.cpu_time_seconds) {
+    // SIGXCPU at the soft limit (catchable), SIGKILL one second later.
+    rlim_t secs = static_cast<rlim_t>(*l.cpu_time_seconds);
+    AddRlimit(plan, RLIMIT_CPU, secs, secs + 1);
+  }
+}
+
+Result<jail::SeccompProgram> CompileProfile(const std::string& profile) {
+  if (!profile.empty() && profile[0] == '/') {
+    ASSIGN_OR_RETURN(std::string text, ReadFile(profile));
+    return CompileSeccompCached(text, profile);
+  }
+  ASSIGN_OR_RETURN(std::string text, jail::BuiltinSeccompProfileText(profile));
+  return CompileSeccompCached(text, profile);
+}
+
+std::vector<std::string> SplitPath(const std::string& path) {
+  std::vector<std::string> dirs;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (!dir.empty() && dir[0] == '/') dirs.push_back(dir);  // relative entries: ignored
+    start = end + 1;
+  }
+  return dirs;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> CommandEnvironment(const JailSpec& spec) {
+  std::string user = spec.uid == 0 ? "root" : kSandboxUserName;
+  std::vector<std::pair<std::string, std::string>> env = {
+      {"PATH", kDefaultPath}, {"HOME", kSandboxHome}, {"USER", user},
+      {"LOGNAME", user},      {"SHELL", "/bin/bash"}, {"LANG", "C.UTF-8"},
+  };
+  if (const char* term = std::getenv("TERM")) env.emplace_back("TERM", term);
+  for (const auto& [name, value] : spec.env) {
+    auto it = std::find_if(env.begin(), env.end(), [&](const auto& e) { return e.first == name; });
+    if (it != env.end()) {
+      it->second = value;
+    } else {
+      env.emplace_back(name, value);
+    }
+  }
+  return env;
+}
+
+Status PrepareHostDirs(const JailSpec& spec) {
+  if (!spec.user_data_dir) return Ok();
+  const std::string& dir = *spec.user_data_dir;
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Error::FromErrno(errno, "user_data_dir " + dir);
+  }
+  for (const char* sub : {"workspace", "uploads", "outputs"}) {
+    RETURN_IF_ERROR(MkdirOwned(dir + "/" + sub, spec.uid, spec.gid));
+  }
+  // Say so now rather than fail later at "chdir /mnt/user-data/workspace" in the jail.
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return Error::FromErrno(errno, "user_data_dir " + dir);
+  bool searchable = (st.st_uid == spec.uid && (st.st_mode & S_IXUSR)) ||
+                    (st.st_gid == spec.gid && (st.st_mode & S_IXGRP)) || (st.st_mode & S_IXOTH);
+  if (!searchable) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+    return Error(ErrorCode::kPermissionDenied,
+                 "user_data_dir " + dir + ": the jail's uid " + std::to_string(spec.uid) +
+                     " cannot enter it (mode " + mode + ", owner " + std::to_string(st.st_uid) +
+                     "); chmod o+x it or chown it to that uid");
+  }
+  return Ok();
+}
+
+jail::DeferredCommand CommandFor(const JailSpec& spec) {
+  jail::DeferredCommand c;
+  c.workdir = spec.workdir ? *spec.workdir
+                           : (spec.user_data_dir ? std::string(kUserDataPath) + "/workspace"
+                                                 : std::string("/"));
+  c.argv = spec.argv;
+  for (const auto& [name, value] : CommandEnvironment(spec)) {
+    c.envp.push_back(name + "=" + value);
+    if (name == "PATH") c.path_dirs = SplitPath(value);
+  }
+  return c;
+}
+
+namespace {
+
+// What a fresh jail and an exec into a persistent sandbox share: who the command runs as,
+// its limits, argv/envp and filter.
+Status PlanCommand(const JailSpec& spec, jail::JailPlan* plan) {
+  plan->uid = spec.uid;
+  plan->gid = spec.gid;
+  AddRlimits(spec, plan);
+  jail::DeferredCommand command = CommandFor(spec);
+  plan->workdir = std::move(command.workdir);
+  plan->argv_storage = std::move(command.argv);
+  plan->envp_storage = std::move(command.envp);
+  plan->path_dirs = std::move(command.path_dirs);
+  plan->FinalizePointers();
+  auto seccomp = CompileProfile(spec.seccomp_profile);
+  if (!seccomp) return seccomp.error().WithContext("seccomp profile " + spec.seccomp_profile);
+  plan->seccomp = std::move(*seccomp);
+  return Ok();
+}
+
+}  // namespace
+
+std::vector<std::string> WeakenedIsolation(const JailSpec& spec) {
+  std::vector<std::string> out;
+  const NamespaceSpec& ns = spec.namespaces;
+  if (!ns.pid)
+    out.push_back(
+        "namespaces.pid is off: the command sees and can signal host processes of its uid");
+  if (!ns.uts) out.push_back("namespaces.uts is off: the command shares the host's hostname");
+  if (!ns.ipc)
+    out.push_back("namespaces.ipc is off: the command shares the host's SysV IPC and POSIX queues");
+  if (!ns.net)
+    out.push_back(
+        "namespaces.net is off (unsafe.host_network): the command has the host's network");
+  if (!ns.cgroup)
+    out.push_back("namespaces.cgroup is off: the command sees the host's cgroup paths");
+  if (spec.unsafe.allow_root && (spec.uid == 0 || spec.gid == 0)) {
+    out.push_back("unsafe.allow_root: the command runs with uid/gid 0 (no capabilities)");
+  }
+  if (spec.seccomp_profile == "unconfined") {
+    out.push_back("unsafe.allow_unconfined_seccomp: no seccomp filter");
+  }
+  if (spec.unsafe.allow_missing_limits) {
+    out.push_back("unsafe.allow_missing_limits: limits that cannot be applied are skipped");
+  }
+  return out;
+}
+
+unsigned NamespaceFlags(const NamespaceSpec& ns) {
+  unsigned flags = CLONE_NEWNS;
+  if (ns.pid) flags |= CLONE_NEWPID;
+  if (ns.uts) flags |= CLONE_NEWUTS;
+  if (ns.ipc) flags |= CLONE_NEWIPC;
+  if (ns.net) flags |= CLONE_NEWNET;
+  return flags;
+}
+
+Result<jail::JailPlan> Plan(const JailSpec& spec) {
+  jail::JailPlan plan;
+  const NamespaceSpec& ns = spec.namespaces;
+  plan.clone_flags = NamespaceFlags(ns);
+  plan.new_cgroup_ns = ns.cgroup;
+  plan.loopback_up = ns.net;
+  if (ns.uts) plan.hostname = spec.hostname;
+  plan.staging_dir = kStagingDir;
+  RETURN_IF_ERROR(AddRootLayout(spec, &plan));
+  RETURN_IF_ERROR(PlanCommand(spec, &plan));
+  return plan;
+}
+
+Result<jail::JailPlan> PlanExec(const JailSpec& spec) {
+  jail::JailPlan plan;
+  RETURN_IF_ERROR(PlanCommand(spec, &plan));
+  return plan;
+}
+
+}  // namespace corral::runtime

@@ -1,0 +1,54 @@
+// Plan(): turns a validated JailSpec into a jail::JailPlan — clone flags, the ordered list
+// of mount operations for the fresh root (with bind sources already opened as detached
+// mount trees), generated /etc files, ids, rlimits, argv/envp and the compiled seccomp
+// filter. Nothing is looked up after this; the jail child only reads the plan.
+//
+// Runs in the parent. Reads host files (the curated /etc snapshot, the current rlimits)
+// but changes nothing on the host; PrepareHostDirs() is the one step that does.
+#pragma once
+
+#include <string>
+
+#include "base/result.h"
+#include "jail/command.h"
+#include "jail/plan.h"
+#include "runtime/spec/spec.h"
+
+namespace corral::runtime {
+
+// Paths inside the jail (DeerFlow's virtual path contract).
+inline constexpr const char* kSkillsPath = "/mnt/skills";
+inline constexpr const char* kUserDataPath = "/mnt/user-data";
+inline constexpr const char* kAcpWorkspacePath = "/mnt/acp-workspace";
+inline constexpr const char* kSandboxHome = "/home/sandbox";
+inline constexpr const char* kSandboxUserName = "sandbox";
+
+// Creates what the spec's agent mounts need on the host: the user-data directory and its
+// workspace/, uploads/, outputs/ (owned by the jail's uid/gid when created here, so the
+// command can write them). Existing directories are left as they are.
+Status PrepareHostDirs(const JailSpec& spec);
+
+// The spec must have passed Validate().
+Result<jail::JailPlan> Plan(const JailSpec& spec);
+
+// The command part of a plan alone (argv, envp with its PATH, working directory), for a
+// prepared jail that learns its command late (jail/command.h).
+jail::DeferredCommand CommandFor(const JailSpec& spec);
+
+// For an exec into a persistent sandbox: the command's identity, limits, argv/envp and
+// seccomp filter only — the namespaces and root already exist.
+Result<jail::JailPlan> PlanExec(const JailSpec& spec);
+
+// Human-readable list of every way the spec weakens corral's default isolation (disabled
+// namespaces, unsafe: opt-ins), for the start-up log and RunOutcome::warnings.
+std::vector<std::string> WeakenedIsolation(const JailSpec& spec);
+
+// CLONE_NEW* for the spec's namespaces (mount always; never CLONE_NEWCGROUP, which the
+// child unshares after joining its cgroup).
+unsigned NamespaceFlags(const NamespaceSpec& ns);
+
+// The environment a command starts with: a small fixed default (PATH, HOME, USER, LOGNAME,
+// SHELL, LANG, and TERM if the caller has one), overridden/extended by spec.env.
+std::vector<std::pair<std::string, std::string>> CommandEnvironment(const JailSpec& spec);
+
+}  // namespace corral::runtime

@@ -1,0 +1,410 @@
+#include "runtime/run/root_layout.h"
+
+#include <dirent.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/files.h"
+#include "jail/mounts.h"
+#include "runtime/run/etc_snapshot.h"
+#include "runtime/run/planner.h"
+
+namespace corral::runtime {
+
+namespace {
+
+using jail::MountOp;
+
+constexpr unsigned long kNoSuidDev = MS_NOSUID | MS_NODEV;
+
+// Host system directories bound read-only in the default (non-rootfs) layout.
+const char* const kSystemDirs[] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+
+// Top-level names of a rootfs that corral provides itself instead of binding.
+const char* const kProvidedTopLevel[] = {"proc", "dev", "sys", "tmp", "mnt", "home", "etc", "run"};
+
+// /etc files worth having: dynamic linking, name service, TLS, time zone, shells, locale.
+// Copied, not bound, so that the jail cannot observe later host edits: into a shared
+// read-only snapshot (runtime/run/etc_snapshot.h) bound at /etc. Missing ones are skipped.
+const char* const kEtcFiles[] = {
+    "ld.so.cache", "ld.so.conf", "nsswitch.conf",   "host.conf",      "gai.conf",
+    "resolv.conf", "protocols",  "services",        "networks",       "mime.types",
+    "localtime",   "timezone",   "os-release",      "debian_version", "bash.bashrc",
+    "profile",     "inputrc",    "shells",          "locale.alias",   "locale.gen",
+    "magic",       "magic.mime", "mailcap",         "wgetrc",         "xattr.conf",
+    "gitconfig",   "pip.conf",   "ssl/openssl.cnf",
+};
+// /etc directories bound read-only (they are many files, or symlink farms).
+const char* const kEtcDirs[] = {
+    "alternatives", "ssl/certs", "ca-certificates", "ld.so.conf.d",      "profile.d",
+    "python3",      "perl",      "fonts",           "bash_completion.d", "vim"};
+// Deliberately absent: shadow, gshadow, sudoers(.d), ssh/, ssl/private, security/, machine-id,
+// and passwd/group/hosts/hostname, which are generated.
+
+constexpr size_t kMaxCopiedEtcFile = 1 << 20;
+
+// /proc entries that leak host state and get masked, and those made read-only.
+const char* const kProcMaskedFiles[] = {"kcore",       "keys",          "timer_list",
+                                        "sched_debug", "latency_stats", "sysrq-trigger"};
+const char* const kProcMaskedDirs[] = {"acpi", "scsi", "asound"};
+const char* const kProcReadOnly[] = {"sys", "bus", "fs", "irq"};
+
+struct DevNode {
+  const char* name;
+  unsigned major;
+  unsigned minor;
+};
+const DevNode kDevNodes[] = {{"null", 1, 3},   {"zero", 1, 5},    {"full", 1, 7},
+                             {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}};
+
+MountOp NewOp(MountOp::Kind kind, std::string path, std::string data = {}) {
+  MountOp op;
+  op.kind = kind;
+  op.path = std::move(path);
+  op.data = std::move(data);
+  return op;
+}
+
+class RootBuilder {
+ public:
+  RootBuilder(jail::JailPlan* plan) : plan_(plan) {}
+
+  std::string At(const std::string& jail_path) const { return plan_->staging_dir + jail_path; }
+
+  void Tmpfs(const std::string& path, const std::string& options, unsigned long flags,
+             bool read_only = false) {
+    MountOp op = NewOp(MountOp::Kind::kTmpfs, At(path), options);
+    op.flags = flags;
+    op.read_only = read_only;
+    op.description = "mount tmpfs at " + path;
+    Push(std::move(op));
+    dirs_.insert(path);
+  }
+
+  Status Bind(const std::string& host_path, const std::string& path, bool read_only) {
+    struct stat st;
+    if (::stat(host_path.c_str(), &st) != 0) return Error::FromErrno(errno, host_path);
+    ASSIGN_OR_RETURN(UniqueFd tree, jail::PrepareBindTree(host_path, read_only));
+    RETURN_IF_ERROR(MkdirParents(path));
+    MountOp op = NewOp(MountOp::Kind::kBind, At(path));
+    op.source_fd = tree.get();
+    op.source_is_dir = S_ISDIR(st.st_mode);
+    op.read_only = read_only;
+    op.description = "bind-mount " + host_path + " -> " + path;
+    plan_->source_fds.push_back(std::move(tree));
+    Push(std::move(op));
+    if (S_ISDIR(st.st_mode)) dirs_.insert(path);
+    return Ok();
+  }
+
+  // A directory that a bound tree already provides: later binds below it need no mkdir
+  // (which would fail on a read-only bind).
+  void KnownDir(const std::string& path) { dirs_.insert(path); }
+
+  void Mkdir(const std::string& path, mode_t mode = 0755) {
+    if (!dirs_.insert(path).second) return;
+    MountOp op = NewOp(MountOp::Kind::kMkdir, At(path));
+    op.mode = mode;
+    op.description = "mkdir " + path;
+    Push(std::move(op));
+  }
+
+  // mkdir -p of the parents of `path` (not `path` itself).
+  Status MkdirParents(const std::string& path) {
+    for (size_t i = path.find('/', 1); i != std::string::npos; i = path.find('/', i + 1)) {
+      Mkdir(path.substr(0, i));
+    }
+    return Ok();
+  }
+
+  void File(const std::string& path, std::string content, mode_t mode = 0644) {
+    MountOp op = NewOp(MountOp::Kind::kFile, At(path), std::move(content));
+    op.mode = mode;
+    op.description = "write " + path;
+    Push(std::move(op));
+  }
+
+  void Symlink(const std::string& path, const std::string& target) {
+    MountOp op = NewOp(MountOp::Kind::kSymlink, At(path), target);
+    op.description = "symlink " + path + " -> " + target;
+    Push(std::move(op));
+  }
+
+  void Device(const std::string& path, unsigned major, unsigned minor) {
+    MountOp op = NewOp(MountOp::Kind::kDevice, At(path));
+    op.mode = 0666;
+    op.device = makedev(major, minor);
+    op.description = "mknod " + path;
+    Push(std::move(op));
+  }
+
+  void Special(MountOp::Kind kind, const std::string& path, const std::string& data,
+               unsigned long flags, const std::string& description) {
+    MountOp op = NewOp(kind, At(path), data);
+    op.flags = flags;
+    op.description = description;
+    Push(std::move(op));
+    dirs_.insert(path);
+  }
+
+ private:
+  void Push(MountOp op) { plan_->mounts.push_back(std::move(op)); }
+
+  jail::JailPlan* plan_;
+  std::set<std::string> dirs_{""};
+};
+
+std::string Join(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+// A symlink in the host's /etc is kept as a symlink if it points into the bound system
+// directories (os-release -> ../usr/lib/os-release); otherwise its target's content is
+// copied, since the target (e.g. /run/systemd/resolve/...) is not in the jail.
+bool PointsIntoSystemDirs(const std::string& target) {
+  for (const char* prefix : {"/usr/", "../usr/", "/lib/", "/bin/"}) {
+    if (target.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+// How one of kEtcFiles enters the jail's /etc, or nullopt if the host lacks it.
+std::optional<EtcEntry> EtcFileEntry(const std::string& etc_source, const std::string& name,
+                                     bool keep_all_symlinks) {
+  std::string host = etc_source + "/" + name;
+  struct stat st;
+  if (::lstat(host.c_str(), &st) != 0) return std::nullopt;
+  if (S_ISLNK(st.st_mode)) {
+    char target[4096];
+    ssize_t n = ::readlink(host.c_str(), target, sizeof target - 1);
+    if (n <= 0) return std::nullopt;
+    target[n] = '\0';
+    if (keep_all_symlinks || PointsIntoSystemDirs(target)) {
+      return EtcEntry{EtcEntry::Kind::kSymlink, name, target, ""};
+    }
+    if (::stat(host.c_str(), &st) != 0) return std::nullopt;  // dangling: skip
+  }
+  if (!S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) > kMaxCopiedEtcFile) {
+    return std::nullopt;
+  }
+  if (::access(host.c_str(), R_OK) != 0) return std::nullopt;  // the jail simply lacks it
+  std::string fingerprint = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+                            std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) +
+                            "." + std::to_string(st.st_mtim.tv_nsec) + ":" +
+                            std::to_string(st.st_ctim.tv_sec) + "." +
+                            std::to_string(st.st_ctim.tv_nsec);
+  return EtcEntry{EtcEntry::Kind::kHostFile, name, host, fingerprint};
+}
+
+std::string PasswdFile(const JailSpec& spec) {
+  std::string out = "root:x:0:0:root:/root:/usr/sbin/nologin\n";
+  if (spec.uid != 0) {
+    out += std::string(kSandboxUserName) + ":x:" + std::to_string(spec.uid) + ":" +
+           std::to_string(spec.gid) + ":sandbox:" + kSandboxHome + ":/bin/bash\n";
+  }
+  out += "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+  return out;
+}
+
+std::string GroupFile(const JailSpec& spec) {
+  std::string out = "root:x:0:\n";
+  if (spec.gid != 0)
+    out += std::string(kSandboxUserName) + ":x:" + std::to_string(spec.gid) + ":\n";
+  out += "nogroup:x:65534:\n";
+  return out;
+}
+
+// Without a shared snapshot (the runtime directory is not writable): the same entries
+// written into this jail's tmpfs root.
+void AddEtcCopy(RootBuilder& root, const std::vector<EtcEntry>& entries) {
+  root.Mkdir("/etc");
+  for (const EtcEntry& e : entries) {
+    std::string path = "/etc/" + e.path;
+    switch (e.kind) {
+      case EtcEntry::Kind::kDir:
+        root.Mkdir(path);
+        break;
+      case EtcEntry::Kind::kFile:
+        root.File(path, e.data, 0644);
+        break;
+      case EtcEntry::Kind::kSymlink:
+        root.Symlink(path, e.data);
+        break;
+      case EtcEntry::Kind::kHostFile:
+        if (auto content = ReadFile(e.data)) root.File(path, std::move(*content), 0644);
+        break;
+    }
+  }
+}
+
+Status AddEtc(RootBuilder& root, const JailSpec& spec) {
+  std::string etc_source = spec.rootfs ? *spec.rootfs + "/etc" : "/etc";
+  bool keep_all_symlinks = spec.rootfs.has_value();
+  using Kind = EtcEntry::Kind;
+  std::vector<EtcEntry> entries = {
+      {Kind::kDir, "ssl", "", ""},
+      {Kind::kFile, "passwd", PasswdFile(spec), ""},
+      {Kind::kFile, "group", GroupFile(spec), ""},
+      {Kind::kFile, "hostname", spec.hostname + "\n", ""},
+      {Kind::kFile, "hosts",
+       "127.0.0.1\tlocalhost\n127.0.1.1\t" + spec.hostname +
+           "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+       ""},
+  };
+  for (const char* name : kEtcFiles) {
+    if (auto e = EtcFileEntry(etc_source, name, keep_all_symlinks)) entries.push_back(*e);
+  }
+  std::vector<std::string> bound_dirs;
+  for (const char* name : kEtcDirs) {
+    std::string host = etc_source + "/" + name;
+    struct stat st;
+    if (::lstat(host.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    bound_dirs.emplace_back(name);
+    entries.push_back({Kind::kDir, name, "", ""});  // the mount point
+  }
+  if (auto snapshot = EnsureEtcSnapshot(entries)) {
+    RETURN_IF_ERROR(root.Bind(*snapshot, "/etc", /*read_only=*/true));
+    for (const EtcEntry& e : entries) {
+      if (e.kind == Kind::kDir) root.KnownDir("/etc/" + e.path);
+    }
+  } else {
+    spdlog::debug("no shared /etc snapshot ({}); copying /etc into the jail",
+                  snapshot.error().message());
+    AddEtcCopy(root, entries);
+  }
+  for (const std::string& name : bound_dirs) {
+    RETURN_IF_ERROR(root.Bind(etc_source + "/" + name, "/etc/" + name, /*read_only=*/true));
+  }
+  return Ok();
+}
+
+Status AddSystemDirs(RootBuilder& root, const JailSpec& spec) {
+  std::vector<std::string> names;
+  std::string source_root = spec.rootfs ? *spec.rootfs : "/";
+  if (spec.rootfs) {
+    DIR* dir = ::opendir(spec.rootfs->c_str());
+    if (dir == nullptr) return Error::FromErrno(errno, "rootfs " + *spec.rootfs);
+    while (dirent* e = ::readdir(dir)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      if (std::find(std::begin(kProvidedTopLevel), std::end(kProvidedTopLevel), name) !=
+          std::end(kProvidedTopLevel)) {
+        continue;
+      }
+      names.push_back(name);
+    }
+    ::closedir(dir);
+    std::sort(names.begin(), names.end());
+  } else {
+    names.assign(std::begin(kSystemDirs), std::end(kSystemDirs));
+  }
+  for (const std::string& name : names) {
+    std::string host = Join(source_root, name);
+    struct stat st;
+    if (::lstat(host.c_str(), &st) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      char target[4096];
+      ssize_t n = ::readlink(host.c_str(), target, sizeof target - 1);
+      if (n <= 0) continue;
+      target[n] = '\0';
+      root.Symlink("/" + name, target);
+    } else if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
+      RETURN_IF_ERROR(root.Bind(host, "/" + name, /*read_only=*/true));
+    }
+  }
+  return Ok();
+}
+
+Status AddAgentAndCustomMounts(RootBuilder& root, const JailSpec& spec) {
+  root.Mkdir("/mnt");
+  if (spec.skills_dir) RETURN_IF_ERROR(root.Bind(*spec.skills_dir, kSkillsPath, true));
+  if (spec.user_data_dir) RETURN_IF_ERROR(root.Bind(*spec.user_data_dir, kUserDataPath, false));
+  if (spec.acp_workspace_dir) {
+    RETURN_IF_ERROR(root.Bind(*spec.acp_workspace_dir, kAcpWorkspacePath, true));
+  }
+  // Parents before children: /opt/a must be mounted before /opt/a/b.
+  std::vector<MountSpec> mounts = spec.mounts;
+  std::stable_sort(mounts.begin(), mounts.end(), [](const MountSpec& a, const MountSpec& b) {
+    return a.container_path < b.container_path;
+  });
+  for (const MountSpec& m : mounts) {
+    RETURN_IF_ERROR(root.Bind(m.host_path, m.container_path, m.read_only));
+  }
+  return Ok();
+}
+
+void AddDev(RootBuilder& root, const JailSpec& spec) {
+  root.Tmpfs("/dev", "mode=0755,size=65536", MS_NOSUID | MS_NOEXEC);
+  for (const DevNode& node : kDevNodes) {
+    root.Device(std::string("/dev/") + node.name, node.major, node.minor);
+  }
+  root.Symlink("/dev/fd", "/proc/self/fd");
+  root.Symlink("/dev/stdin", "/proc/self/fd/0");
+  root.Symlink("/dev/stdout", "/proc/self/fd/1");
+  root.Symlink("/dev/stderr", "/proc/self/fd/2");
+  root.Symlink("/dev/ptmx", "pts/ptmx");
+  root.Mkdir("/dev/pts");
+  root.Mkdir("/dev/shm", 01777);
+  // Read-only before the submounts, so that only /dev itself (not pts or shm) is read-only.
+  root.Special(MountOp::Kind::kRemountReadOnly, "/dev", "", 0, "remount /dev read-only");
+  root.Special(MountOp::Kind::kDevpts, "/dev/pts", "newinstance,ptmxmode=0666,mode=0620",
+               MS_NOSUID | MS_NOEXEC, "mount devpts at /dev/pts");
+  root.Tmpfs("/dev/shm", "mode=1777,size=" + std::to_string(spec.limits.tmp_size_bytes),
+             kNoSuidDev | MS_NOEXEC);
+}
+
+Status AddProc(RootBuilder& root) {
+  root.Special(MountOp::Kind::kProc, "/proc", "", kNoSuidDev | MS_NOEXEC, "mount proc at /proc");
+  for (const char* name : kProcMaskedFiles) {
+    std::string host = std::string("/proc/") + name;  // same kernel: same entries
+    if (::access(host.c_str(), F_OK) != 0) continue;
+    RETURN_IF_ERROR(root.Bind("/dev/null", host, /*read_only=*/true));
+  }
+  for (const char* name : kProcMaskedDirs) {
+    std::string path = std::string("/proc/") + name;
+    if (::access(path.c_str(), F_OK) != 0) continue;
+    root.Tmpfs(path, "mode=0555,size=4096", kNoSuidDev | MS_NOEXEC, /*read_only=*/true);
+  }
+  for (const char* name : kProcReadOnly) {
+    std::string path = std::string("/proc/") + name;
+    if (::access(path.c_str(), F_OK) != 0) continue;
+    root.Special(MountOp::Kind::kReadOnly, path, "", 0, "make " + path + " read-only");
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Status AddRootLayout(const JailSpec& spec, jail::JailPlan* plan) {
+  RootBuilder root(plan);
+  // The root itself; read-only after pivot_root (plan->read_only_root).
+  MountOp top = NewOp(MountOp::Kind::kTmpfs, plan->staging_dir, "mode=0755,size=16777216");
+  top.flags = kNoSuidDev;
+  top.description = "mount tmpfs root at " + plan->staging_dir;
+  plan->mounts.push_back(std::move(top));
+
+  RETURN_IF_ERROR(AddSystemDirs(root, spec));
+  RETURN_IF_ERROR(AddEtc(root, spec));
+  root.Mkdir("/home");
+  std::string home_options = "mode=0700,uid=" + std::to_string(spec.uid) +
+                             ",gid=" + std::to_string(spec.gid) +
+                             ",size=" + std::to_string(spec.limits.tmp_size_bytes);
+  root.Tmpfs(kSandboxHome, home_options, kNoSuidDev);
+  root.Tmpfs("/tmp", "mode=1777,size=" + std::to_string(spec.limits.tmp_size_bytes), kNoSuidDev);
+  RETURN_IF_ERROR(AddAgentAndCustomMounts(root, spec));
+  AddDev(root, spec);
+  return AddProc(root);
+}
+
+}  // namespace corral::runtime

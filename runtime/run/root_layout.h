@@ -1,0 +1,23 @@
+// The layout of a jail's fresh root, as an ordered list of jail::MountOps:
+//   /            tmpfs, read-only once built
+//   /usr /bin /sbin /lib*   host (or rootfs) directories bound read-only; merged-usr
+//                symlinks recreated as symlinks
+//   /etc         a curated snapshot: generated passwd/group/hosts/hostname, small config
+//                files copied, a few directories bound read-only; never shadow, sudoers,
+//                ssh keys or TLS private keys
+//   /home/sandbox, /tmp   writable size-limited tmpfs
+//   /mnt/skills (ro), /mnt/user-data (rw), /mnt/acp-workspace (ro), custom mounts
+//   /dev         null zero full random urandom tty, devpts with ptmx, /dev/shm
+//   /proc        fresh; sensitive entries masked, /proc/sys & co read-only
+// Parent side; part of Plan().
+#pragma once
+
+#include "base/result.h"
+#include "jail/plan.h"
+#include "runtime/spec/spec.h"
+
+namespace corral::runtime {
+
+Status AddRootLayout(const JailSpec& spec, jail::JailPlan* plan);
+
+}  // namespace corral::runtime

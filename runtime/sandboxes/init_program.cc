@@ -1,0 +1,65 @@
+#include "runtime/sandboxes/init_program.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace corral::runtime {
+
+namespace {
+
+std::string OwnExecutableDir() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  std::string path(buf, static_cast<size_t>(n));
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+std::vector<std::string> Candidates() {
+  std::vector<std::string> out;
+  if (const char* env = std::getenv("CORRAL_INIT_PROGRAM"); env != nullptr && *env != '\0') {
+    out.emplace_back(env);
+    return out;  // explicit: no silent fallback to another file
+  }
+  if (std::string dir = OwnExecutableDir(); !dir.empty()) out.push_back(dir + "/corral-init");
+  out.emplace_back(CORRAL_INIT_INSTALL_PATH);
+  out.emplace_back(CORRAL_INIT_BUILD_PATH);
+  return out;
+}
+
+Result<UniqueFd> OpenTrusted(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (!fd) return Error::FromErrno(errno, path);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Error::FromErrno(errno, "stat " + path);
+  if (!S_ISREG(st.st_mode) || (st.st_mode & S_IXUSR) == 0) {
+    return Error(ErrorCode::kInvalidArgument, path + ": not an executable file");
+  }
+  if ((st.st_uid != 0 && st.st_uid != ::geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Error(ErrorCode::kPermissionDenied,
+                 path + ": refused: writable by or owned by another user");
+  }
+  return fd;
+}
+
+}  // namespace
+
+Result<UniqueFd> OpenInitProgram() {
+  std::string tried;
+  for (const std::string& path : Candidates()) {
+    auto fd = OpenTrusted(path);
+    if (fd) return fd;
+    tried += (tried.empty() ? "" : "; ") + fd.error().message();
+  }
+  return Error(ErrorCode::kNotFound, "corral-init not found (" + tried + ")");
+}
+
+}  // namespace corral::runtime

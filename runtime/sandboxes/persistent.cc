@@ -1,0 +1,418 @@
+#include "runtime/sandboxes/persistent.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+
+#include "base/scope_guard.h"
+#include "jail/command.h"
+#include "jail/enter.h"
+#include "jail/spawn.h"
+#include "runtime/spec/config.h"
+#include "runtime/sandboxes/init_program.h"
+#include "runtime/run/jail_cgroup.h"
+#include "runtime/run/phase_trace.h"
+#include "runtime/run/planner.h"
+#include "runtime/run/watch.h"
+
+namespace corral::runtime {
+
+namespace {
+
+constexpr int kInitSetupTimeoutMs = 30000;
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string RandomId() {
+  unsigned char bytes[6];
+  if (::getrandom(bytes, sizeof bytes, 0) != sizeof bytes) {
+    uint64_t t = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^ ::getpid();
+    std::memcpy(bytes, &t, sizeof bytes);
+  }
+  char hex[13];
+  for (int i = 0; i < 6; ++i) std::snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
+  return hex;
+}
+
+Result<std::unique_ptr<cgroups::CgroupManager>> ManagerFor(const JailSpec& spec) {
+  return cgroups::CgroupManager::Create(ManagerOptionsFor(spec.cgroups));
+}
+
+// A pidfd for the recorded init, or an error saying the sandbox is dead. The start time
+// check makes a recycled pid look dead rather than like the sandbox.
+Result<UniqueFd> OpenInit(const SandboxRecord& r) {
+  std::optional<uint64_t> ticks = ProcessStartTicks(r.init_pid);
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, r.init_pid, 0)));
+  if (!ticks || *ticks != r.init_start_ticks || !pidfd) {
+    return Error(ErrorCode::kNotFound, "sandbox '" + r.name + "' is dead: its init (pid " +
+                                           std::to_string(r.init_pid) + ") is gone; `corral rm " +
+                                           r.name + "` cleans it up");
+  }
+  return pidfd;
+}
+
+bool InitAlive(const SandboxRecord& r) {
+  std::optional<uint64_t> ticks = ProcessStartTicks(r.init_pid);
+  return ticks && *ticks == r.init_start_ticks;
+}
+
+std::string ExecCgroupName() {
+  static std::atomic<int> counter{0};
+  return "exec-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
+// Tears a sandbox down, whatever state it is in.
+Status Teardown(SandboxStore& store, const SandboxRecord& r) {
+  auto manager = ManagerFor(r.spec);
+  bool cgroup_gone = false;
+  if (manager) {
+    auto cg = (*manager)->OpenCgroup(r.cgroup_name);
+    if (cg) {
+      RETURN_IF_ERROR((*cg)->Destroy());  // kills the init, every exec, every daemon
+      cgroup_gone = true;
+    } else if (cg.error().code() == ErrorCode::kNotFound) {
+      cgroup_gone = true;
+    }
+  }
+  // Without a cgroup the init is the handle: killing PID 1 ends the PID namespace.
+  if (!cgroup_gone || InitAlive(r)) {
+    if (auto pidfd = OpenInit(r)) ::syscall(SYS_pidfd_send_signal, pidfd->get(), SIGKILL, 0, 0);
+  }
+  return store.Forget(r.name);
+}
+
+}  // namespace
+
+std::vector<std::string> ReapIdleSandboxes() {
+  std::vector<std::string> removed;
+  auto store = SandboxStore::Open();
+  if (!store) return removed;
+  double now = UnixNow();
+  for (const IdleEntry& e : store->IdleCandidates()) {
+    if (now - store->LastUsed(e.name) < e.timeout_seconds) continue;
+    auto r = store->Find(e.name);
+    if (!r || !InitAlive(*r)) continue;
+    // An exec in progress holds the lock shared: such a sandbox is not idle.
+    auto lock = store->Lock(r->name, /*shared=*/false, /*wait=*/false);
+    if (!lock) continue;
+    if (auto st = Teardown(*store, *r); st) {
+      removed.push_back(r->name);
+    } else {
+      spdlog::warn("removing idle sandbox {}: {}", r->name, st.error().message());
+    }
+  }
+  return removed;
+}
+
+Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  ReapIdleSandboxes();
+  SandboxRecord record;
+  record.id = RandomId();
+  record.name = request.name.empty() ? record.id : request.name;
+  record.cgroup_name = "sbx-" + record.name;
+  record.created_at = UnixNow();
+  record.idle_timeout_seconds = request.idle_timeout_seconds;
+  record.spec = request.spec;
+  record.spec.argv = {"corral-init"};  // the init; execs bring their own argv
+  RETURN_IF_ERROR(ValidateSpec(record.spec));
+  for (const auto& w : WeakenedIsolation(record.spec)) spdlog::warn("{}", w);
+  RETURN_IF_ERROR(store.Claim(record.name));
+  ScopeGuard forget([&] { (void)store.Forget(record.name); });
+
+  ASSIGN_OR_RETURN(auto manager, ManagerFor(record.spec));
+  ASSIGN_OR_RETURN(auto sandbox_cg, manager->CreateCgroup(record.cgroup_name));
+  auto warnings = sandbox_cg->ApplyLimits(CgroupLimitsFor(record.spec.limits),
+                                          record.spec.unsafe.allow_missing_limits);
+  if (!warnings) return warnings.error();
+  for (const auto& w : *warnings) spdlog::warn("{}", w);
+  ASSIGN_OR_RETURN(auto init_cg, sandbox_cg->CreateChild("init"));
+  std::jthread attach_warmup = manager->WarmUpAttach();
+
+  RETURN_IF_ERROR(PrepareHostDirs(record.spec));
+  ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(record.spec));
+  plan.init_mode = jail::InitMode::kPersistent;
+  plan.die_with_parent = false;
+  UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!dev_null) return Error::FromErrno(errno, "/dev/null");
+
+  auto init_program = OpenInitProgram();
+  if (!init_program) {
+    spdlog::warn(
+        "{}; the sandbox's PID 1 stays a copy of corral (about 0.7 MiB more host "
+        "memory per idle sandbox)",
+        init_program.error().message());
+  }
+
+  jail::SpawnRequest spawn;
+  spawn.plan = &plan;
+  spawn.stdin_fd = spawn.stdout_fd = spawn.stderr_fd = dev_null.get();
+  if (init_program) spawn.init_exe_fd = init_program->get();
+  spawn.cgroup_fd = init_cg->clone_into_fd();
+  if (spawn.cgroup_fd < 0) spawn.cgroup_attach_fds = init_cg->attach_fds();
+  ASSIGN_OR_RETURN(jail::JailProcess init, jail::Spawn(spawn));
+  ASSIGN_OR_RETURN(auto setup, init.AwaitSetup(kInitSetupTimeoutMs));
+  if (setup) {
+    return Error(ErrorCode::kSetupFailed, setup->ToString(), setup->err);
+  }
+  record.init_pid = init.pid();
+  record.init_start_ticks = ProcessStartTicks(init.pid()).value_or(0);
+  record.ns_flags = NamespaceFlags(record.spec.namespaces) |
+                    (record.spec.namespaces.cgroup ? CLONE_NEWCGROUP : 0);
+  RETURN_IF_ERROR(store.Save(record));
+  // From here on the sandbox outlives us.
+  init.Release();
+  init_cg->Release();
+  sandbox_cg->Release();
+  forget.Dismiss();
+  return record;
+}
+
+namespace {
+
+// The sandbox's spec with the exec's own command, environment, directory and timeout.
+JailSpec ExecSpec(const SandboxRecord& record, const ExecRequest& request) {
+  JailSpec spec = record.spec;
+  spec.argv = request.argv;
+  for (const auto& kv : request.env) spec.env.push_back(kv);
+  if (request.workdir) spec.workdir = request.workdir;
+  if (request.timeout_seconds) spec.limits.timeout_seconds = *request.timeout_seconds;
+  return spec;
+}
+
+// A new leaf cgroup for one exec under the sandbox's, or null when limits are off.
+Result<std::unique_ptr<cgroups::Cgroup>> CreateExecCgroup(const SandboxRecord& record,
+                                                          std::jthread* attach_warmup) {
+  auto manager = ManagerFor(record.spec);
+  if (!manager) {
+    if (record.spec.unsafe.allow_missing_limits) return std::unique_ptr<cgroups::Cgroup>();
+    return manager.error();
+  }
+  ASSIGN_OR_RETURN(auto sandbox_cg, (*manager)->OpenCgroup(record.cgroup_name));
+  sandbox_cg->Release();  // only a handle; the sandbox's cgroup is not ours to remove
+  ASSIGN_OR_RETURN(auto exec_cg, sandbox_cg->CreateChild(ExecCgroupName()));
+  if (attach_warmup != nullptr) *attach_warmup = (*manager)->WarmUpAttach();
+  return exec_cg;
+}
+
+// Clones the exec's process into the sandbox (and into `exec_cg`).
+Result<jail::JailProcess> SpawnExec(const SandboxRecord& record, int init_pidfd,
+                                    const jail::JailPlan& plan, cgroups::Cgroup* exec_cg,
+                                    int stdin_fd, int stdout_fd, int stderr_fd, bool deferred) {
+  // Opened after the pidfd: a recycled pid cannot slip in between (OpenInit checked it).
+  UniqueFd init_root(::open(("/proc/" + std::to_string(record.init_pid) + "/root").c_str(),
+                            O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!init_root) return Error::FromErrno(errno, "root of sandbox " + record.name);
+  jail::EnterRequest enter;
+  enter.plan = &plan;
+  enter.init_pidfd = init_pidfd;
+  enter.init_root_fd = init_root.get();
+  enter.ns_flags = record.ns_flags;
+  enter.stdin_fd = stdin_fd;
+  enter.stdout_fd = stdout_fd;
+  enter.stderr_fd = stderr_fd;
+  enter.deferred_command = deferred;
+  if (exec_cg) {
+    enter.cgroup_fd = exec_cg->clone_into_fd();
+    if (enter.cgroup_fd < 0) enter.cgroup_attach_fds = exec_cg->attach_fds();
+  }
+  return jail::SpawnInto(enter);
+}
+
+// From a started exec to its outcome. Background processes it leaves keep running.
+// RunOptions::on_outcome is called before the exec's cgroup is removed.
+Result<RunOutcome> SuperviseExec(jail::JailProcess& command,
+                                 std::unique_ptr<cgroups::Cgroup>& exec_cg, Stdio& io,
+                                 const JailSpec& spec, const RunOptions& options,
+                                 const StopSources& stops, Clock::time_point start,
+                                 RunOutcome outcome, PhaseTrace& trace) {
+  OutputCapture out(spec.limits.output_limit_bytes);
+  OutputCapture err(spec.limits.output_limit_bytes);
+  Watch watch = NewWatch(&command, exec_cg.get(), &io, &out, &err, stops, spec.limits, start);
+  // One wait for the setup, exec and run; the setup channel is read after it: it closed
+  // at the execve, or holds the failure of a child that has exited.
+  WaitForExit(watch);
+  rusage usage{};
+  auto status = command.Reap(&usage);
+  trace.Mark("command");
+  ASSIGN_OR_RETURN(auto setup, command.AwaitSetup(kInitSetupTimeoutMs));
+  if (setup) {
+    outcome.status = RunStatus::kSetupFailed;
+    outcome.setup_error = std::move(*setup);
+  }
+  // What the command left running in the background stays; its output is not waited for.
+  DrainAvailable(watch);
+  cgroups::Stats stats;
+  if (exec_cg) {
+    if (auto s = exec_cg->ReadStats()) stats = *s;
+  }
+  outcome.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  FillOutcome(spec.limits, status ? *status : 0, watch, stats, usage, &outcome);
+  if (options.on_outcome) options.on_outcome(outcome);
+  if (exec_cg) {
+    auto left = exec_cg->Processes();
+    if (left && left->empty()) {
+      (void)exec_cg->Destroy();
+    } else {
+      exec_cg->Release();  // background processes live on; `rm` removes the cgroup
+    }
+  }
+  trace.Mark("teardown");
+  return outcome;
+}
+
+}  // namespace
+
+Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
+  PhaseTrace trace;
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  ReapIdleSandboxes();
+  trace.Mark("reap-idle");
+  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(request.sandbox));
+  // Held for the whole exec: an idle sweep must not remove a sandbox that is in use.
+  ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(record.name, /*shared=*/true));
+  ASSIGN_OR_RETURN(UniqueFd init_pidfd, OpenInit(record));
+  if (request.argv.empty()) return Error(ErrorCode::kInvalidArgument, "exec: no command given");
+
+  JailSpec spec = ExecSpec(record, request);
+  Clock::time_point start = Clock::now();
+  (void)store.TouchLastUsed(record.name);
+  std::jthread attach_warmup;  // joined on return; see CgroupManager::WarmUpAttach
+  ASSIGN_OR_RETURN(auto exec_cg, CreateExecCgroup(record, &attach_warmup));
+  trace.Mark("cgroup");
+  ASSIGN_OR_RETURN(jail::JailPlan plan, PlanExec(spec));
+  ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
+  trace.Mark("plan");
+  RunOutcome outcome;
+  outcome.captured = request.io.capture_output;
+  StopSources stops(request.io);
+  ASSIGN_OR_RETURN(jail::JailProcess command,
+                   SpawnExec(record, init_pidfd.get(), plan, exec_cg.get(), io.child_stdin(),
+                             io.child_stdout(), io.child_stderr(), /*deferred=*/false));
+  io.CloseChildEnds();
+  trace.Mark("clone");
+  return SuperviseExec(command, exec_cg, io, spec, request.io, stops, start, std::move(outcome),
+                       trace);
+}
+
+Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox) {
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(sandbox));
+  auto slot = std::make_unique<ExecSlot>();
+  ASSIGN_OR_RETURN(slot->init_pidfd, OpenInit(record));
+  ASSIGN_OR_RETURN(slot->exec_cg, CreateExecCgroup(record, nullptr));
+  // Its figures are read on the way to the answer: the files are opened now.
+  if (slot->exec_cg) slot->exec_cg->KeepStatFilesOpen();
+  JailSpec spec = record.spec;
+  spec.argv = {"/bin/true"};  // planned without a command: it comes with the request
+  ASSIGN_OR_RETURN(slot->plan, PlanExec(spec));
+  UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!dev_null) return Error::FromErrno(errno, "/dev/null");
+  ASSIGN_OR_RETURN(slot->process,
+                   SpawnExec(record, slot->init_pidfd.get(), slot->plan, slot->exec_cg.get(),
+                             dev_null.get(), dev_null.get(), dev_null.get(), /*deferred=*/true));
+  // Ready once it says so: joined, entered, waiting. Else its setup record says why.
+  pollfd ready{slot->process.status_fd(), POLLIN, 0};
+  char byte = 0;
+  if (::poll(&ready, 1, kInitSetupTimeoutMs) != 1 ||
+      ::recv(slot->process.status_fd(), &byte, 1, MSG_DONTWAIT) != 1) {
+    auto setup = slot->process.AwaitSetup(1000);
+    if (setup && *setup) return Error(ErrorCode::kSetupFailed, (*setup)->ToString());
+    return Error(ErrorCode::kIo, "exec slot for sandbox " + record.name + " did not get ready");
+  }
+  slot->record = std::move(record);
+  return slot;
+}
+
+Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
+                                             const ExecRequest& request, std::string* unusable) {
+  PhaseTrace trace;
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  const SandboxRecord& record = slot->record;
+  // The shared lock first (as ExecInSandbox holds it), then the checks: `rm` kills the
+  // slot with the rest of the sandbox, and a sandbox created again under the name has
+  // another init, so a live slot whose init (a pidfd: the very process the record named
+  // when the slot was made) is alive is in the sandbox the request names.
+  auto lock = store.Lock(record.name, /*shared=*/true);
+  pollfd exited[2] = {{slot->process.pidfd(), POLLIN, 0}, {slot->init_pidfd.get(), POLLIN, 0}};
+  if (!lock || ::poll(exited, 2, 0) != 0) {
+    *unusable = "the slot or its sandbox died";
+    return std::optional<RunOutcome>();
+  }
+  if (request.argv.empty()) return Error(ErrorCode::kInvalidArgument, "exec: no command given");
+  JailSpec spec = ExecSpec(record, request);
+  auto encoded = jail::EncodeCommand(CommandFor(spec));
+  if (!encoded) {
+    *unusable = encoded.error().message();
+    return std::optional<RunOutcome>();
+  }
+  Clock::time_point start = Clock::now();
+  ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
+  RunOutcome outcome;
+  outcome.captured = request.io.capture_output;
+  outcome.pooled = true;
+  StopSources stops(request.io);
+  // If this fails the slot is gone: its setup record, read while supervising, says why.
+  (void)slot->process.SendCommand(*encoded, io.child_stdin(), io.child_stdout(), io.child_stderr());
+  io.CloseChildEnds();
+  trace.Mark("hand-off");
+  (void)store.TouchLastUsed(record.name);  // while the command starts, not before
+  auto result = SuperviseExec(slot->process, slot->exec_cg, io, spec, request.io, stops, start,
+                              std::move(outcome), trace);
+  if (!result) return result.error();
+  return std::optional<RunOutcome>(std::move(*result));
+}
+
+Status RemoveSandbox(const std::string& name_or_id) {
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(name_or_id));
+  // rm is authoritative: it does not wait for running execs, it kills them.
+  auto lock = store.Lock(record.name, /*shared=*/false, /*wait=*/false);
+  (void)lock;
+  return Teardown(store, record);
+}
+
+Result<SandboxInfo> InspectSandbox(const std::string& name_or_id) {
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(name_or_id));
+  SandboxInfo info;
+  double now = UnixNow();
+  info.alive = InitAlive(record);
+  info.age_seconds = now - record.created_at;
+  info.idle_seconds = now - store.LastUsed(record.name);
+  if (auto manager = ManagerFor(record.spec)) {
+    if (auto cg = (*manager)->OpenCgroup(record.cgroup_name)) {
+      (*cg)->Release();
+      if (auto stats = (*cg)->ReadStats()) info.stats = *stats;
+      if (auto procs = (*cg)->Processes()) info.processes = procs->size();
+    }
+  }
+  info.record = std::move(record);
+  return info;
+}
+
+std::vector<SandboxInfo> ListSandboxes() {
+  ReapIdleSandboxes();
+  std::vector<SandboxInfo> out;
+  auto store = SandboxStore::Open();
+  if (!store) return out;
+  for (const SandboxRecord& r : store->List()) {
+    if (auto info = InspectSandbox(r.name)) out.push_back(std::move(*info));
+  }
+  return out;
+}
+
+}  // namespace corral::runtime

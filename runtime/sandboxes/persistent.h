@@ -1,0 +1,93 @@
+// Persistent sandboxes: create once, exec many times, background processes live on.
+//
+// A persistent sandbox is a jail whose init (PID 1, jail/child.cc in InitMode::kPersistent)
+// holds the namespaces and the root and reaps orphans, in a sandbox-wide cgroup
+// "sbx-<name>" carrying the limits. The init lives in the leaf "sbx-<name>/init" and each
+// exec in a leaf of its own, "sbx-<name>/exec-<pid>-<n>" (cgroup v2 allows processes only
+// in leaves once controllers are enabled below a cgroup), so an exec's timeout can kill
+// exactly that exec's tree. The init survives the corral that created it; the record in
+// runtime/sandboxes/sandbox_store.h lets later invocations find it.
+//
+// Idle timeouts are enforced lazily: every create/exec/ps/rm (and `corral reap`) removes
+// sandboxes whose last exec is older than their idle timeout. There is no daemon to do it
+// in between.
+// Parent side.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "cgroups/cgroup.h"
+#include "jail/plan.h"
+#include "jail/spawn.h"
+#include "runtime/run/outcome.h"
+#include "runtime/sandboxes/sandbox_store.h"
+#include "runtime/spec/spec.h"
+#include "runtime/run/supervisor.h"
+
+namespace corral::runtime {
+
+struct CreateRequest {
+  JailSpec spec;               // argv is ignored
+  std::string name;            // empty: the generated id is the name
+  double idle_timeout_seconds = 0;  // 0 = never
+};
+
+Result<SandboxRecord> CreateSandbox(const CreateRequest& request);
+
+struct ExecRequest {
+  std::string sandbox;  // name or id
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;  // this exec only
+  std::optional<std::string> workdir;
+  std::optional<double> timeout_seconds;  // default: the sandbox's limits.timeout
+  RunOptions io;
+};
+
+// Errors: the sandbox does not exist, or is dead (its init is gone) — never a hang.
+Result<RunOutcome> ExecInSandbox(const ExecRequest& request);
+
+// An exec slot, for a long-lived caller (the pool server): a process already inside the
+// sandbox's namespaces and in an exec cgroup of its own (on cgroup v1 that join, an RCU
+// grace period, is the bulk of an exec's latency), still privileged and not yet
+// hardened, waiting for its command. Used once; destroying it kills it and removes its
+// cgroup. Its parent-death signal is tied to the thread that prepared it.
+struct ExecSlot {
+  SandboxRecord record;
+  UniqueFd init_pidfd;  // the sandbox's init, checked against the record when opened
+  std::unique_ptr<cgroups::Cgroup> exec_cg;  // removed with the slot unless an exec left
+                                             // background processes in it
+  jail::JailPlan plan;
+  jail::JailProcess process;  // destroyed first: killed and reaped if still waiting
+};
+Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox);
+// Runs `request` (request.sandbox must name the slot's sandbox) in the slot, exactly as
+// ExecInSandbox would, hardening included. nullopt with *unusable set when the slot cannot
+// be used (it died, or its sandbox did: removed, or replaced by one with a new init; the
+// command is too large to hand over): run the exec the normal way.
+Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
+                                             const ExecRequest& request, std::string* unusable);
+
+// Kills everything inside, removes the cgroups and the record. The sandbox's mounts live
+// only in its mount namespace, which the kernel frees with its last process.
+Status RemoveSandbox(const std::string& name_or_id);
+
+struct SandboxInfo {
+  SandboxRecord record;
+  bool alive = false;  // the recorded init still runs (same pid, same start time)
+  double age_seconds = 0;
+  double idle_seconds = 0;
+  std::optional<cgroups::Stats> stats;  // sandbox-wide
+  size_t processes = 0;
+};
+
+std::vector<SandboxInfo> ListSandboxes();
+Result<SandboxInfo> InspectSandbox(const std::string& name_or_id);
+
+// Removes sandboxes idle longer than their idle timeout; returns their names.
+std::vector<std::string> ReapIdleSandboxes();
+
+}  // namespace corral::runtime

@@ -1,0 +1,257 @@
+#include "runtime/sandboxes/sandbox_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "base/files.h"
+#include "runtime/spec/spec_json.h"
+
+namespace corral::runtime {
+
+namespace {
+
+constexpr const char* kDefaultRuntimeDir = "/run/corral";
+
+Status MkdirPrivate(const std::string& path) {
+  if (::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) return Ok();
+  return Error::FromErrno(errno, "mkdir " + path);
+}
+
+std::string RecordToJson(const SandboxRecord& r) {
+  nlohmann::json j = {{"version", r.version},
+                      {"id", r.id},
+                      {"name", r.name},
+                      {"init_pid", r.init_pid},
+                      {"init_start_ticks", r.init_start_ticks},
+                      {"cgroup_name", r.cgroup_name},
+                      {"ns_flags", r.ns_flags},
+                      {"created_at", r.created_at},
+                      {"idle_timeout_seconds", r.idle_timeout_seconds},
+                      {"spec", nlohmann::json::parse(SpecToJson(r.spec))}};
+  return j.dump(2);
+}
+
+Result<SandboxRecord> RecordFromJson(const std::string& text, const std::string& origin) {
+  try {
+    nlohmann::json j = nlohmann::json::parse(text);
+    SandboxRecord r;
+    j.at("version").get_to(r.version);
+    if (r.version != 1) {
+      return Error(ErrorCode::kUnsupported, origin + ": state format version " +
+                                                std::to_string(r.version) +
+                                                " is newer than this corral understands");
+    }
+    j.at("id").get_to(r.id);
+    j.at("name").get_to(r.name);
+    j.at("init_pid").get_to(r.init_pid);
+    j.at("init_start_ticks").get_to(r.init_start_ticks);
+    j.at("cgroup_name").get_to(r.cgroup_name);
+    j.at("ns_flags").get_to(r.ns_flags);
+    j.at("created_at").get_to(r.created_at);
+    j.at("idle_timeout_seconds").get_to(r.idle_timeout_seconds);
+    ASSIGN_OR_RETURN(r.spec, SpecFromJson(j.at("spec").dump()));
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    return Error(ErrorCode::kIo, origin + ": corrupt state: " + e.what());
+  }
+}
+
+}  // namespace
+
+bool IsValidSandboxName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<SandboxStore> SandboxStore::Open() {
+  const char* env = std::getenv("CORRAL_RUNTIME_DIR");
+  std::string root = env != nullptr && *env != '\0' ? env : kDefaultRuntimeDir;
+  if (root[0] != '/') {
+    return Error(ErrorCode::kInvalidArgument, "CORRAL_RUNTIME_DIR must be absolute: " + root);
+  }
+  RETURN_IF_ERROR(MkdirPrivate(root));
+  RETURN_IF_ERROR(MkdirPrivate(root + "/sandboxes"));
+  return SandboxStore(root);
+}
+
+std::string SandboxStore::DirOf(const std::string& name) const {
+  return root_ + "/sandboxes/" + name;
+}
+
+Status SandboxStore::Claim(const std::string& name) {
+  if (!IsValidSandboxName(name)) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "sandbox name '" + name + "': must match [A-Za-z0-9_-]{1,64}");
+  }
+  if (::mkdir(DirOf(name).c_str(), 0700) != 0) {
+    if (errno == EEXIST) {
+      return Error(ErrorCode::kAlreadyExists, "a sandbox named '" + name + "' already exists",
+                   EEXIST);
+    }
+    return Error::FromErrno(errno, "mkdir " + DirOf(name));
+  }
+  UniqueFd lock(::open((DirOf(name) + "/lock").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+  if (!lock) return Error::FromErrno(errno, "create lock of sandbox " + name);
+  return TouchLastUsed(name);
+}
+
+std::string SandboxStore::IdPath(const std::string& id) const { return root_ + "/ids/" + id; }
+
+std::string SandboxStore::IdlePath(const std::string& name) const {
+  return root_ + "/idle/" + name;
+}
+
+Status SandboxStore::Save(const SandboxRecord& record) {
+  std::string dir = DirOf(record.name);
+  std::string tmp = dir + "/state.json.tmp";
+  UniqueFd fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600));
+  if (!fd) return Error::FromErrno(errno, tmp);
+  std::string text = RecordToJson(record);
+  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      ::fsync(fd.get()) != 0) {
+    return Error::FromErrno(errno, "write " + tmp);
+  }
+  if (::rename(tmp.c_str(), (dir + "/state.json").c_str()) != 0) {
+    return Error::FromErrno(errno, "rename " + tmp);
+  }
+  // Indexes, so that finding by id and the idle sweep never read every record.
+  RETURN_IF_ERROR(MkdirPrivate(root_ + "/ids"));
+  if (::symlink(record.name.c_str(), IdPath(record.id).c_str()) != 0 && errno != EEXIST) {
+    return Error::FromErrno(errno, "symlink " + IdPath(record.id));
+  }
+  if (record.idle_timeout_seconds > 0) {
+    RETURN_IF_ERROR(MkdirPrivate(root_ + "/idle"));
+    // Written before it can matter: the sweep skips a sandbox whose entry reads as 0.
+    UniqueFd idle(::open(IdlePath(record.name).c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC,
+                         0600));
+    std::string text = std::to_string(record.idle_timeout_seconds) + "\n";
+    if (!idle || ::write(idle.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+      return Error::FromErrno(errno, "write " + IdlePath(record.name));
+    }
+  }
+  return Ok();
+}
+
+Result<SandboxRecord> SandboxStore::Find(const std::string& name_or_id) const {
+  if (!IsValidSandboxName(name_or_id)) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "sandbox '" + name_or_id + "': names and ids match [A-Za-z0-9_-]{1,64}");
+  }
+  std::string path = DirOf(name_or_id) + "/state.json";
+  if (auto text = ReadFile(path)) return RecordFromJson(*text, path);
+  char target[128];
+  ssize_t n = ::readlink(IdPath(name_or_id).c_str(), target, sizeof target - 1);
+  if (n > 0) {
+    std::string name(target, static_cast<size_t>(n));
+    std::string by_id = DirOf(name) + "/state.json";
+    if (!IsValidSandboxName(name)) {
+      return Error(ErrorCode::kIo, IdPath(name_or_id) + ": corrupt index entry");
+    }
+    if (auto text = ReadFile(by_id)) return RecordFromJson(*text, by_id);
+  }
+  return Error(ErrorCode::kNotFound, "no sandbox named '" + name_or_id + "'", ENOENT);
+}
+
+std::vector<SandboxRecord> SandboxStore::List() const {
+  std::vector<SandboxRecord> out;
+  DIR* dir = ::opendir((root_ + "/sandboxes").c_str());
+  if (dir == nullptr) return out;
+  while (dirent* e = ::readdir(dir)) {
+    std::string name = e->d_name;
+    if (!IsValidSandboxName(name)) continue;
+    std::string path = DirOf(name) + "/state.json";
+    auto text = ReadFile(path);
+    if (!text) continue;  // being created or removed
+    if (auto record = RecordFromJson(*text, path)) out.push_back(std::move(*record));
+  }
+  ::closedir(dir);
+  return out;
+}
+
+std::vector<IdleEntry> SandboxStore::IdleCandidates() const {
+  std::vector<IdleEntry> out;
+  DIR* dir = ::opendir((root_ + "/idle").c_str());
+  if (dir == nullptr) return out;
+  while (dirent* e = ::readdir(dir)) {
+    std::string name = e->d_name;
+    if (!IsValidSandboxName(name)) continue;
+    auto text = ReadFile(IdlePath(name));
+    if (!text) continue;
+    double timeout = std::strtod(text->c_str(), nullptr);
+    if (timeout > 0) out.push_back({name, timeout});
+  }
+  ::closedir(dir);
+  return out;
+}
+
+Status SandboxStore::Forget(const std::string& name) {
+  std::string dir = DirOf(name);
+  if (auto text = ReadFile(dir + "/state.json")) {
+    if (auto record = RecordFromJson(*text, dir)) {
+      if (::unlink(IdPath(record->id).c_str()) != 0 && errno != ENOENT) {
+        return Error::FromErrno(errno, "unlink " + IdPath(record->id));
+      }
+    }
+  }
+  if (::unlink(IdlePath(name).c_str()) != 0 && errno != ENOENT) {
+    return Error::FromErrno(errno, "unlink " + IdlePath(name));
+  }
+  for (const char* f : {"/state.json", "/state.json.tmp", "/lock", "/last_used"}) {
+    if (::unlink((dir + f).c_str()) != 0 && errno != ENOENT) {
+      return Error::FromErrno(errno, "unlink " + dir + f);
+    }
+  }
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return Error::FromErrno(errno, "rmdir " + dir);
+  return Ok();
+}
+
+Result<UniqueFd> SandboxStore::Lock(const std::string& name, bool shared, bool wait) const {
+  UniqueFd fd(::open((DirOf(name) + "/lock").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return Error::FromErrno(errno, "lock of sandbox " + name);
+  if (::flock(fd.get(), (shared ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB)) != 0) {
+    return Error::FromErrno(errno, "flock sandbox " + name);
+  }
+  return fd;
+}
+
+Status SandboxStore::TouchLastUsed(const std::string& name) const {
+  std::string path = DirOf(name) + "/last_used";
+  UniqueFd fd(::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+  if (!fd || ::futimens(fd.get(), nullptr) != 0) return Error::FromErrno(errno, path);
+  return Ok();
+}
+
+double SandboxStore::LastUsed(const std::string& name) const {
+  struct stat st;
+  if (::stat((DirOf(name) + "/last_used").c_str(), &st) != 0) return 0;
+  return static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec / 1e9;
+}
+
+std::optional<uint64_t> ProcessStartTicks(pid_t pid) {
+  auto text = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!text) return std::nullopt;
+  // comm (field 2) may contain spaces and parentheses: count fields after the last ')'.
+  size_t close = text->rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  size_t pos = close + 2;  // field 3 starts here
+  for (int field = 3; field < 22; ++field) {
+    pos = text->find(' ', pos);
+    if (pos == std::string::npos) return std::nullopt;
+    ++pos;
+  }
+  return std::strtoull(text->c_str() + pos, nullptr, 10);
+}
+
+}  // namespace corral::runtime

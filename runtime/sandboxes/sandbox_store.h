@@ -1,0 +1,92 @@
+// Where persistent sandboxes are recorded, so that later corral invocations find them.
+//
+// Layout (owner-only, 0700), under the runtime directory (default /run/corral, or
+// $CORRAL_RUNTIME_DIR; /run is a tmpfs, so a reboot forgets every sandbox — correctly, as
+// their processes are gone too):
+//   <runtime>/sandboxes/<name>/state.json   SandboxRecord (written once, atomically)
+//   <runtime>/sandboxes/<name>/lock         flock: shared while an exec starts, exclusive
+//                                           for rm
+//   <runtime>/sandboxes/<name>/last_used    its mtime is the last exec's start
+//   <runtime>/ids/<id>                       symlink to <name>: find by id without a scan
+//   <runtime>/idle/<name>                    idle timeout in seconds, only for sandboxes
+//                                            that have one: the idle sweep reads these
+// Every exec and create runs the idle sweep, so neither may cost O(number of sandboxes).
+// Creating the <name> directory is the atomic step that makes one of two concurrent
+// `create`s of a name win. Names and ids are validated before they become paths.
+// Parent side.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "runtime/spec/spec.h"
+
+namespace corral::runtime {
+
+// [A-Za-z0-9_-]{1,64}
+bool IsValidSandboxName(const std::string& name);
+
+struct SandboxRecord {
+  int version = 1;            // of this format; an upgraded corral can still read old ones
+  std::string id;             // 12 hex digits
+  std::string name;           // unique; the directory name
+  pid_t init_pid = -1;
+  uint64_t init_start_ticks = 0;  // /proc/<pid>/stat starttime: guards against pid reuse
+  std::string cgroup_name;    // under the cgroup parent, e.g. "sbx-t1"
+  unsigned ns_flags = 0;      // CLONE_NEW* the init holds
+  double created_at = 0;      // unix seconds
+  double idle_timeout_seconds = 0;  // 0 = never idle out
+  JailSpec spec;              // as created; exec overrides argv/env/workdir/timeout
+};
+
+struct IdleEntry {
+  std::string name;
+  double timeout_seconds = 0;
+};
+
+class SandboxStore {
+ public:
+  // Uses $CORRAL_RUNTIME_DIR if set, else /run/corral.
+  static Result<SandboxStore> Open();
+  explicit SandboxStore(std::string root) : root_(std::move(root)) {}
+
+  const std::string& root() const { return root_; }
+  std::string DirOf(const std::string& name) const;
+
+  // Claims `name`: kAlreadyExists if another sandbox has it.
+  Status Claim(const std::string& name);
+  // Writes the record of a claimed name (atomically: temp file + rename).
+  Status Save(const SandboxRecord& record);
+  // By name or by id.
+  Result<SandboxRecord> Find(const std::string& name_or_id) const;
+  std::vector<SandboxRecord> List() const;
+  // Sandboxes created with an idle timeout (from the idle index, not the records).
+  std::vector<IdleEntry> IdleCandidates() const;
+  // Removes the directory of `name` and its index entries (after the sandbox is torn down).
+  Status Forget(const std::string& name);
+
+  // flock on <name>/lock; shared = LOCK_SH, else LOCK_EX. The fd holds the lock. With
+  // wait = false a lock held elsewhere is an error with errno EWOULDBLOCK.
+  Result<UniqueFd> Lock(const std::string& name, bool shared, bool wait = true) const;
+
+  Status TouchLastUsed(const std::string& name) const;
+  // Unix seconds of the last exec (or of creation).
+  double LastUsed(const std::string& name) const;
+
+ private:
+  std::string IdPath(const std::string& id) const;
+  std::string IdlePath(const std::string& name) const;
+  std::string root_;
+};
+
+// Start time of a process in clock ticks since boot (field 22 of /proc/<pid>/stat), or
+// nullopt if it does not exist.
+std::optional<uint64_t> ProcessStartTicks(pid_t pid);
+
+}  // namespace corral::runtime

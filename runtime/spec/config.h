@@ -1,0 +1,66 @@
+// Configuration: the YAML file (config.example.yaml documents every key) and the CLI flag
+// syntaxes, parsed into a JailSpec, and Validate(), the one place that checks a merged
+// JailSpec before anything is planned. Parent process only (allocates, uses yaml-cpp).
+//
+// Order of use (see cli/run_command.cc):
+//   JailSpec spec;                                   // corral's defaults
+//   RETURN_IF_ERROR(LoadConfigFile(path, &spec));    // the file overrides what it sets
+//   ... flags override the file (ParseMountFlag/ParseEnvFlag/ParseUserFlag help) ...
+//   auto problems = Validate(spec);                  // every problem, each with its path
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/result.h"
+#include "runtime/spec/spec.h"
+
+namespace corral::runtime {
+
+// Parses `yaml` and overrides the fields of *spec that it sets; keys it does not mention
+// keep their current value. A list or map the file sets (`mounts`, `env`) replaces the
+// current one. A section left empty (`limits:` with nothing under it) sets nothing;
+// `null` on an optional key (`rootfs`, `workdir`, `*_dir`, `limits.cpu_time`) unsets it.
+//
+// This checks syntax, types and ranges that can never make sense (zero sizes, negative
+// counts, uids that do not fit); host- and cross-field checks are Validate()'s job.
+// Every problem found is collected, and the result is one kInvalidArgument Error whose
+// message has one line per problem:
+//   <origin>:<line>: <key path>: <what is wrong>
+// e.g. `corral.yaml:12: limits.memory: expected a size like 512m, got "lots"`.
+// On error *spec may be partly updated; callers discard it.
+Status LoadConfigText(const std::string& yaml, const std::string& origin, JailSpec* spec);
+
+// Reads `path` and calls LoadConfigText with the path as origin.
+Status LoadConfigFile(const std::string& path, JailSpec* spec);
+
+// Every key path the loader knows ("limits.memory", "mounts[].host_path", "env.*"), in
+// table order. For tests and docs: config.example.yaml must mention each one.
+std::vector<std::string> ConfigKeyPaths();
+
+// Every problem with a merged spec, as `field.path: what is wrong (got X)`, grouped by
+// section; empty means valid. Field paths are config key paths (`limits.memory`,
+// `mounts[2].container_path`, `env[0].name`, `argv`). Looks at the host for what a spec names
+// there: host paths must exist (stat), a seccomp profile path must be a regular file, and cpus is
+// checked against the online CPUs. See config_validate.cc for the full list of rules.
+std::vector<std::string> Validate(const JailSpec& spec);
+
+// Validate() as one Status: kInvalidArgument listing every problem, one per line.
+Status ValidateSpec(const JailSpec& spec);
+
+// Only the fields a prepared jail takes from the run's spec (argv, env, workdir, timeout,
+// output limit: what JailPool's fit check ignores); the rest was validated with the spec
+// the jail was built from. Without Validate()'s host reads, which a pooled run cannot spare.
+std::vector<std::string> ValidateLateFields(const JailSpec& spec);
+Status ValidateLateFieldsSpec(const JailSpec& spec);
+
+// `--mount HOST:CONTAINER[:ro|rw]`; read-only unless `:rw`. Paths are checked by Validate.
+Result<MountSpec> ParseMountFlag(const std::string& flag);
+// `--env NAME=VALUE`; the value may be empty or contain '='. NAME is checked here.
+Result<std::pair<std::string, std::string>> ParseEnvFlag(const std::string& flag);
+// `--user UID[:GID]`; GID defaults to UID. Decimal ids below 4294967295 ((uid_t)-1).
+Result<std::pair<uint32_t, uint32_t>> ParseUserFlag(const std::string& flag);
+
+}  // namespace corral::runtime

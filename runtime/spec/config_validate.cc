@@ -1,0 +1,388 @@
+// Validate(): every rule a merged JailSpec must satisfy before it is planned. Each
+// problem names the config key path (not the C++ member), so a user can find it in
+// their YAML or on the command line.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "base/files.h"
+#include "jail/seccomp.h"
+#include "runtime/spec/config.h"
+
+namespace corral::runtime {
+namespace {
+
+// Container paths corral mounts itself. A user mount may not be one of them, lie
+// below one, or cover one.
+constexpr struct {
+  const char* path;
+  const char* why;
+} kReservedContainerPaths[] = {
+    {"/proc", "corral mounts a fresh procfs there"},
+    {"/dev", "corral builds a minimal /dev there"},
+    {"/sys", "reserved for kernel filesystems"},
+    {"/tmp", "corral mounts the jail's size-limited tmpfs there"},
+    {"/mnt/skills", "reserved for skills_dir"},
+    {"/mnt/user-data", "reserved for user_data_dir"},
+    {"/mnt/acp-workspace", "reserved for acp_workspace_dir"},
+};
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s.size() > 80 ? s.substr(0, 80) + "..." : s) {
+    if (c == '\0') {
+      out += "\\0";
+    } else if (c == '"' || c == '\\') {
+      out += std::string("\\") + c;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string FormatNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+class Problems {
+ public:
+  void Add(const std::string& field, const std::string& what, const std::string& got) {
+    list_.push_back(field + ": " + what + " (got " + got + ")");
+  }
+  std::vector<std::string> Take() { return std::move(list_); }
+
+ private:
+  std::vector<std::string> list_;
+};
+
+bool StartsWithDir(const std::string& path, const std::string& dir) {
+  return path == dir || path.rfind(dir + "/", 0) == 0;
+}
+
+// Why `path` is not an absolute, normalised path; empty if it is.
+std::string PathShapeProblem(const std::string& path) {
+  if (path.find('\0') != std::string::npos) return "must not contain a NUL byte";
+  if (path.empty() || path[0] != '/') return "must be an absolute path";
+  if (path == "/") return "";
+  size_t start = 1;
+  while (true) {
+    const size_t slash = path.find('/', start);
+    const std::string part = path.substr(start, slash - start);
+    if (part.empty()) return "must be normalised: no empty components (\"//\" or a trailing \"/\")";
+    if (part == "." || part == "..") return "must be normalised: no \".\" or \"..\" components";
+    if (slash == std::string::npos) return "";
+    start = slash + 1;
+  }
+}
+
+enum class HostKind { kAny, kDirectory, kRegularFile };
+
+// Checks shape, then existence on the host. Returns false if a problem was added.
+bool CheckHostPath(Problems& p, const std::string& field, const std::string& path, HostKind kind) {
+  if (std::string why = PathShapeProblem(path); !why.empty()) {
+    p.Add(field, why, Quote(path));
+    return false;
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    p.Add(field,
+          err == ENOENT ? "does not exist on the host"
+                        : std::string("cannot be checked: ") + std::strerror(err),
+          Quote(path));
+    return false;
+  }
+  if (kind == HostKind::kDirectory && !S_ISDIR(st.st_mode)) {
+    p.Add(field, "must be a directory", Quote(path));
+    return false;
+  }
+  if (kind == HostKind::kRegularFile && !S_ISREG(st.st_mode)) {
+    p.Add(field, "must be a regular file", Quote(path));
+    return false;
+  }
+  return true;
+}
+
+void CheckContainerPath(Problems& p, const std::string& field, const std::string& path) {
+  if (std::string why = PathShapeProblem(path); !why.empty()) {
+    p.Add(field, why, Quote(path));
+    return;
+  }
+  if (path == "/") {
+    p.Add(field, "must not be / (use rootfs to replace the root)", Quote(path));
+    return;
+  }
+  for (const auto& reserved : kReservedContainerPaths) {
+    if (StartsWithDir(path, reserved.path)) {
+      p.Add(field, std::string("is reserved: ") + reserved.why, Quote(path));
+      return;
+    }
+    if (StartsWithDir(reserved.path, path)) {
+      p.Add(field, std::string("would cover ") + reserved.path + ", which is reserved",
+            Quote(path));
+      return;
+    }
+  }
+}
+
+void CheckArgv(Problems& p, const std::vector<std::string>& argv) {
+  if (argv.empty()) {
+    p.Add("argv", "no command given", "an empty command");
+    return;
+  }
+  if (argv[0].empty()) p.Add("argv[0]", "the command name must not be empty", "\"\"");
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i].find('\0') != std::string::npos) {
+      p.Add("argv[" + std::to_string(i) + "]", "must not contain a NUL byte", Quote(argv[i]));
+    }
+  }
+}
+
+void CheckEnv(Problems& p, const std::vector<std::pair<std::string, std::string>>& env) {
+  for (size_t i = 0; i < env.size(); ++i) {
+    const auto& [name, value] = env[i];
+    const std::string field = "env[" + std::to_string(i) + "]";
+    const bool name_ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                         std::all_of(name.begin(), name.end(), [](char c) {
+                           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                         });
+    if (!name_ok) p.Add(field + ".name", "must match [A-Za-z_][A-Za-z0-9_]*", Quote(name));
+    if (value.find('\0') != std::string::npos) {
+      p.Add(field + ".value", "must not contain a NUL byte", Quote(value));
+    }
+  }
+}
+
+// The checks of the fields a prepared jail takes from each run (see ValidateLateFields):
+// shared by the full validation and the per-run one.
+void CheckWorkdir(Problems& p, const std::optional<std::string>& workdir) {
+  if (!workdir) return;
+  if (std::string why = PathShapeProblem(*workdir); !why.empty()) {
+    p.Add("workdir", why, Quote(*workdir));
+  }
+}
+
+void CheckTimeoutAndOutput(Problems& p, const LimitsSpec& l) {
+  if (!(l.timeout_seconds >= 0) || !std::isfinite(l.timeout_seconds)) {
+    p.Add("limits.timeout", "must be 0 (none) or more seconds", FormatNumber(l.timeout_seconds));
+  }
+  if (l.output_limit_bytes < 1) {
+    p.Add("limits.output", "must be at least 1 byte", std::to_string(l.output_limit_bytes));
+  }
+}
+
+void CheckDirs(Problems& p, const JailSpec& spec) {
+  if (spec.rootfs) {
+    if (*spec.rootfs == "/") {
+      p.Add("rootfs", "must not be the host's / (leave rootfs unset to bind system dirs)", "\"/\"");
+    } else {
+      CheckHostPath(p, "rootfs", *spec.rootfs, HostKind::kDirectory);
+    }
+  }
+  const std::pair<const char*, const std::optional<std::string>*> dirs[] = {
+      {"skills_dir", &spec.skills_dir},
+      {"user_data_dir", &spec.user_data_dir},
+      {"acp_workspace_dir", &spec.acp_workspace_dir},
+  };
+  for (const auto& [field, dir] : dirs) {
+    if (*dir) CheckHostPath(p, field, **dir, HostKind::kDirectory);
+  }
+  CheckWorkdir(p, spec.workdir);
+}
+
+void CheckMounts(Problems& p, const std::vector<MountSpec>& mounts) {
+  std::map<std::string, size_t> first_use;
+  for (size_t i = 0; i < mounts.size(); ++i) {
+    const std::string field = "mounts[" + std::to_string(i) + "]";
+    CheckHostPath(p, field + ".host_path", mounts[i].host_path, HostKind::kAny);
+    CheckContainerPath(p, field + ".container_path", mounts[i].container_path);
+    auto [it, inserted] = first_use.emplace(mounts[i].container_path, i);
+    if (!inserted) {
+      p.Add(field + ".container_path",
+            "is also the container_path of mounts[" + std::to_string(it->second) + "]",
+            Quote(mounts[i].container_path));
+    }
+  }
+}
+
+// RFC 1123: dot-separated labels of letters, digits and '-', not starting or ending with
+// '-', each 1-63 characters; the kernel allows 64 in all.
+void CheckHostname(Problems& p, const std::string& hostname) {
+  std::string why;
+  if (hostname.empty() || hostname.size() > 64) {
+    why = "must be 1 to 64 characters";
+  } else {
+    size_t start = 0;
+    while (why.empty()) {
+      const size_t dot = hostname.find('.', start);
+      const std::string label = hostname.substr(start, dot - start);
+      if (label.empty() || label.size() > 63) {
+        why = "each dot-separated label must be 1 to 63 characters";
+      } else if (label.front() == '-' || label.back() == '-') {
+        why = "labels must not start or end with '-'";
+      } else if (!std::all_of(label.begin(), label.end(), [](char c) {
+                   return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
+                 })) {
+        why = "may contain only letters, digits, '-' and '.'";
+      }
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+  }
+  if (!why.empty()) p.Add("hostname", why, Quote(hostname));
+}
+
+void CheckIdentity(Problems& p, const JailSpec& spec) {
+  const std::pair<const char*, uint32_t> ids[] = {{"user.uid", spec.uid}, {"user.gid", spec.gid}};
+  for (const auto& [field, id] : ids) {
+    if (id == static_cast<uint32_t>(-1)) {
+      p.Add(field, "4294967295 is (uid_t)-1, which the kernel reads as \"unchanged\"",
+            std::to_string(id));
+    } else if (id == 0 && !spec.unsafe.allow_root) {
+      p.Add(field, "0 (root) needs unsafe.allow_root: true", "0");
+    }
+  }
+}
+
+void CheckSeccomp(Problems& p, const JailSpec& spec) {
+  const std::string& profile = spec.seccomp_profile;
+  const char* field = "seccomp.profile";
+  if (profile == "unconfined") {
+    if (!spec.unsafe.allow_unconfined_seccomp) {
+      p.Add(field, "unconfined needs unsafe.allow_unconfined_seccomp: true", Quote(profile));
+    }
+    return;
+  }
+  const std::vector<std::string> builtins = jail::BuiltinSeccompProfileNames();
+  if (std::find(builtins.begin(), builtins.end(), profile) != builtins.end()) return;
+  if (!profile.empty() && profile[0] == '/') {
+    CheckHostPath(p, field, profile, HostKind::kRegularFile);
+    return;
+  }
+  std::string names;
+  for (const std::string& name : builtins) names += name + ", ";
+  p.Add(field, "must be one of " + names + "unconfined, or an absolute path to a JSON profile",
+        Quote(profile));
+}
+
+void CheckNamespaces(Problems& p, const JailSpec& spec) {
+  if (!spec.namespaces.net && !spec.unsafe.host_network) {
+    p.Add("namespaces.net", "false (the host's network) needs unsafe.host_network: true", "false");
+  }
+}
+
+void CheckLimits(Problems& p, const LimitsSpec& l) {
+  auto at_least = [&p](const char* field, int64_t value, int64_t min, const std::string& shown,
+                       const std::string& min_shown) {
+    if (value < min) p.Add(field, "must be at least " + min_shown, shown);
+  };
+  at_least("limits.memory", l.memory_bytes, 4 * kMiB, std::to_string(l.memory_bytes), "4 MiB");
+  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  if (!(l.cpus > 0) || !std::isfinite(l.cpus)) {
+    p.Add("limits.cpus", "must be greater than 0", FormatNumber(l.cpus));
+  } else if (online > 0 && l.cpus > static_cast<double>(online)) {
+    p.Add("limits.cpus", "must be at most the " + std::to_string(online) + " online CPUs",
+          FormatNumber(l.cpus));
+  }
+  at_least("limits.pids", l.pids, 2, std::to_string(l.pids),
+           "2, for corral's init and the command");
+  CheckTimeoutAndOutput(p, l);
+  if (l.cpu_time_seconds) {
+    at_least("limits.cpu_time", *l.cpu_time_seconds, 1, std::to_string(*l.cpu_time_seconds),
+             "1 second");
+  }
+  at_least("limits.tmp_size", l.tmp_size_bytes, kMiB, std::to_string(l.tmp_size_bytes), "1 MiB");
+  at_least("limits.file_size", l.file_size_bytes, 1, std::to_string(l.file_size_bytes), "1 byte");
+  at_least("limits.open_files", l.open_files, 16, std::to_string(l.open_files), "16");
+  // RLIMIT_NOFILE above fs.nr_open fails with EPERM even for root.
+  if (Result<long long> nr_open = ReadInt("/proc/sys/fs/nr_open");
+      nr_open && l.open_files > *nr_open) {
+    p.Add("limits.open_files", "must be at most fs.nr_open = " + std::to_string(*nr_open),
+          std::to_string(l.open_files));
+  }
+  if (!(l.kill_grace_seconds >= 0) || !std::isfinite(l.kill_grace_seconds)) {
+    p.Add("limits.kill_grace", "must be 0 or more seconds", FormatNumber(l.kill_grace_seconds));
+  }
+}
+
+bool IsCgroupName(const std::string& part) {
+  return !part.empty() && part != "." && part != ".." &&
+         std::all_of(part.begin(), part.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+         });
+}
+
+void CheckCgroups(Problems& p, const CgroupSpec& cg) {
+  if (cg.driver != "auto" && cg.driver != "v1" && cg.driver != "v2") {
+    p.Add("cgroups.driver", "must be auto, v1 or v2", Quote(cg.driver));
+  }
+  const bool absolute = !cg.parent.empty() && cg.parent[0] == '/';
+  bool ok = !cg.parent.empty() && cg.parent != "/";
+  // Both forms are [A-Za-z0-9_.-] components; an absolute one starts from each
+  // hierarchy's root instead of corral's own cgroup.
+  for (size_t start = absolute ? 1 : 0; ok;) {
+    const size_t slash = cg.parent.find('/', start);
+    ok = IsCgroupName(cg.parent.substr(start, slash - start));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  if (!ok) {
+    p.Add("cgroups.parent",
+          "must be a path of [A-Za-z0-9_.-] components (relative, or absolute from the "
+          "hierarchy root), without empty, \".\" or \"..\" components",
+          Quote(cg.parent));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> Validate(const JailSpec& spec) {
+  Problems p;
+  CheckArgv(p, spec.argv);
+  CheckEnv(p, spec.env);
+  CheckDirs(p, spec);
+  CheckMounts(p, spec.mounts);
+  CheckHostname(p, spec.hostname);
+  CheckIdentity(p, spec);
+  CheckNamespaces(p, spec);
+  CheckSeccomp(p, spec);
+  CheckLimits(p, spec.limits);
+  CheckCgroups(p, spec.cgroups);
+  return p.Take();
+}
+
+std::vector<std::string> ValidateLateFields(const JailSpec& spec) {
+  Problems p;
+  CheckArgv(p, spec.argv);
+  CheckEnv(p, spec.env);
+  CheckWorkdir(p, spec.workdir);
+  CheckTimeoutAndOutput(p, spec.limits);
+  return p.Take();
+}
+
+namespace {
+
+Status AsStatus(const std::vector<std::string>& problems) {
+  if (problems.empty()) return Ok();
+  std::string text = "invalid configuration:";
+  for (const auto& p : problems) text += "\n  " + p;
+  return Error(ErrorCode::kInvalidArgument, text);
+}
+
+}  // namespace
+
+Status ValidateSpec(const JailSpec& spec) { return AsStatus(Validate(spec)); }
+
+Status ValidateLateFieldsSpec(const JailSpec& spec) { return AsStatus(ValidateLateFields(spec)); }
+
+}  // namespace corral::runtime

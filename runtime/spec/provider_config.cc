@@ -1,0 +1,264 @@
+#include "runtime/spec/provider_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <set>
+
+#include "base/files.h"
+#include "runtime/spec/config.h"
+
+namespace corral::runtime {
+
+bool IsValidEnvName(const std::string& name) {
+  if (name.empty()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+              (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// DeerFlow keys of other providers (aio, provisioner): accepted and ignored, so one
+// DeerFlow config file works unchanged.
+const std::set<std::string> kIgnoredSandboxKeys = {"image",
+                                                   "port",
+                                                   "container_prefix",
+                                                   "thread_data_mounts",
+                                                   "ownership",
+                                                   "provisioner_url",
+                                                   "provisioner_api_key",
+                                                   "overflow_policy",
+                                                   "acquire_timeout",
+                                                   "burst_limit",
+                                                   "health_check_skip_seconds",
+                                                   "network",
+                                                   "prewarm"};
+
+const char* const kReservedPrefixes[] = {"/mnt/skills", "/mnt/acp-workspace", "/mnt/user-data"};
+
+class Problems {
+ public:
+  void Add(const std::string& path, const std::string& what) {
+    lines_ += path + ": " + what + "\n";
+  }
+  Status ToStatus() const {
+    if (lines_.empty()) return Ok();
+    return Error(ErrorCode::kInvalidArgument, lines_.substr(0, lines_.size() - 1));
+  }
+
+ private:
+  std::string lines_;
+};
+
+template <typename T>
+bool Read(const YAML::Node& n, const std::string& path, Problems* p, T* out) {
+  try {
+    *out = n.as<T>();
+    return true;
+  } catch (const YAML::Exception&) {
+    p->Add(path, "wrong type (got \"" + (n.IsScalar() ? n.Scalar() : std::string("?")) + "\")");
+    return false;
+  }
+}
+
+ProviderKind ParseUse(const std::string& use, Problems* p, ProviderKind fallback) {
+  if (use == "local" || use.find("LocalSandboxProvider") != std::string::npos) {
+    return ProviderKind::kLocal;
+  }
+  if (use == "jail" || use.find("corral") != std::string::npos) return ProviderKind::kJail;
+  p->Add("sandbox.use", "unsupported provider \"" + use +
+                            "\" (corral serves local and jail; aio is not implemented yet)");
+  return fallback;
+}
+
+void ParseMounts(const YAML::Node& n, Problems* p, std::vector<MountSpec>* out) {
+  if (!n.IsSequence()) return p->Add("sandbox.mounts", "must be a list");
+  for (size_t i = 0; i < n.size(); ++i) {
+    std::string where = "sandbox.mounts[" + std::to_string(i) + "]";
+    MountSpec m;
+    if (!n[i]["host_path"] || !n[i]["container_path"]) {
+      p->Add(where, "needs host_path and container_path");
+      continue;
+    }
+    Read(n[i]["host_path"], where + ".host_path", p, &m.host_path);
+    Read(n[i]["container_path"], where + ".container_path", p, &m.container_path);
+    if (n[i]["read_only"]) Read(n[i]["read_only"], where + ".read_only", p, &m.read_only);
+    if (m.host_path.empty() || m.host_path[0] != '/') {
+      p->Add(where + ".host_path", "must be absolute");
+    }
+    if (m.container_path.empty() || m.container_path[0] != '/') {
+      p->Add(where + ".container_path", "must be absolute");
+    }
+    for (const char* r : kReservedPrefixes) {
+      std::string rs = r;
+      if (m.container_path == rs || m.container_path.rfind(rs + "/", 0) == 0) {
+        p->Add(where + ".container_path", "is reserved (" + rs + ")");
+      }
+    }
+    out->push_back(m);
+  }
+}
+
+void ParseAudit(const YAML::Node& n, Problems* p, AuditLogConfig* a) {
+  if (!n.IsMap()) return p->Add("sandbox.audit_log", "must be a mapping");
+  for (const auto& kv : n) {
+    std::string key = kv.first.as<std::string>();
+    std::string where = "sandbox.audit_log." + key;
+    if (key == "path") {
+      Read(kv.second, where, p, &a->path);
+    } else if (key == "max_bytes") {
+      if (Read(kv.second, where, p, &a->max_bytes) && a->max_bytes < 4096) {
+        p->Add(where, "must be >= 4096");
+      }
+    } else if (key == "keep") {
+      if (Read(kv.second, where, p, &a->keep) && a->keep < 1) p->Add(where, "must be >= 1");
+    } else if (key == "enabled") {
+      Read(kv.second, where, p, &a->enabled);
+    } else {
+      p->Add(where, "unknown key");
+    }
+  }
+}
+
+void ParseEnvironment(const YAML::Node& n, Problems* p, ProviderConfig* c) {
+  if (!n.IsMap()) return p->Add("sandbox.environment", "must be a mapping");
+  for (const auto& kv : n) {
+    std::string key = kv.first.as<std::string>();
+    std::string value;
+    if (!IsValidEnvName(key)) {
+      p->Add("sandbox.environment." + key, "not a valid variable name");
+      continue;
+    }
+    if (!Read(kv.second, "sandbox.environment." + key, p, &value)) continue;
+    if (!value.empty() && value[0] == '$') {
+      const char* host = std::getenv(value.c_str() + 1);
+      value = host ? host : "";
+    }
+    c->environment.emplace_back(key, value);
+  }
+}
+
+void PositiveInt(const YAML::Node& n, const std::string& where, Problems* p, int* out,
+                 bool allow_zero) {
+  if (Read(n, where, p, out) && (*out < 0 || (!allow_zero && *out == 0))) {
+    p->Add(where, allow_zero ? "must be >= 0" : "must be > 0");
+  }
+}
+
+void ParseSandboxKey(const std::string& key, const YAML::Node& v, Problems* p, ProviderConfig* c) {
+  std::string w = "sandbox." + key;
+  std::string s;
+  if (key == "use") {
+    if (Read(v, w, p, &s)) c->use = ParseUse(s, p, c->use);
+  } else if (key == "allow_host_bash") {
+    Read(v, w, p, &c->allow_host_bash);
+  } else if (key == "mounts") {
+    c->mounts.clear();
+    ParseMounts(v, p, &c->mounts);
+  } else if (key == "bash_output_max_chars") {
+    PositiveInt(v, w, p, &c->bash_output_max_chars, true);
+  } else if (key == "read_file_output_max_chars") {
+    PositiveInt(v, w, p, &c->read_file_output_max_chars, true);
+  } else if (key == "ls_output_max_chars") {
+    PositiveInt(v, w, p, &c->ls_output_max_chars, true);
+  } else if (key == "bash_command_timeout") {
+    if (Read(v, w, p, &c->bash_command_timeout) && c->bash_command_timeout <= 0) {
+      p->Add(w, "must be > 0");
+    }
+  } else if (key == "replicas") {
+    PositiveInt(v, w, p, &c->replicas, false);
+  } else if (key == "idle_timeout") {
+    if (!v.IsNull() && Read(v, w, p, &c->idle_timeout) && c->idle_timeout < 0) {
+      p->Add(w, "must be >= 0");
+    }
+  } else if (key == "environment") {
+    ParseEnvironment(v, p, c);
+  } else if (key == "base_dir") {
+    if (Read(v, w, p, &c->base_dir) && (c->base_dir.empty() || c->base_dir[0] != '/')) {
+      p->Add(w, "must be an absolute path");
+    }
+  } else if (key == "audit_log") {
+    ParseAudit(v, p, &c->audit_log);
+  } else if (!kIgnoredSandboxKeys.count(key)) {
+    p->Add(w, "unknown key");
+  }
+}
+
+}  // namespace
+
+Status LoadProviderConfig(const YAML::Node& sandbox, const YAML::Node& skills, ProviderConfig* c) {
+  Problems p;
+  if (sandbox && !sandbox.IsNull()) {
+    if (!sandbox.IsMap()) {
+      p.Add("sandbox", "must be a mapping");
+    } else {
+      for (const auto& kv : sandbox) ParseSandboxKey(kv.first.as<std::string>(), kv.second, &p, c);
+    }
+  }
+  if (skills && !skills.IsNull()) {
+    if (!skills.IsMap()) {
+      p.Add("skills", "must be a mapping");
+    } else {
+      for (const auto& kv : skills) {
+        std::string key = kv.first.as<std::string>();
+        std::string s;
+        if (key == "path") {
+          if (Read(kv.second, "skills.path", &p, &s)) {
+            if (s.empty() || s[0] != '/') p.Add("skills.path", "must be an absolute path");
+            c->skills_path = s;
+          }
+        } else if (key == "container_path") {
+          if (Read(kv.second, "skills.container_path", &p, &s)) {
+            if (s.empty() || s[0] != '/') p.Add("skills.container_path", "must be absolute");
+            c->skills_container_path = s;
+          }
+        } else if (key != "deferred_discovery" && key != "skill_scan") {
+          p.Add("skills." + key, "unknown key");
+        }
+      }
+    }
+  }
+  return p.ToStatus();
+}
+
+Status LoadToolConfigFile(const std::string& path, ProviderConfig* config, JailSpec* spec) {
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Error(ErrorCode::kInvalidArgument, path + ": " + e.what());
+  }
+  if (!root.IsMap()) {
+    if (root.IsNull()) return Ok();
+    return Error(ErrorCode::kInvalidArgument, path + ": the top level must be a mapping");
+  }
+  Status own = LoadProviderConfig(root["sandbox"], root["skills"], config);
+  if (!own) return own.error().WithContext(path);
+  // The main loader rejects keys it does not know; hand it the file without ours. Line
+  // numbers in its messages refer to the re-emitted text, so name the file only.
+  YAML::Node rest;
+  for (const auto& kv : root) {
+    std::string key = kv.first.as<std::string>();
+    if (key != "sandbox" && key != "skills") rest[key] = kv.second;
+  }
+  if (rest.size() == 0) return Ok();
+  YAML::Emitter out;
+  out << rest;
+  return LoadConfigText(out.c_str(), path, spec);
+}
+
+std::vector<std::string> SecretValues(const ProviderConfig& config) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : config.environment) {
+    if (v.size() >= 8) out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace corral::runtime

@@ -1,0 +1,96 @@
+// JailSpec: what the user asked for, after config file and flags are merged, before
+// anything is resolved against the host. Plain data; Validate() (runtime/spec/config.h) checks
+// it and Plan() (runtime/run/planner.h) turns it into a jail::JailPlan.
+//
+// Defaults here are corral's documented defaults (config.example.yaml repeats them).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace corral::runtime {
+
+inline constexpr int64_t kMiB = 1024 * 1024;
+inline constexpr int64_t kGiB = 1024 * kMiB;
+
+// Which namespaces a jail gets. The mount namespace is not optional: the fresh root
+// needs it.
+struct NamespaceSpec {
+  bool pid = true;
+  bool uts = true;
+  bool ipc = true;
+  bool net = true;
+  bool cgroup = true;
+
+  bool operator==(const NamespaceSpec&) const = default;
+};
+
+// One extra bind mount (`mounts:` in config, `--mount`/`-v` on the command line).
+struct MountSpec {
+  std::string host_path;
+  std::string container_path;
+  bool read_only = true;
+
+  bool operator==(const MountSpec&) const = default;
+};
+
+struct LimitsSpec {
+  int64_t memory_bytes = 512 * kMiB;  // cgroup memory limit; swap is always off
+  double cpus = 1.0;                  // cgroup CPU bandwidth, in cores
+  int64_t pids = 256;                 // cgroup pids limit
+  double timeout_seconds = 600;       // wall clock; 0 = none
+  std::optional<int64_t> cpu_time_seconds;  // RLIMIT_CPU; unset = none
+  int64_t output_limit_bytes = 10 * kMiB;   // per stream, captured mode
+  int64_t tmp_size_bytes = 256 * kMiB;      // size of the /tmp tmpfs
+  int64_t file_size_bytes = 1 * kGiB;       // RLIMIT_FSIZE
+  int64_t open_files = 1024;                // RLIMIT_NOFILE
+  double kill_grace_seconds = 2;            // SIGTERM -> SIGKILL on timeout
+
+  bool operator==(const LimitsSpec&) const = default;
+};
+
+struct CgroupSpec {
+  std::string driver = "auto";  // auto | v2 | v1
+  std::string parent = "corral";  // relative to each hierarchy's root, or absolute path
+
+  bool operator==(const CgroupSpec&) const = default;
+};
+
+// Everything that weakens isolation lives here and is logged when used.
+struct UnsafeSpec {
+  bool allow_root = false;            // permits uid 0 / gid 0 in the jail
+  bool allow_missing_limits = false;  // run even if a cgroup limit cannot be applied
+  bool allow_unconfined_seccomp = false;  // permits seccomp profile "unconfined"
+  bool host_network = false;          // no network namespace (namespaces.net: false needs it)
+
+  bool operator==(const UnsafeSpec&) const = default;
+};
+
+struct JailSpec {
+  std::vector<std::string> argv;  // the command; argv[0] looked up in PATH if no '/'
+  std::vector<std::pair<std::string, std::string>> env;  // added to the default env
+
+  std::optional<std::string> rootfs;  // directory tree used as / instead of host dirs
+  std::optional<std::string> skills_dir;         // -> /mnt/skills (ro)
+  std::optional<std::string> user_data_dir;      // -> /mnt/user-data (rw)
+  std::optional<std::string> acp_workspace_dir;  // -> /mnt/acp-workspace (ro)
+  std::vector<MountSpec> mounts;
+  std::optional<std::string> workdir;  // default /mnt/user-data/workspace or /
+
+  std::string hostname = "sandbox";
+  uint32_t uid = 1000;
+  uint32_t gid = 1000;
+
+  NamespaceSpec namespaces;
+  std::string seccomp_profile = "default";  // default | strict | unconfined | /abs/path.json
+  LimitsSpec limits;
+  CgroupSpec cgroups;
+  UnsafeSpec unsafe;
+
+  bool operator==(const JailSpec&) const = default;
+};
+
+}  // namespace corral::runtime

@@ -1,0 +1,438 @@
+#include "tools/providers/file_access.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "base/unique_fd.h"
+#include "tools/providers/sandbox_search.h"
+#include "runtime/sandboxes/sandbox_store.h"
+
+namespace corral::runtime {
+namespace {
+
+// An operation's result as bytes, so it can cross the pipe from the dropped child.
+using Op = std::function<SbResult<std::string>(int root_fd)>;
+
+constexpr unsigned kChildSeconds = 120;  // a walk of a huge tree must still end
+
+std::string CleanRel(const std::string& rel) {
+  std::string r = rel;
+  while (!r.empty() && r.front() == '/') r.erase(r.begin());
+  return r.empty() ? "." : r;
+}
+
+std::string JoinRel(const std::string& dir, const std::string& name) {
+  return dir == "." ? name : dir + "/" + name;
+}
+
+SandboxError Escape() {
+  return {SandboxErrc::kPathEscape, "Access denied: path escapes mounted directory", EXDEV};
+}
+
+// openat2 from the root; EAGAIN is the kernel's "a rename raced with '..'": retry.
+SbResult<UniqueFd> OpenIn(int root_fd, bool in_root, const std::string& rel, int flags,
+                          mode_t mode = 0) {
+  struct open_how how;
+  std::memset(&how, 0, sizeof how);
+  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
+  how.mode = (flags & O_CREAT) ? mode : 0;
+  how.resolve = RESOLVE_NO_MAGICLINKS | (in_root ? RESOLVE_IN_ROOT : RESOLVE_BENEATH);
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    long fd = ::syscall(SYS_openat2, root_fd, CleanRel(rel).c_str(), &how, sizeof how);
+    if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+    if (errno == EAGAIN || errno == EINTR) continue;
+    if (errno == EXDEV) return Escape();
+    return ErrorFromErrno(errno, rel);
+  }
+  return SandboxError{SandboxErrc::kIo, rel + ": path kept changing while resolving", EAGAIN};
+}
+
+SbResult<std::string> ReadAllFd(int fd, int64_t max_bytes, const std::string& rel) {
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrorFromErrno(errno, rel);
+    if (n == 0) return out;
+    if (static_cast<int64_t>(out.size() + n) > max_bytes) {
+      return SandboxError{SandboxErrc::kTooLarge,
+                          rel + ": file exceeds " + std::to_string(max_bytes) + " bytes", EFBIG};
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// Opens `rel` for reading its content: regular files only.
+SbResult<UniqueFd> OpenRegular(int root_fd, bool in_root, const std::string& rel) {
+  auto fd = OpenIn(root_fd, in_root, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+  if (!fd) return fd.error();
+  struct stat st;
+  if (::fstat(fd->get(), &st) != 0) return ErrorFromErrno(errno, rel);
+  if (S_ISDIR(st.st_mode)) return SandboxError{SandboxErrc::kIsDirectory, rel, EISDIR};
+  if (!S_ISREG(st.st_mode)) {
+    return SandboxError{SandboxErrc::kPermissionDenied, rel + ": not a regular file", EACCES};
+  }
+  return fd;
+}
+
+// ---- running an operation, possibly as the sandbox user in a child ----------------------
+
+void WriteAll(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+std::string EncodeFrame(const SbResult<std::string>& r) {
+  if (r) return "O" + *r;
+  std::string f = "E";
+  f.push_back(static_cast<char>(r.error().code));
+  int32_t e = r.error().sys_errno;
+  f.append(reinterpret_cast<const char*>(&e), sizeof e);
+  return f + r.error().message;
+}
+
+SbResult<std::string> DecodeFrame(const std::string& f) {
+  if (!f.empty() && f[0] == 'O') return f.substr(1);
+  if (f.size() >= 6 && f[0] == 'E') {
+    int32_t e;
+    std::memcpy(&e, f.data() + 2, sizeof e);
+    return SandboxError{static_cast<SandboxErrc>(f[1]), f.substr(6), e};
+  }
+  return SandboxError{SandboxErrc::kIo, "file access helper died without an answer"};
+}
+
+SbResult<UniqueFd> OpenRootFd(const FileView& view) {
+  UniqueFd fd(::open(view.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) {
+    return SandboxError{SandboxErrc::kUnavailable,
+                        "cannot open sandbox root " + view.root + ": " + std::strerror(errno),
+                        errno};
+  }
+  if (view.expect_process) {
+    auto ticks = ProcessStartTicks(view.expect_process->first);
+    if (!ticks || *ticks != view.expect_process->second) {
+      return SandboxError{SandboxErrc::kUnavailable, "the sandbox's init is gone"};
+    }
+  }
+  return fd;
+}
+
+[[noreturn]] void ChildMain(const FileView& view, const Op& op, int out_fd) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  ::alarm(kChildSeconds);
+  ::umask(022);
+  SbResult<std::string> result = SandboxError{SandboxErrc::kIo, "unreachable"};
+  auto root = OpenRootFd(view);
+  if (!root) {
+    result = root.error();
+  } else if (::setgroups(0, nullptr) != 0 ||
+             ::setresgid(view.drop_to->second, view.drop_to->second, view.drop_to->second) != 0 ||
+             ::setresuid(view.drop_to->first, view.drop_to->first, view.drop_to->first) != 0) {
+    // Never fall back to operating as root.
+    result = SandboxError{SandboxErrc::kIo,
+                          std::string("dropping to the sandbox user: ") + std::strerror(errno)};
+  } else {
+    result = op(root->get());
+  }
+  WriteAll(out_fd, EncodeFrame(result));
+  ::_exit(0);
+}
+
+SbResult<std::string> RunOp(const FileView& view, const Op& op) {
+  if (!view.drop_to) {
+    auto root = OpenRootFd(view);
+    if (!root) return root.error();
+    return op(root->get());
+  }
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return ErrorFromErrno(errno, "pipe");
+  UniqueFd rd(p[0]), wr(p[1]);
+  pid_t pid = ::fork();
+  if (pid < 0) return ErrorFromErrno(errno, "fork");
+  if (pid == 0) {
+    rd.Reset();
+    ChildMain(view, op, wr.get());
+  }
+  wr.Reset();
+  std::string frame;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(rd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    frame.append(buf, static_cast<size_t>(n));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status) && frame.empty()) {
+    return SandboxError{SandboxErrc::kIo,
+                        "file access helper killed by signal " + std::to_string(WTERMSIG(status))};
+  }
+  return DecodeFrame(frame);
+}
+
+// ---- walking ----------------------------------------------------------------------------
+
+struct Walker {
+  int root_fd;
+  bool in_root;
+  WalkOptions options;
+  std::vector<TreeEntry>* out;
+
+  // A symlink met during the walk: classify it by its target, resolved from the root;
+  // dangling or escaping links are dropped.
+  void AddSymlink(const std::string& rel) {
+    auto fd = OpenIn(root_fd, in_root, rel, O_PATH);
+    if (!fd) return;
+    struct stat st;
+    if (::fstat(fd->get(), &st) != 0) return;
+    out->push_back({rel, S_ISDIR(st.st_mode)});
+  }
+
+  void Walk(int dir_fd, const std::string& rel, int depth) {
+    int dup_fd = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+    if (dup_fd < 0) return;
+    DIR* dir = ::fdopendir(dup_fd);
+    if (dir == nullptr) {
+      ::close(dup_fd);
+      return;
+    }
+    std::vector<std::pair<std::string, unsigned char>> names;
+    while (struct dirent* e = ::readdir(dir)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      names.emplace_back(name, e->d_type);
+    }
+    ::closedir(dir);
+    std::sort(names.begin(), names.end());
+    for (const auto& [name, type] : names) {
+      if (out->size() >= options.max_entries) return;
+      if (options.skip_ignored && IsIgnoredName(name)) continue;
+      std::string child = JoinRel(rel, name);
+      unsigned char t = type;
+      if (t == DT_UNKNOWN) {
+        struct stat st;
+        if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+      }
+      if (t == DT_LNK) {
+        AddSymlink(child);
+        continue;
+      }
+      out->push_back({child, t == DT_DIR});
+      if (t == DT_DIR && depth < options.max_depth) {
+        UniqueFd sub(
+            ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (sub) Walk(sub.get(), child, depth + 1);
+      }
+    }
+  }
+};
+
+std::string EncodeEntries(const std::vector<TreeEntry>& entries) {
+  std::string s;
+  for (const auto& e : entries) {
+    s.push_back(e.is_dir ? 'd' : 'f');
+    s += e.rel;
+    s.push_back('\0');
+  }
+  return s;
+}
+
+std::vector<TreeEntry> DecodeEntries(const std::string& s) {
+  std::vector<TreeEntry> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find('\0', start);
+    if (end == std::string::npos) break;
+    out.push_back({s.substr(start + 1, end - start - 1), s[start] == 'd'});
+    start = end + 1;
+  }
+  return out;
+}
+
+SbResult<std::vector<TreeEntry>> WalkIn(int root_fd, bool in_root, const std::string& rel,
+                                        const WalkOptions& options) {
+  auto dir = OpenIn(root_fd, in_root, rel, O_RDONLY | O_DIRECTORY);
+  if (!dir) return dir.error();
+  std::vector<TreeEntry> entries;
+  Walker w{root_fd, in_root, options, &entries};
+  w.Walk(dir->get(), CleanRel(rel), 1);
+  return entries;
+}
+
+// Greps one open file; returns false once enough hits were found.
+bool GrepFile(int fd, const std::string& rel, const LineMatcher& m, size_t limit,
+              std::vector<GrepHit>* hits) {
+  auto content = ReadAllFd(fd, kGrepMaxFileBytes, rel);
+  if (!content) return true;  // too large or unreadable: skipped like DeerFlow does
+  const std::string& c = *content;
+  if (c.substr(0, kGrepBinaryProbeBytes).find('\0') != std::string::npos) return true;
+  size_t start = 0;
+  int line_no = 0;
+  while (start < c.size()) {
+    size_t end = c.find('\n', start);
+    if (end == std::string::npos) end = c.size();
+    ++line_no;
+    std::string line = c.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    start = end + 1;
+    if (line.size() > kGrepMaxLineChars || !m.Matches(line)) continue;
+    hits->push_back({rel, line_no, GrepSummary(line)});
+    if (hits->size() >= limit) return false;
+  }
+  return true;
+}
+
+SbResult<std::string> GrepOp(int root_fd, bool in_root, const std::string& rel,
+                             const GrepRequest& req) {
+  auto matcher = LineMatcher::Create(req.pattern, req.options.literal, req.options.case_sensitive);
+  if (!matcher) return matcher.error();
+  size_t limit = static_cast<size_t>(std::max(1, req.options.max_results)) + 1;
+  std::vector<GrepHit> hits;
+  auto start = OpenIn(root_fd, in_root, rel, O_PATH);
+  if (!start) return start.error();
+  struct stat st;
+  if (::fstat(start->get(), &st) != 0) return ErrorFromErrno(errno, rel);
+  if (!S_ISDIR(st.st_mode)) {
+    auto fd = OpenRegular(root_fd, in_root, rel);
+    if (fd) GrepFile(fd->get(), CleanRel(rel), *matcher, limit, &hits);
+  } else {
+    WalkOptions wo;
+    wo.max_depth = 1 << 20;
+    auto entries = WalkIn(root_fd, in_root, rel, wo);
+    if (!entries) return entries.error();
+    const std::string base = CleanRel(rel);
+    for (const auto& e : *entries) {
+      if (e.is_dir) continue;
+      std::string below = base == "." ? e.rel : e.rel.substr(base.size() + 1);
+      if (req.options.glob && !GlobMatches(*req.options.glob, below)) continue;
+      auto fd = OpenRegular(root_fd, in_root, e.rel);
+      if (!fd) continue;
+      if (!GrepFile(fd->get(), e.rel, *matcher, limit, &hits)) break;
+    }
+  }
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& h : hits) j.push_back({h.rel, h.line_number, h.line});
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Creates the missing directories of `rel`'s parent, one openat2-resolved level at a time.
+SbStatus MakeParents(int root_fd, bool in_root, const std::string& rel) {
+  std::string r = CleanRel(rel);
+  size_t pos = 0;
+  while ((pos = r.find('/', pos)) != std::string::npos) {
+    std::string prefix = r.substr(0, pos);
+    ++pos;
+    auto fd = OpenIn(root_fd, in_root, prefix, O_PATH | O_DIRECTORY);
+    if (fd) continue;
+    if (fd.error().code != SandboxErrc::kNotFound) return fd.error();
+    size_t slash = prefix.rfind('/');
+    std::string parent = slash == std::string::npos ? "." : prefix.substr(0, slash);
+    std::string name = slash == std::string::npos ? prefix : prefix.substr(slash + 1);
+    auto pfd = OpenIn(root_fd, in_root, parent, O_PATH | O_DIRECTORY);
+    if (!pfd) return pfd.error();
+    if (::mkdirat(pfd->get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
+      return ErrorFromErrno(errno, prefix);
+    }
+  }
+  return {};
+}
+
+SbStatus StatusOf(const SbResult<std::string>& r) {
+  if (!r) return r.error();
+  return {};
+}
+
+}  // namespace
+
+SbResult<std::string> ReadBytes(const FileView& view, const std::string& rel, int64_t max_bytes) {
+  bool in_root = view.in_root;
+  return RunOp(view, [&](int root_fd) -> SbResult<std::string> {
+    auto fd = OpenRegular(root_fd, in_root, rel);
+    if (!fd) return fd.error();
+    return ReadAllFd(fd->get(), max_bytes, rel);
+  });
+}
+
+SbStatus WriteBytes(const FileView& view, const std::string& rel, const std::string& data,
+                    bool append) {
+  bool in_root = view.in_root;
+  return StatusOf(RunOp(view, [&](int root_fd) -> SbResult<std::string> {
+    auto parents = MakeParents(root_fd, in_root, rel);
+    if (!parents) return parents.error();
+    int flags = O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | (append ? O_APPEND : O_TRUNC);
+    auto fd = OpenIn(root_fd, in_root, rel, flags, 0644);
+    if (!fd) return fd.error();
+    size_t off = 0;
+    while (off < data.size()) {
+      ssize_t n = ::write(fd->get(), data.data() + off, data.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ErrorFromErrno(errno, rel);
+      off += static_cast<size_t>(n);
+    }
+    return std::string();
+  }));
+}
+
+SbResult<std::vector<TreeEntry>> WalkTree(const FileView& view, const std::string& rel,
+                                          const WalkOptions& options) {
+  bool in_root = view.in_root;
+  auto r = RunOp(view, [&](int root_fd) -> SbResult<std::string> {
+    auto entries = WalkIn(root_fd, in_root, rel, options);
+    if (!entries) return entries.error();
+    return EncodeEntries(*entries);
+  });
+  if (!r) return r.error();
+  return DecodeEntries(*r);
+}
+
+SbResult<bool> IsDirectory(const FileView& view, const std::string& rel) {
+  bool in_root = view.in_root;
+  auto r = RunOp(view, [&](int root_fd) -> SbResult<std::string> {
+    auto fd = OpenIn(root_fd, in_root, rel, O_PATH);
+    if (!fd) return fd.error();
+    struct stat st;
+    if (::fstat(fd->get(), &st) != 0) return ErrorFromErrno(errno, rel);
+    return std::string(S_ISDIR(st.st_mode) ? "d" : "f");
+  });
+  if (!r) return r.error();
+  return *r == "d";
+}
+
+SbResult<std::vector<GrepHit>> GrepTree(const FileView& view, const std::string& rel,
+                                        const GrepRequest& request) {
+  bool in_root = view.in_root;
+  auto r = RunOp(view, [&](int root_fd) { return GrepOp(root_fd, in_root, rel, request); });
+  if (!r) return r.error();
+  std::vector<GrepHit> hits;
+  auto j = nlohmann::json::parse(*r, nullptr, false);
+  if (!j.is_array()) return SandboxError{SandboxErrc::kIo, "garbled grep result"};
+  for (const auto& h : j) {
+    hits.push_back({h[0].get<std::string>(), h[1].get<int>(), h[2].get<std::string>()});
+  }
+  return hits;
+}
+
+}  // namespace corral::runtime

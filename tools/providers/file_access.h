@@ -1,0 +1,79 @@
+// Host-side file access into a directory tree that an untrusted party controls (a
+// sandbox's root, or a thread directory the host bash may have filled with symlinks).
+//
+// Every path is resolved with openat2() from a dirfd of the view's root, with
+// RESOLVE_NO_MAGICLINKS and either RESOLVE_IN_ROOT (a whole root file system: absolute
+// symlinks and ".." stay inside it, so "/etc/passwd" planted as a symlink is the
+// sandbox's own) or RESOLVE_BENEATH (one mounted directory: leaving it is kPathEscape).
+// Directory walks open each subdirectory with O_NOFOLLOW from its parent's fd, so a
+// rename race (TOCTOU) cannot redirect a walk outside the tree; symlinks are resolved
+// from the root again and never descended into. FIFOs and devices are never opened for
+// reading content (no hangs, no endless /dev/zero).
+//
+// With `drop_to` set, each operation runs in a short-lived forked child that opens the
+// root as root, then drops to the sandbox's uid/gid (setgroups(0), setresgid, setresuid),
+// so permission checks are the sandbox user's and created files belong to it; read-only
+// mounts stay read-only because the walk goes through the sandbox's own mounts. The child
+// sends its result back over a pipe and exits. Parent side; the child only allocates
+// (glibc's fork keeps malloc usable) and never logs.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tools/providers/sandbox.h"
+
+namespace corral::runtime {
+
+struct FileView {
+  std::string root;      // host path of the tree's root: "/proc/<pid>/root" or a directory
+  bool in_root = false;  // RESOLVE_IN_ROOT (true) or RESOLVE_BENEATH (false)
+  std::optional<std::pair<uid_t, gid_t>> drop_to;  // run in a child with these ids
+  // With drop_to and a /proc/<pid>/root root: the pid's start time, checked after the
+  // open so a recycled pid is never mistaken for the sandbox's init.
+  std::optional<std::pair<pid_t, uint64_t>> expect_process;
+};
+
+struct TreeEntry {
+  std::string rel;  // relative to the view's root, no leading '/'
+  bool is_dir = false;
+};
+
+struct WalkOptions {
+  int max_depth = 2;            // 1 = children of the start only
+  bool skip_ignored = true;     // DeerFlow's IGNORE_PATTERNS, per segment
+  size_t max_entries = 200000;  // safety bound on huge trees
+};
+
+// `rel` below is a path relative to the view's root ("" or "." is the root itself).
+
+SbResult<std::string> ReadBytes(const FileView& view, const std::string& rel, int64_t max_bytes);
+// Creates missing parent directories (0755), then creates/truncates or appends.
+SbStatus WriteBytes(const FileView& view, const std::string& rel, const std::string& data,
+                    bool append);
+// Entries below the directory `rel` (not `rel` itself), sorted by path.
+SbResult<std::vector<TreeEntry>> WalkTree(const FileView& view, const std::string& rel,
+                                          const WalkOptions& options);
+// Whether `rel` is a directory (following symlinks inside the view).
+SbResult<bool> IsDirectory(const FileView& view, const std::string& rel);
+
+struct GrepRequest {
+  std::string pattern;
+  GrepOptions options;  // glob relative to `rel`
+};
+struct GrepHit {
+  std::string rel;
+  int line_number = 0;
+  std::string line;
+};
+// Greps the file `rel`, or every file below the directory `rel` (ignore patterns,
+// binary files and files over kGrepMaxFileBytes skipped). Stops after max_results + 1 hits.
+SbResult<std::vector<GrepHit>> GrepTree(const FileView& view, const std::string& rel,
+                                        const GrepRequest& request);
+
+}  // namespace corral::runtime

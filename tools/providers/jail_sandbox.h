@@ -1,0 +1,60 @@
+// The jail provider: each (user, thread) is a persistent corral sandbox
+// (runtime/sandboxes/persistent.h) named JailSandboxName(user, thread), created on first Acquire
+// with the thread's user-data (rw), acp-workspace (ro), skills (ro) and configured mounts,
+// and found again by name by any later corral process. Commands are execs into it (own
+// timeout, background processes live on); file operations resolve inside the sandbox's
+// root as the sandbox user (tools/providers/file_access.h). Parent side.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "tools/providers/sandbox_fileops.h"
+#include "tools/providers/sandbox_provider.h"
+#include "runtime/sandboxes/sandbox_store.h"
+
+namespace corral::runtime {
+
+class JailSandbox : public Sandbox {
+ public:
+  explicit JailSandbox(SandboxRecord record);
+
+  SbResult<CommandResult> ExecuteCommand(const std::string& command, const EnvList& env,
+                                         std::optional<double> timeout) override;
+  SbResult<std::string> ReadFile(const std::string& path, std::optional<int> start_line,
+                                 std::optional<int> end_line) override;
+  SbResult<std::string> DownloadFile(const std::string& path) override;
+  SbResult<std::vector<std::string>> ListDir(const std::string& path, int max_depth) override;
+  SbStatus WriteFile(const std::string& path, const std::string& content, bool append) override;
+  SbStatus UpdateFile(const std::string& path, const std::string& bytes) override;
+  SbResult<GlobResult> Glob(const std::string& path, const std::string& pattern, bool include_dirs,
+                            int max_results) override;
+  SbResult<GrepResult> Grep(const std::string& path, const std::string& pattern,
+                            const GrepOptions& options) override;
+
+  const SandboxRecord& record() const { return record_; }
+
+ private:
+  SbResult<ResolvedPath> Resolve(const std::string& path) const;
+  SandboxRecord record_;
+};
+
+class JailSandboxProvider : public ProviderBase {
+ public:
+  JailSandboxProvider(ProviderConfig config, JailSpec base_spec);
+  bool uses_thread_data_mounts() const override { return true; }
+
+  // The spec a thread's sandbox is created from (for tests and `corral threads`).
+  JailSpec SpecFor(const ThreadDirs& dirs) const;
+
+ protected:
+  std::string IdFor(const ThreadDirs& dirs) const override;
+  Result<std::shared_ptr<Sandbox>> Create(const ThreadDirs& dirs) override;
+  bool Alive(Sandbox& sandbox) override;
+  void Destroy(Sandbox& sandbox) override;
+
+ private:
+  JailSpec base_spec_;
+};
+
+}  // namespace corral::runtime
