@@ -20,5 +20,9 @@ void AddCheckCommand(CLI::App& app, int* exit_code);
 void AddSandboxCommands(CLI::App& app, int* exit_code);  // create exec ps stats rm reap
 void AddToolCommands(CLI::App& app, int* exit_code);     // tool, threads
 void AddBenchCommand(CLI::App& app, int* exit_code);
+void AddVersionCommand(CLI::App& app, int* exit_code);
+
+// "corral 0.1.0 (<commit>, <build type>)": `corral --version`.
+std::string VersionLine();
 
 }  // namespace corral::cli

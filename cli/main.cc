@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <initializer_list>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,7 @@ void AddCommands(CLI::App& app, std::string_view first_arg, int* exit_code) {
       {{"create", "exec", "ps", "stats", "rm", "reap"}, AddSandboxCommands},
       {{"tool", "threads"}, AddToolCommands},
       {{"bench"}, AddBenchCommand},
+      {{"version"}, AddVersionCommand},
   };
   for (const CommandGroup& group : kGroups) {
     for (std::string_view name : group.names) {
@@ -50,7 +52,14 @@ int main(int argc, char** argv) {
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug for more
 
   CLI::App app{"corral: run untrusted commands in an isolated process tree"};
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "corral: no command given. Try 'corral run -- CMD' to run one isolated "
+                 "command, or 'corral --help' for every command.\n");
+    return 125;
+  }
   app.require_subcommand(1);
+  app.set_version_flag("--version", corral::cli::VersionLine());
   int exit_code = 0;
   AddCommands(app, argc > 1 ? argv[1] : "", &exit_code);
   // Everything after the first "--" is the command, verbatim. Splitting it off here keeps
