@@ -16,8 +16,9 @@ packages=(
   libgtest-dev libgmock-dev busybox-static iproute2 procps util-linux python3
   # peers that `corral bench` compares against (skipped when absent)
   bubblewrap crun runc firejail
-  # cgroup v2 tests in a throwaway VM (tests/vm)
-  qemu-system-x86 cpio
+  # cgroup v2 tests in a throwaway VM (tests/vm/run-in-vm.sh; busybox-static above): the
+  # guest kernel is fetched with apt-get download / apt-cache and unpacked with dpkg-deb + tar
+  qemu-system-x86 cpio apt dpkg tar coreutils findutils libc-bin
 )
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${packages[@]}"
