@@ -67,11 +67,23 @@ std::string MemoryText(const runtime::SandboxInfo& info) {
 
 struct CreateFlags {
   JailFlags jail;
+  std::vector<std::string> command;  // refused: see Create
   std::string name;
   double idle_timeout = 0;
 };
 
 int Create(const CreateFlags& f) {
+  // A sandbox's PID 1 is corral-init; a command given here would silently go nowhere.
+  if (auto command = CommandWithTrailing(f.command); !command.empty()) {
+    std::string text;
+    for (const auto& a : command) text += (text.empty() ? "" : " ") + a;
+    return Fail(Error(ErrorCode::kInvalidArgument,
+                      "create: a command was given (" + text +
+                          "), but a sandbox runs none of its own; nothing was created. Create "
+                          "it, then start the command with exec, in the background if it "
+                          "should keep running: corral exec NAME -- bash -c 'nohup " +
+                          text + " >/tmp/out.log 2>&1 &'"));
+  }
   runtime::CreateRequest request;
   if (!BuildSpec(f.jail, &request.spec)) return 125;
   request.name = f.name;
@@ -114,7 +126,13 @@ int Exec(const ExecFlags& f) {
     if (f.json) std::cout << runtime::ErrorToJson(outcome.error()) << std::endl;
     return Fail(outcome.error());
   }
+  // The report names the limit that fired with its value: the sandbox's own (an exec
+  // inherits its timeout unless it sets one). Read only when a limit fired.
   runtime::LimitsSpec limits;
+  if (outcome->status == runtime::RunStatus::kTimedOut ||
+      outcome->status == runtime::RunStatus::kOomKilled) {
+    if (auto info = runtime::InspectSandbox(f.sandbox)) limits = info->record.spec.limits;
+  }
   if (f.timeout) limits.timeout_seconds = *f.timeout;
   return ReportOutcome(*outcome, limits, f.json);
 }
@@ -176,6 +194,7 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   CLI::App* create = app.add_subcommand("create", "create a persistent sandbox, print its name");
   AddJailFlags(create, &create_flags->jail);
   create->add_option("--name", create_flags->name, "[A-Za-z0-9_-]{1,64}; default: a random id");
+  create->add_option("command", create_flags->command, "refused, with a hint (see exec)");
   create->add_option("--idle-timeout", create_flags->idle_timeout,
                      "remove after this many seconds without an exec (0 = never)");
   create->callback([create, create_flags, exit_code] {

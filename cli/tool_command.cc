@@ -88,7 +88,7 @@ int Threads(const CommonFlags& f, bool json) {
   if (!LoadConfig(f, &config, &spec)) return 125;
   nlohmann::json list = nlohmann::json::array();
   for (const auto& [user, thread] : runtime::ListThreadDirs(config.base_dir)) {
-    std::string name = runtime::JailSandboxName(user, thread);
+    std::string name = runtime::JailSandboxName(config.base_dir, user, thread);
     auto info = runtime::InspectSandbox(name);
     std::string state = !info ? "none" : info->alive ? "running" : "dead";
     list.push_back({{"user", user},

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "tools/host_paths.h"
+
 namespace corral::tools {
 
 ToolService::ToolService(std::unique_ptr<runtime::SandboxProvider> provider, ToolSettings settings,
@@ -47,7 +49,15 @@ ToolOutput ToolService::Call(const std::string& user_id, const std::string& thre
   } else {
     rec.sandbox_id = *id;
     out = RunTool(*sandbox, tool, args, settings_);
+    if (std::string notice = sandbox->TakeNotice(); !notice.empty()) {
+      out.text += (out.text.empty() ? "" : "\n\n") + notice;
+    }
     provider_->Release(*id);
+  }
+  if (!out.ok) {
+    // Errors come from every layer below and may name host paths: never show them.
+    auto dirs = runtime::ThreadDirsFor(provider_->config().base_dir, user_id, thread_id);
+    out.text = MaskHostPaths(std::move(out.text), provider_->config(), dirs ? &*dirs : nullptr);
   }
   rec.ok = out.ok;
   if (!out.ok) rec.error = out.text;

@@ -105,9 +105,11 @@ std::vector<std::string> ReapIdleSandboxes() {
     if (now - store->LastUsed(e.name) < e.timeout_seconds) continue;
     auto r = store->Find(e.name);
     if (!r || !InitAlive(*r)) continue;
-    // An exec in progress holds the lock shared: such a sandbox is not idle.
+    // An exec in progress or a hold (HoldSandbox) has the lock shared: not idle.
     auto lock = store->Lock(r->name, /*shared=*/false, /*wait=*/false);
     if (!lock) continue;
+    // Used between our first look and the lock: a hold or exec touched it, then let go.
+    if (UnixNow() - store->LastUsed(e.name) < e.timeout_seconds) continue;
     if (auto st = Teardown(*store, *r); st) {
       removed.push_back(r->name);
     } else {
@@ -279,11 +281,13 @@ Result<RunOutcome> SuperviseExec(jail::JailProcess& command,
 Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   PhaseTrace trace;
   ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(request.sandbox));
+  // Held for the whole exec: an idle sweep must not remove a sandbox that is in use. The
+  // sweep runs only once this sandbox is held and marked used, so it never takes it.
+  ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(record.name, /*shared=*/true));
+  (void)store.TouchLastUsed(record.name);
   ReapIdleSandboxes();
   trace.Mark("reap-idle");
-  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(request.sandbox));
-  // Held for the whole exec: an idle sweep must not remove a sandbox that is in use.
-  ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(record.name, /*shared=*/true));
   ASSIGN_OR_RETURN(UniqueFd init_pidfd, OpenInit(record));
   if (request.argv.empty()) return Error(ErrorCode::kInvalidArgument, "exec: no command given");
 
@@ -374,6 +378,27 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
                               std::move(outcome), trace);
   if (!result) return result.error();
   return std::optional<RunOutcome>(std::move(*result));
+}
+
+Result<SandboxHold> HoldSandbox(const std::string& name_or_id) {
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  auto gone = [&name_or_id] {
+    return Error(ErrorCode::kNotFound, "sandbox '" + name_or_id + "' is gone");
+  };
+  auto found = store.Find(name_or_id);
+  if (!found) return found.error();
+  auto lock = store.Lock(found->name, /*shared=*/true);
+  if (!lock) return gone();  // removed before we could lock it: its directory is gone
+  // Whoever held it exclusively (the reaper, `rm`) may have removed it, and another
+  // sandbox may have been created under the name since: look again, under the lock.
+  auto now = store.Find(found->name);
+  if (!now || now->id != found->id || !InitAlive(*now)) return gone();
+  (void)store.TouchLastUsed(now->name);
+  return SandboxHold{std::move(*now), std::move(*lock)};
+}
+
+void TouchSandbox(const std::string& name) {
+  if (auto store = SandboxStore::Open()) (void)store->TouchLastUsed(name);
 }
 
 Status RemoveSandbox(const std::string& name_or_id) {

@@ -48,7 +48,23 @@ struct ExecRequest {
 };
 
 // Errors: the sandbox does not exist, or is dead (its init is gone) — never a hang.
+// An exec is use: it refreshes the sandbox's last-used time before any idle sweep runs,
+// so it never reaps the sandbox it was asked to run in.
 Result<RunOutcome> ExecInSandbox(const ExecRequest& request);
+
+// A hold on a live persistent sandbox. While one exists, in any process, the idle reaper
+// leaves the sandbox alone (it holds the store's lock shared, as an exec does); `rm`
+// still removes it. Taking one counts as use: the last-used time becomes now. The agent
+// tools' jail provider holds one for as long as it serves a thread's sandbox.
+struct SandboxHold {
+  SandboxRecord record;  // as found once the lock was held
+  UniqueFd lock;
+};
+// kNotFound when no sandbox has that name or id, or it died (its init is gone) or was
+// removed while we waited for the lock. The message names the sandbox, not host paths.
+Result<SandboxHold> HoldSandbox(const std::string& name_or_id);
+// Marks the sandbox as used now (for `ps` idle times and the idle reaper).
+void TouchSandbox(const std::string& name);
 
 // An exec slot, for a long-lived caller (the pool server): a process already inside the
 // sandbox's namespaces and in an exec cgroup of its own (on cgroup v1 that join, an RCU

@@ -91,6 +91,35 @@ TEST_F(SandboxTest, BackgroundServerAnswersLaterExecsAndSurvivesAnExecTimeout) {
   EXPECT_EQ(Bash(name, kFetch), "200\n");
 }
 
+// An exec inherits the sandbox's timeout; the report names the limit that fired with the
+// value that fired (it said "600 s", the default, after `create --timeout 2`).
+TEST_F(SandboxTest, ExecTimeoutReportNamesTheLimitThatFired) {
+  std::string name = Create({"--timeout", "2"});
+  Result<RunResult> inherited = Exec(name, {"sleep", "30"});
+  ASSERT_TRUE(inherited) << inherited.error().message();
+  EXPECT_EQ(inherited->exit_code, 124) << inherited->Describe();
+  EXPECT_LT(inherited->wall_ms, 10000) << inherited->Describe();
+  EXPECT_NE(inherited->err.find("timed out after 2 s"), std::string::npos) << inherited->Describe();
+  Result<RunResult> own = Exec(name, {"sleep", "30"}, {"--timeout", "1"});
+  ASSERT_TRUE(own) << own.error().message();
+  EXPECT_NE(own->err.find("timed out after 1 s"), std::string::npos) << own->Describe();
+}
+
+// `create NAME -- CMD` printed the name and dropped the command; now it refuses, creates
+// nothing, and says how to start the command.
+TEST_F(SandboxTest, CreateWithACommandIsRefusedNotDropped) {
+  std::string name = NewName();
+  Result<RunResult> r = RunCorral({"create", "--name", name, "--", "python3", "-m", "http.server"});
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->exit_code, 125) << r->Describe();
+  EXPECT_NE(r->err.find("a command was given (python3 -m http.server)"), std::string::npos)
+      << r->Describe();
+  EXPECT_NE(r->err.find("corral exec"), std::string::npos) << r->Describe();
+  Result<RunResult> stats = RunCorral({"stats", name});
+  ASSERT_TRUE(stats);
+  EXPECT_NE(stats->exit_code, 0) << "a sandbox was created: " << stats->Describe();
+}
+
 TEST_F(SandboxTest, FilesPersistAcrossExecs) {
   TempDir data;
   ASSERT_TRUE(data.MakeDirs("ud", 0755));

@@ -13,50 +13,14 @@
 #include "base/files.h"
 #include "tools/providers/jail_sandbox.h"
 #include "runtime/sandboxes/persistent.h"
-#include "tests/support/jail_test.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/tools_jail_fixture.h"
 #include "tools/tool_service.h"
 
 namespace corral::test {
 namespace {
 
 using nlohmann::json;
-
-class ToolsJailTest : public JailTest {
- protected:
-  void SetUp() override {
-    JailTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    config_.use = runtime::ProviderKind::kJail;
-    config_.base_dir = dir_.Join("base");
-    config_.audit_log.path = dir_.Join("audit.jsonl");
-    config_.environment = {{"SKILL_TOKEN", "sk-very-secret-value-123"}};
-    ASSERT_TRUE(dir_.MakeDirs("skills/public", 0755));
-    ASSERT_TRUE(dir_.WriteFile("skills/public/SKILL.md", "# skill\n", 0644));
-    config_.skills_path = dir_.Join("skills");
-    runtime::JailSpec spec;
-    spec.limits.timeout_seconds = 30;
-    auto s = tools::ToolService::FromConfig(config_, spec);
-    ASSERT_TRUE(s) << s.error().message();
-    service_ = std::move(*s);
-  }
-  void TearDown() override {
-    if (service_) service_->provider().Shutdown();
-  }
-
-  tools::ToolOutput Call(const std::string& tool, const json& args,
-                         const std::string& thread = "t1", const std::string& user = "alice") {
-    return service_->Call(user, thread, tool, args);
-  }
-  std::string Bash(const std::string& cmd, const std::string& thread = "t1",
-                   const std::string& user = "alice") {
-    return Call("bash", {{"command", cmd}}, thread, user).text;
-  }
-
-  TempDir dir_;
-  runtime::ProviderConfig config_;
-  std::unique_ptr<tools::ToolService> service_;
-};
 
 TEST_F(ToolsJailTest, BashFormatsLikeDeerFlow) {
   EXPECT_EQ(Bash("echo hi"), "hi\n");

@@ -127,8 +127,11 @@ TEST(ThreadDirs, IdsAndLayout) {
   auto bad = runtime::ThreadDirsFor("/b", "u1", "../x");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message().find("thread_id"), std::string::npos);
-  EXPECT_NE(runtime::JailSandboxName("a", "b-c"), runtime::JailSandboxName("a-b", "c"));
-  EXPECT_EQ(runtime::JailSandboxName("a", "b").size(), 35u);
+  EXPECT_NE(runtime::JailSandboxName("/b", "a", "b-c"), runtime::JailSandboxName("/b", "a-b", "c"));
+  EXPECT_EQ(runtime::JailSandboxName("/b", "a", "b").size(), 35u);
+  // Two base directories never share a thread's sandbox (issue: th- names clashed).
+  EXPECT_NE(runtime::JailSandboxName("/srv/a", "u", "t1"),
+            runtime::JailSandboxName("/srv/b", "u", "t1"));
 }
 
 TEST(ProviderConfig, DeerFlowKeysParse) {

@@ -125,7 +125,10 @@ SbResult<UniqueFd> OpenRootFd(const FileView& view) {
   UniqueFd fd(::open(view.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!fd) {
     return SandboxError{SandboxErrc::kUnavailable,
-                        "cannot open sandbox root " + view.root + ": " + std::strerror(errno),
+                        // Agent-visible: the sandbox, not where the host sees its root.
+                        std::string(view.in_root ? "the sandbox's root is gone: "
+                                                 : "cannot open the thread directory: ") +
+                            std::strerror(errno),
                         errno};
   }
   if (view.expect_process) {

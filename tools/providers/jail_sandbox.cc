@@ -1,9 +1,15 @@
 #include "tools/providers/jail_sandbox.h"
 
-#include <cerrno>
+#include <fcntl.h>
+#include <unistd.h>
 
-#include "runtime/sandboxes/persistent.h"
+#include <cerrno>
+#include <cstdio>
+
+#include "base/files.h"
+#include "base/unique_fd.h"
 #include "runtime/pool/pool_or_cold.h"
+#include "runtime/sandboxes/persistent.h"
 
 namespace corral::runtime {
 namespace {
@@ -12,14 +18,38 @@ SandboxError Unavailable(const Error& e) {
   return {SandboxErrc::kUnavailable, e.message(), e.sys_errno()};
 }
 
+// Host-only (beside the thread's user-data, never mounted into a sandbox): the name of
+// the last sandbox made for the thread, so that one made anew can tell the agent.
+std::string MarkerPath(const ThreadDirs& dirs) { return dirs.thread_dir + "/.corral-sandbox"; }
+
+void WriteMarker(const ThreadDirs& dirs, const std::string& name) {
+  UniqueFd fd(::open(MarkerPath(dirs).c_str(),
+                     O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (fd) (void)!::write(fd.get(), name.data(), name.size());
+}
+
+std::string RecreatedNotice(double idle_timeout) {
+  char timeout[64];
+  std::snprintf(timeout, sizeof timeout, "%g s", idle_timeout);
+  return std::string(
+             "[corral] Note: this thread's sandbox was gone and has been created anew (it "
+             "had been idle longer than sandbox.idle_timeout, ") +
+         (idle_timeout > 0 ? timeout : "never") +
+         ", or was removed, or its init ended). Processes started and files written outside "
+         "/mnt/user-data by earlier calls are lost; /mnt/user-data is unchanged.";
+}
+
 }  // namespace
 
-JailSandbox::JailSandbox(SandboxRecord record) : Sandbox(record.name), record_(std::move(record)) {}
+JailSandbox::JailSandbox(SandboxHold hold)
+    : Sandbox(hold.record.name), hold_(std::move(hold)), record_(hold_.record) {}
 
 SbResult<ResolvedPath> JailSandbox::Resolve(const std::string& path) const {
   if (path.empty() || path[0] != '/') {
     return SandboxError{SandboxErrc::kInvalidArgument, path + ": path must be absolute"};
   }
+  // Every file operation is use, as every exec is (`ps` idle times, the idle reaper).
+  TouchSandbox(record_.name);
   ResolvedPath rp;
   rp.view.root = "/proc/" + std::to_string(record_.init_pid) + "/root";
   rp.view.in_root = true;
@@ -118,7 +148,7 @@ JailSandboxProvider::JailSandboxProvider(ProviderConfig config, JailSpec base_sp
       base_spec_(std::move(base_spec)) {}
 
 std::string JailSandboxProvider::IdFor(const ThreadDirs& dirs) const {
-  return JailSandboxName(dirs.user_id, dirs.thread_id);
+  return JailSandboxName(config_.base_dir, dirs.user_id, dirs.thread_id);
 }
 
 JailSpec JailSandboxProvider::SpecFor(const ThreadDirs& dirs) const {
@@ -137,27 +167,50 @@ JailSpec JailSandboxProvider::SpecFor(const ThreadDirs& dirs) const {
   return spec;
 }
 
+Result<std::shared_ptr<Sandbox>> JailSandboxProvider::FindLive(const std::string& name,
+                                                               const ThreadDirs& dirs) {
+  auto info = InspectSandbox(name);
+  if (!info) {
+    if (info.error().code() == ErrorCode::kNotFound) return std::shared_ptr<Sandbox>();
+    return info.error();
+  }
+  if (info->record.spec.user_data_dir != dirs.user_data) {
+    // Agent-visible: names the sandbox, never the other thread's host directory.
+    return Error(ErrorCode::kAlreadyExists,
+                 "sandbox " + name + " belongs to another thread; refusing to share it");
+  }
+  if (!info->alive) {
+    RETURN_IF_ERROR(RemoveSandbox(name));  // its init is gone; start afresh
+    return std::shared_ptr<Sandbox>();
+  }
+  auto hold = HoldSandbox(name);
+  if (!hold) return std::shared_ptr<Sandbox>();  // reaped or removed just now
+  return std::shared_ptr<Sandbox>(new JailSandbox(std::move(*hold)));
+}
+
 Result<std::shared_ptr<Sandbox>> JailSandboxProvider::Create(const ThreadDirs& dirs) {
   const std::string name = IdFor(dirs);
   for (int attempt = 0; attempt < 3; ++attempt) {
-    auto info = InspectSandbox(name);
-    if (info) {
-      if (info->record.spec.user_data_dir != dirs.user_data) {
-        return Error(ErrorCode::kAlreadyExists, "sandbox " + name + " belongs to another thread (" +
-                                                    info->record.spec.user_data_dir.value_or("?") +
-                                                    "); refusing to share it");
-      }
-      if (info->alive) return std::shared_ptr<Sandbox>(new JailSandbox(info->record));
-      RETURN_IF_ERROR(RemoveSandbox(name));  // dead: its init is gone; start afresh
-    }
+    ASSIGN_OR_RETURN(std::shared_ptr<Sandbox> live, FindLive(name, dirs));
+    if (live) return live;
+    auto marker = ReadFile(MarkerPath(dirs));
+    const bool had_one = marker && Trim(*marker) == name;
     CreateRequest req;
     req.spec = SpecFor(dirs);
     req.name = name;
     req.idle_timeout_seconds = config_.idle_timeout;
     auto record = CreateSandbox(req);
-    if (record) return std::shared_ptr<Sandbox>(new JailSandbox(*record));
-    // Another process created it between our look and our create: look again.
-    if (record.error().code() != ErrorCode::kAlreadyExists) return record.error();
+    if (!record) {
+      // Another process created it between our look and our create: look again.
+      if (record.error().code() != ErrorCode::kAlreadyExists) return record.error();
+      continue;
+    }
+    auto hold = HoldSandbox(name);
+    if (!hold) continue;  // removed the moment it was made: make it again
+    auto sandbox = std::make_shared<JailSandbox>(std::move(*hold));
+    if (had_one) sandbox->SetNotice(RecreatedNotice(config_.idle_timeout));
+    if (!had_one) WriteMarker(dirs, name);
+    return std::shared_ptr<Sandbox>(std::move(sandbox));
   }
   return Error(ErrorCode::kInternal, "sandbox " + name + " keeps appearing and vanishing");
 }

@@ -11,13 +11,15 @@
 
 #include "tools/providers/sandbox_fileops.h"
 #include "tools/providers/sandbox_provider.h"
+#include "runtime/sandboxes/persistent.h"
 #include "runtime/sandboxes/sandbox_store.h"
 
 namespace corral::runtime {
 
 class JailSandbox : public Sandbox {
  public:
-  explicit JailSandbox(SandboxRecord record);
+  // Serves the sandbox `hold` names; the hold keeps idle reapers off it while this lives.
+  explicit JailSandbox(SandboxHold hold);
 
   SbResult<CommandResult> ExecuteCommand(const std::string& command, const EnvList& env,
                                          std::optional<double> timeout) override;
@@ -36,7 +38,8 @@ class JailSandbox : public Sandbox {
 
  private:
   SbResult<ResolvedPath> Resolve(const std::string& path) const;
-  SandboxRecord record_;
+  SandboxHold hold_;
+  const SandboxRecord& record_;
 };
 
 class JailSandboxProvider : public ProviderBase {
@@ -54,6 +57,9 @@ class JailSandboxProvider : public ProviderBase {
   void Destroy(Sandbox& sandbox) override;
 
  private:
+  // The sandbox of `name` if it is alive and this thread's; nullptr if there is none (a
+  // dead one is removed); an error if it belongs to another thread.
+  Result<std::shared_ptr<Sandbox>> FindLive(const std::string& name, const ThreadDirs& dirs);
   JailSpec base_spec_;
 };
 

@@ -141,6 +141,10 @@ class Sandbox {
   Sandbox& operator=(const Sandbox&) = delete;
 
   const std::string& id() const { return id_; }
+  // A sentence the agent must read once, with its next tool answer: its sandbox was made
+  // anew (earlier processes and files outside /mnt/user-data are gone). Empty: none.
+  std::string TakeNotice() { return std::exchange(notice_, {}); }
+  void SetNotice(std::string notice) { notice_ = std::move(notice); }
   // True for the host provider: tools validate and translate virtual paths themselves
   // (DeerFlow's is_local_sandbox()).
   virtual bool IsLocal() const { return false; }
@@ -171,6 +175,7 @@ class Sandbox {
 
  private:
   std::string id_;
+  std::string notice_;
 };
 
 // Formats a finished command the way DeerFlow's LocalSandbox does.

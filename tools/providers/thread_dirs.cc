@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 #include "base/unique_fd.h"
 
@@ -111,9 +112,14 @@ std::vector<std::pair<std::string, std::string>> ListThreadDirs(const std::strin
   return out;
 }
 
-std::string JailSandboxName(const std::string& user_id, const std::string& thread_id) {
-  // ':' cannot occur in either id, so "user:thread" is unambiguous.
-  std::string key = user_id + ":" + thread_id;
+std::string JailSandboxName(const std::string& base_dir, const std::string& user_id,
+                            const std::string& thread_id) {
+  char* real = ::realpath(base_dir.c_str(), nullptr);
+  std::string base = real != nullptr ? real : base_dir;
+  std::free(real);
+  // Neither id can hold ':' or '\n', nor can a canonical path end in '\n' before a ':'
+  // of an id: "base\nuser:thread" is unambiguous.
+  std::string key = base + "\n" + user_id + ":" + thread_id;
   char hex[40];
   std::snprintf(hex, sizeof hex, "%016llx%016llx",
                 static_cast<unsigned long long>(Fnv1a(key, 14695981039346656037ULL)),

@@ -38,9 +38,11 @@ Status EnsureThreadDirs(const ThreadDirs& dirs);
 // (user_id, thread_id) of every thread directory under `base`, sorted.
 std::vector<std::pair<std::string, std::string>> ListThreadDirs(const std::string& base);
 
-// The persistent sandbox name of a thread: "th-" + 32 hex digits of a hash of user and
-// thread. A hash can collide, so the jail provider also checks that the sandbox found
-// under this name mounts this thread's user-data before using it.
-std::string JailSandboxName(const std::string& user_id, const std::string& thread_id);
+// The persistent sandbox name of a thread: "th-" + 32 hex digits of a hash of the base
+// directory (canonical where it exists), user and thread, so that two base directories
+// never share a sandbox. A hash can collide, so the jail provider also checks that the
+// sandbox found under this name mounts this thread's user-data before using it.
+std::string JailSandboxName(const std::string& base_dir, const std::string& user_id,
+                            const std::string& thread_id);
 
 }  // namespace corral::runtime
