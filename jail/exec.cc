@@ -2,6 +2,7 @@
 #include <linux/close_range.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -98,15 +99,52 @@ bool HardenIdentity(const JailPlan& plan, int report_fd) {
   return true;
 }
 
+namespace {
+
+// mkdir -p of `path`, as the sandbox user: a missing working directory is created where
+// that user may write (as docker run -w does), and nowhere else — under a read-only tree
+// or a root-owned directory the mkdir fails. Returns 0 or the failing mkdir's errno.
+int MakeDirs(const char* path) {
+  char buf[4096];
+  size_t n = std::strlen(path);
+  if (n == 0 || path[0] != '/' || n >= sizeof buf) return ENAMETOOLONG;
+  std::memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; ++i) {
+    if (buf[i] != '/' && buf[i] != '\0') continue;
+    char saved = buf[i];
+    buf[i] = '\0';
+    if (::mkdir(buf, 0755) != 0 && errno != EEXIST) return errno;
+    buf[i] = saved;
+  }
+  return 0;
+}
+
+bool EnterWorkdir(const char* workdir, int report_fd) {
+  if (::chdir(workdir) == 0) return true;
+  int err = errno;
+  int made = err == ENOENT ? MakeDirs(workdir) : err;
+  if (made == 0 && ::chdir(workdir) == 0) return true;
+  if (made == 0) err = errno;
+  char what[512];
+  ChildText text(what, sizeof what);
+  text.Add("chdir ").Add(workdir);
+  if (err == ENOENT && made != 0) {
+    text.Add(" (it does not exist, and the sandbox user (uid ")
+        .Add(static_cast<long>(::getuid()))
+        .Add(") cannot create it: ")
+        .Add(strerrorname_np(made))  // constant text: no locale
+        .Add("; use a directory under /tmp, /home/sandbox or a writable mount)");
+  }
+  ReportSetupFailure(report_fd, SetupStep::kChdir, err, what);
+  return false;
+}
+
+}  // namespace
+
 void ExecHardened(const JailPlan& plan, int report_fd, const CommandView* command,
                   bool seccomp_installed) {
   const char* workdir = command != nullptr ? command->workdir : plan.workdir.c_str();
-  if (::chdir(workdir) != 0) {
-    char what[512];
-    ChildText(what, sizeof what).Add("chdir ").Add(workdir);
-    ReportSetupFailure(report_fd, SetupStep::kChdir, errno, what);
-    return;
-  }
+  if (!EnterWorkdir(workdir, report_fd)) return;
   // CLOEXEC rather than close: report_fd must stay usable until execve succeeds.
   if (sys::CloseRange(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
     ReportSetupFailure(report_fd, SetupStep::kCloseFds, errno, "close_range");

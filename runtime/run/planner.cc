@@ -188,6 +188,26 @@ std::vector<std::string> WeakenedIsolation(const JailSpec& spec) {
   return out;
 }
 
+std::vector<std::string> MountHints(const JailSpec& spec) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < spec.mounts.size(); ++i) {
+    const MountSpec& m = spec.mounts[i];
+    struct stat st;
+    if (m.read_only || ::stat(m.host_path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    bool writable = (st.st_uid == spec.uid && (st.st_mode & S_IWUSR)) ||
+                    (st.st_gid == spec.gid && (st.st_mode & S_IWGRP)) || (st.st_mode & S_IWOTH);
+    if (writable) continue;
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    out.push_back(m.host_path + " is mounted read-write at " + m.container_path +
+                  ", but it is owned by uid " + std::to_string(st.st_uid) + " with mode " + mode +
+                  ": the sandbox user (uid " + std::to_string(spec.uid) +
+                  ") cannot write there. chown it to " + std::to_string(spec.uid) +
+                  ", or run as its owner with --user");
+  }
+  return out;
+}
+
 unsigned NamespaceFlags(const NamespaceSpec& ns) {
   unsigned flags = CLONE_NEWNS;
   if (ns.pid) flags |= CLONE_NEWPID;

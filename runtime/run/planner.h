@@ -43,6 +43,10 @@ Result<jail::JailPlan> PlanExec(const JailSpec& spec);
 // namespaces, unsafe: opt-ins), for the start-up log and RunOutcome::warnings.
 std::vector<std::string> WeakenedIsolation(const JailSpec& spec);
 
+// Hints about mounts that will not work as the user likely means: a read-write mount of a
+// directory the sandbox's uid cannot write to. Reads the host (stat); warnings, not errors.
+std::vector<std::string> MountHints(const JailSpec& spec);
+
 // CLONE_NEW* for the spec's namespaces (mount always; never CLONE_NEWCGROUP, which the
 // child unshares after joining its cgroup).
 unsigned NamespaceFlags(const NamespaceSpec& ns);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -95,8 +96,10 @@ class RootBuilder {
   Status Bind(const std::string& host_path, const std::string& path, bool read_only) {
     struct stat st;
     if (::stat(host_path.c_str(), &st) != 0) return Error::FromErrno(errno, host_path);
+    RETURN_IF_ERROR(EnsureMountPoint(path));
     ASSIGN_OR_RETURN(UniqueFd tree, jail::PrepareBindTree(host_path, read_only));
     RETURN_IF_ERROR(MkdirParents(path));
+    if (read_only && S_ISDIR(st.st_mode)) read_only_trees_[path] = host_path;
     MountOp op = NewOp(MountOp::Kind::kBind, At(path));
     op.source_fd = tree.get();
     op.source_is_dir = S_ISDIR(st.st_mode);
@@ -111,6 +114,33 @@ class RootBuilder {
   // A directory that a bound tree already provides: later binds below it need no mkdir
   // (which would fail on a read-only bind).
   void KnownDir(const std::string& path) { dirs_.insert(path); }
+
+  // The read-only tree (e.g. /usr, /etc) that `path` lies inside, or "" if none.
+  std::string ReadOnlyTreeOf(const std::string& path) const {
+    for (std::string p = path; !p.empty(); p = p.substr(0, p.rfind('/'))) {
+      if (read_only_trees_.count(p) > 0) return p;
+    }
+    return "";
+  }
+
+  // Inside a tree bound read-only nothing can be created, so a mount point there must
+  // already exist in the tree's source (docker makes one in its writable image layer;
+  // corral's root has none). Existing ones are marked known: no mkdir is planned for them.
+  Status EnsureMountPoint(const std::string& path) {
+    std::string tree = ReadOnlyTreeOf(path);
+    if (tree.empty() || tree == path) return Ok();
+    std::string rest = path.substr(tree.size());
+    struct stat st;
+    if (::stat((read_only_trees_.at(tree) + rest).c_str(), &st) != 0) {
+      return Error(ErrorCode::kInvalidArgument,
+                   path + ": cannot be a mount point: " + tree +
+                       " is read-only in the jail and has no " + rest.substr(1) +
+                       "; mount at a path outside the system directories (/opt/..., /srv/..., "
+                       "/mnt/..., /work/...) or at one that exists");
+    }
+    for (std::string p = path; p != tree; p = p.substr(0, p.rfind('/'))) dirs_.insert(p);
+    return Ok();
+  }
 
   void Mkdir(const std::string& path, mode_t mode = 0755) {
     if (!dirs_.insert(path).second) return;
@@ -163,6 +193,7 @@ class RootBuilder {
 
   jail::JailPlan* plan_;
   std::set<std::string> dirs_{""};
+  std::map<std::string, std::string> read_only_trees_;  // jail path -> host source
 };
 
 std::string Join(const std::string& dir, const std::string& name) {
@@ -326,6 +357,15 @@ Status AddSystemDirs(RootBuilder& root, const JailSpec& spec) {
   return Ok();
 }
 
+// Programs expect a writable /var/tmp (sticky, like /tmp) and a /run; both are tmpfs of
+// the jail's own. With a rootfs whose /var is bound read-only, /var/tmp must exist there.
+void AddVarTmpAndRun(RootBuilder& root, const JailSpec& spec) {
+  std::string size = ",size=" + std::to_string(spec.limits.tmp_size_bytes);
+  if (root.ReadOnlyTreeOf("/var").empty()) root.Mkdir("/var");
+  if (root.EnsureMountPoint("/var/tmp")) root.Tmpfs("/var/tmp", "mode=1777" + size, kNoSuidDev);
+  root.Tmpfs("/run", "mode=0755,size=1048576", kNoSuidDev | MS_NOEXEC);
+}
+
 Status AddAgentAndCustomMounts(RootBuilder& root, const JailSpec& spec) {
   root.Mkdir("/mnt");
   if (spec.skills_dir) RETURN_IF_ERROR(root.Bind(*spec.skills_dir, kSkillsPath, true));
@@ -402,6 +442,7 @@ Status AddRootLayout(const JailSpec& spec, jail::JailPlan* plan) {
                              ",size=" + std::to_string(spec.limits.tmp_size_bytes);
   root.Tmpfs(kSandboxHome, home_options, kNoSuidDev);
   root.Tmpfs("/tmp", "mode=1777,size=" + std::to_string(spec.limits.tmp_size_bytes), kNoSuidDev);
+  AddVarTmpAndRun(root, spec);
   RETURN_IF_ERROR(AddAgentAndCustomMounts(root, spec));
   AddDev(root, spec);
   return AddProc(root);

@@ -157,6 +157,7 @@ Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& 
 RunOutcome NewOutcome(const JailSpec& spec, const JailCgroup& cg, const RunOptions& options) {
   RunOutcome outcome;
   outcome.warnings = WeakenedIsolation(spec);
+  for (const auto& w : MountHints(spec)) outcome.warnings.push_back(w);
   for (const auto& w : cg.warnings) outcome.warnings.push_back(w);
   outcome.captured = options.capture_output;
   return outcome;

@@ -132,6 +132,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   record.spec.argv = {"corral-init"};  // the init; execs bring their own argv
   RETURN_IF_ERROR(ValidateSpec(record.spec));
   for (const auto& w : WeakenedIsolation(record.spec)) spdlog::warn("{}", w);
+  for (const auto& w : MountHints(record.spec)) spdlog::warn("{}", w);
   RETURN_IF_ERROR(store.Claim(record.name));
   ScopeGuard forget([&] { (void)store.Forget(record.name); });
 
