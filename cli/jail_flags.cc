@@ -43,7 +43,10 @@ Result<std::optional<std::pair<std::string, std::string>>> ParseEnvOption(const 
     const char* value = std::getenv(e.c_str());
     if (value == nullptr) {
       // docker's `-e NAME` with NAME unset leaves it out; an invalid NAME is still an error.
-      if (auto kv = runtime::ParseEnvFlag(e + "="); !kv) return kv.error();
+      if (auto kv = runtime::ParseEnvFlag(e + "="); !kv) {
+        return Error(ErrorCode::kInvalidArgument,
+                     "NAME must match [A-Za-z_][A-Za-z0-9_]*, got \"" + e + "\"");
+      }
       return std::optional<std::pair<std::string, std::string>>();
     }
     flag = e + "=" + value;

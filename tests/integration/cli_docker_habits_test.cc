@@ -222,12 +222,20 @@ TEST_F(CliDockerHabitsJailTest, PsIsATableForPeople) {
     if (line.rfind(name + " ", 0) == 0) row = line;
   }
   ASSERT_FALSE(row.empty()) << r->Describe();
-  // Each header word starts where its column does in the row.
-  for (const char* column : {"ID", "STATE", "AGE"}) {
+  // Text columns start where their header word does, number columns end where it does.
+  for (const char* column : {"ID", "STATE"}) {
     size_t at = header.find(column);
     ASSERT_NE(at, std::string::npos) << column << "\n" << r->Describe();
     EXPECT_NE(row[at], ' ') << column << "\n" << r->Describe();
     EXPECT_EQ(row[at - 1], ' ') << column << "\n" << r->Describe();
+  }
+  for (std::string column : {" AGE", " MEMORY"}) {
+    size_t end = header.find(column + " ");
+    ASSERT_NE(end, std::string::npos) << column << "\n" << r->Describe();
+    end += column.size();
+    ASSERT_LT(end, row.size()) << column << "\n" << r->Describe();
+    EXPECT_NE(row[end - 1], ' ') << column << "\n" << r->Describe();
+    EXPECT_EQ(row[end], ' ') << column << "\n" << r->Describe();
   }
   EXPECT_NE(row.find("MiB/256MiB"), std::string::npos) << r->Describe();
   EXPECT_NE(row.find("/256 "), std::string::npos) << "pids beside their limit\n" << r->Describe();
