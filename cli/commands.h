@@ -33,9 +33,9 @@ std::string FlagAsGiven(std::initializer_list<std::string_view> names, const std
 void AddRunCommand(CLI::App& app, int* exit_code);
 void AddPoolCommand(CLI::App& app, int* exit_code);
 void AddCheckCommand(CLI::App& app, int* exit_code);
-void AddSandboxCommands(CLI::App& app, int* exit_code);  // create exec rm reap, and:
+void AddSandboxCommands(CLI::App& app, int* exit_code);      // create exec rm reap, and:
 void AddSandboxInfoCommands(CLI::App& app, int* exit_code);  // ps stats inspect logs
-void AddToolCommands(CLI::App& app, int* exit_code);     // tool, threads
+void AddToolCommands(CLI::App& app, int* exit_code);         // tool, threads
 void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddVersionCommand(CLI::App& app, int* exit_code);
 

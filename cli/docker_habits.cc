@@ -11,9 +11,9 @@ struct Hint {
   std::string_view text;
 };
 
-constexpr std::string_view kCommands[] = {
-    "run",   "create", "exec",  "ps",    "stats", "inspect", "logs",   "rm",
-    "reap",  "pool",   "check", "tool",  "threads", "bench", "version"};
+constexpr std::string_view kCommands[] = {"run",     "create", "exec",    "ps",    "stats",
+                                          "inspect", "logs",   "rm",      "reap",  "pool",
+                                          "check",   "tool",   "threads", "bench", "version"};
 
 constexpr std::string_view kNoImages =
     "corral has no images: it runs the host's binaries, or a directory tree given with "
@@ -59,11 +59,11 @@ const Hint kOptionHints[] = {
      "from inside: corral exec NAME -- curl http://127.0.0.1:PORT/"},
     {{"-m"}, "the memory limit is --memory SIZE (e.g. --memory 256m)"},
     {{"-u"}, "the user is --user UID[:GID] (numeric ids)"},
-    {{"--memory-swap", "--memory-swappiness"},
-     "a jail has no swap: --memory is the whole limit"},
+    {{"--memory-swap", "--memory-swappiness"}, "a jail has no swap: --memory is the whole limit"},
     {{"--pids"}, "the process limit is --pids-limit N"},
-    {{"--env-file"}, "give each variable with -e NAME=VALUE (or -e NAME for the caller's value), "
-                     "or list them under env: in a --config file"},
+    {{"--env-file"},
+     "give each variable with -e NAME=VALUE (or -e NAME for the caller's value), "
+     "or list them under env: in a --config file"},
     {{"--privileged", "--cap-add", "--security-opt", "--device", "--userns"},
      "corral grants no extra privileges from the command line; see the unsafe: section of "
      "config.example.yaml (--config FILE)"},

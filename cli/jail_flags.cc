@@ -20,8 +20,9 @@ void AddJailFlags(CLI::App* run, JailFlags* f) {
   // One value per occurrence: CLI11 would otherwise take `ls` of `-v A:B ls` as a mount.
   run->add_option("-v,--mount", f->mounts, "HOST:CONTAINER[:ro|rw] bind mount (default ro)")
       ->allow_extra_args(false);
-  run->add_option("-e,--env", f->env, "K=V added to the command's environment (K alone: the "
-                                      "caller's value of K, if it has one)")
+  run->add_option("-e,--env", f->env,
+                  "K=V added to the command's environment (K alone: the "
+                  "caller's value of K, if it has one)")
       ->allow_extra_args(false);
   run->add_option("-w,--workdir", f->workdir, "working directory inside the jail");
   run->add_option("--hostname", f->hostname, "hostname inside the jail (default sandbox)");
@@ -70,14 +71,13 @@ class FlagApplier {
     names_->by_key.emplace_back(key, flag);
   }
   template <typename T, typename V>
-  void Set(const std::optional<V>& v, std::initializer_list<std::string_view> flag,
-           const char* key, T* out) {
+  void Set(const std::optional<V>& v, std::initializer_list<std::string_view> flag, const char* key,
+           T* out) {
     if (!v) return;
     *out = *v;
     Key(key, FlagAsGiven(flag, Shown(*v)));
   }
-  void Size(const std::optional<std::string>& v, const char* flag, const char* key,
-            int64_t* out) {
+  void Size(const std::optional<std::string>& v, const char* flag, const char* key, int64_t* out) {
     if (!v) return;
     auto parsed = runtime::ParseSize(*v);
     parsed ? void(*out = *parsed) : Note(FlagAsGiven({flag}, *v), parsed.error());
@@ -91,7 +91,8 @@ class FlagApplier {
         Note(FlagAsGiven({"-v", "--mount"}, m), mount.error());
         continue;
       }
-      Key("mounts[" + std::to_string(spec_->mounts.size()) + "]", FlagAsGiven({"-v", "--mount"}, m));
+      Key("mounts[" + std::to_string(spec_->mounts.size()) + "]",
+          FlagAsGiven({"-v", "--mount"}, m));
       spec_->mounts.push_back(*mount);
     }
   }

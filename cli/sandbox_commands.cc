@@ -7,9 +7,9 @@
 #include "cli/commands.h"
 #include "cli/jail_flags.h"
 #include "cli/outcome_report.h"
-#include "runtime/spec/config.h"
-#include "runtime/sandboxes/persistent.h"
 #include "runtime/pool/pool_or_cold.h"
+#include "runtime/sandboxes/persistent.h"
+#include "runtime/spec/config.h"
 
 namespace corral::cli {
 

@@ -119,12 +119,12 @@ int Ps(bool json) {
   std::printf("%-*s  %-12s  %-7s  %6s  %6s  %9s  %17s  %4s\n", name_width, "NAME", "ID", "STATE",
               "AGE", "IDLE", "PROCS", "MEMORY", "CPUS");
   for (const auto& info : list) {
-    const std::string procs = std::to_string(info.processes) + "/" +
-                              std::to_string(info.record.spec.limits.pids);
+    const std::string procs =
+        std::to_string(info.processes) + "/" + std::to_string(info.record.spec.limits.pids);
     std::printf("%-*s  %-12s  %-7s  %6s  %6s  %9s  %17s  %4s\n", name_width,
-                info.record.name.c_str(), info.record.id.c_str(),
-                info.alive ? "running" : "dead", Duration(info.age_seconds).c_str(),
-                Duration(info.idle_seconds).c_str(), procs.c_str(), MemoryText(info).c_str(),
+                info.record.name.c_str(), info.record.id.c_str(), info.alive ? "running" : "dead",
+                Duration(info.age_seconds).c_str(), Duration(info.idle_seconds).c_str(),
+                procs.c_str(), MemoryText(info).c_str(),
                 CpusText(info.record.spec.limits.cpus).c_str());
   }
   return 0;
@@ -224,8 +224,9 @@ void AddSandboxInfoCommands(CLI::App& app, int* exit_code) {
 
   auto logs_name = std::make_shared<std::string>();
   auto logs_follow = std::make_shared<bool>(false);
-  CLI::App* logs = app.add_subcommand("logs", "says where a sandbox's output goes (it has no "
-                                              "main process whose output could be kept)");
+  CLI::App* logs = app.add_subcommand("logs",
+                                      "says where a sandbox's output goes (it has no "
+                                      "main process whose output could be kept)");
   logs->add_option("sandbox", *logs_name, "name or id")->required();
   logs->add_flag("-f,--follow", *logs_follow, "(the hint then uses tail -f)");
   logs->callback(

@@ -71,8 +71,8 @@ TEST(CliDockerHabitsTest, ValidationErrorsNameTheFlagAsGiven) {
                 "-v /nope-h3:/work: host path does not exist on the host");
   ExpectRefused({"run", "--pool", "off", "--mount", "/nope-h3:/work", "--", "true"},
                 "--mount /nope-h3:/work: host path does not exist");
-  Result<RunResult> r = RunCorral({"run", "--pool", "off", "--memory", "1k", "--cpus", "999",
-                                   "-w", "rel", "--", "true"});
+  Result<RunResult> r = RunCorral(
+      {"run", "--pool", "off", "--memory", "1k", "--cpus", "999", "-w", "rel", "--", "true"});
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->exit_code, 125) << r->Describe();
   for (const char* needle : {"--memory 1k: must be at least 4 MiB", "--cpus 999: must be at most",
@@ -89,12 +89,11 @@ TEST(CliDockerHabitsTest, ConfigKeysStayAndFlagsAfterThemAreNamed) {
   TempDir dir;
   std::string config = dir.path() + "/c.yaml";
   std::ofstream(config) << "mounts:\n  - host_path: /nope-h3-config\n    container_path: /a\n";
-  Result<RunResult> r = RunCorral({"run", "--pool", "off", "--config", config, "-v",
-                                   "/nope-h3-flag:/b", "--", "true"});
+  Result<RunResult> r = RunCorral(
+      {"run", "--pool", "off", "--config", config, "-v", "/nope-h3-flag:/b", "--", "true"});
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->exit_code, 125) << r->Describe();
-  EXPECT_NE(r->err.find("mounts[0].host_path: does not exist"), std::string::npos)
-      << r->Describe();
+  EXPECT_NE(r->err.find("mounts[0].host_path: does not exist"), std::string::npos) << r->Describe();
   EXPECT_NE(r->err.find("-v /nope-h3-flag:/b: host path does not exist"), std::string::npos)
       << r->Describe();
   EXPECT_EQ(r->err.find("mounts[1]"), std::string::npos) << r->Describe();
@@ -133,8 +132,8 @@ TEST_F(CliDockerHabitsJailTest, EnvNameAlonePassesTheCallersValue) {
   options.env = {"CORRAL_H3_SET=from-the-caller"};
   options.env.push_back("CORRAL_H3_UNSET_GUARD=x");
   Result<RunResult> r = RunCorral(
-      {"run", "--pool", "off", "-e", "CORRAL_H3_SET", "-e", "CORRAL_H3_NEVER_SET", "--", "sh",
-       "-c", "echo \"$CORRAL_H3_SET ${CORRAL_H3_NEVER_SET-unset} ${CORRAL_H3_UNSET_GUARD-none}\""},
+      {"run", "--pool", "off", "-e", "CORRAL_H3_SET", "-e", "CORRAL_H3_NEVER_SET", "--", "sh", "-c",
+       "echo \"$CORRAL_H3_SET ${CORRAL_H3_NEVER_SET-unset} ${CORRAL_H3_UNSET_GUARD-none}\""},
       options);
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->exit_code, 0) << r->Describe();
@@ -180,8 +179,8 @@ TEST_F(CliDockerHabitsJailTest, RmNeedsANameAndForceIgnoresMissingOnes) {
 
 TEST_F(CliDockerHabitsJailTest, InspectPrintsSpecLimitsMountsAndState) {
   ExpectRefused({"inspect", "dh-no-such-sandbox"}, "dh-no-such-sandbox");
-  std::string name = Create({"--memory", "256m", "--pids-limit", "64", "-v",
-                             ProbeBinary() + ":/opt/p:ro", "-e", "DH=1"});
+  std::string name = Create(
+      {"--memory", "256m", "--pids-limit", "64", "-v", ProbeBinary() + ":/opt/p:ro", "-e", "DH=1"});
   Result<RunResult> r = RunCorral({"inspect", name});
   ASSERT_TRUE(r) << r.error().message();
   ASSERT_EQ(r->exit_code, 0) << r->Describe();
