@@ -4,8 +4,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "base/result.h"
 
 namespace corral::cli {
 
@@ -13,12 +17,25 @@ namespace corral::cli {
 // parsing). A subcommand's command is its positional arguments followed by these.
 void SetCommandAfterDoubleDash(std::vector<std::string> command);
 std::vector<std::string> CommandWithTrailing(const std::vector<std::string>& positional);
+// The arguments before the first "--" (argv[1...]), as typed; for FlagAsGiven.
+void SetArgsBeforeDoubleDash(std::vector<std::string> args);
+
+// The command of a subcommand parsed with prefix_command(): the first word that is none of
+// its options and every word after it (`corral run ls -la /`), then the words after "--".
+// kInvalidArgument, with the corral form of a Docker option, when that first word is an
+// option the subcommand does not have (`-d`, `-t` of `-it`).
+Result<std::vector<std::string>> CommandOf(CLI::App* sub);
+
+// "-v /nope:/work": the spelling among `names` that the user gave with `value` ("-v" or
+// "--mount"), then the value; the first name when it cannot be told.
+std::string FlagAsGiven(std::initializer_list<std::string_view> names, const std::string& value);
 
 void AddRunCommand(CLI::App& app, int* exit_code);
 void AddPoolCommand(CLI::App& app, int* exit_code);
 void AddCheckCommand(CLI::App& app, int* exit_code);
-void AddSandboxCommands(CLI::App& app, int* exit_code);  // create exec ps stats rm reap
-void AddToolCommands(CLI::App& app, int* exit_code);     // tool, threads
+void AddSandboxCommands(CLI::App& app, int* exit_code);      // create exec rm reap, and:
+void AddSandboxInfoCommands(CLI::App& app, int* exit_code);  // ps stats inspect logs
+void AddToolCommands(CLI::App& app, int* exit_code);         // tool, threads
 void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddVersionCommand(CLI::App& app, int* exit_code);
 

@@ -1,8 +1,10 @@
 #include "cli/jail_flags.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <tuple>
 
+#include "cli/commands.h"
 #include "runtime/spec/config.h"
 #include "runtime/spec/sizes.h"
 
@@ -15,12 +17,18 @@ void AddJailFlags(CLI::App* run, JailFlags* f) {
   run->add_option("--user-data", f->user_data, "host dir mounted read-write at /mnt/user-data");
   run->add_option("--acp-workspace", f->acp_workspace,
                   "host dir mounted read-only at /mnt/acp-workspace");
-  run->add_option("-v,--mount", f->mounts, "HOST:CONTAINER[:ro|rw] bind mount (default ro)");
-  run->add_option("-e,--env", f->env, "K=V added to the command's environment");
+  // One value per occurrence: CLI11 would otherwise take `ls` of `-v A:B ls` as a mount.
+  run->add_option("-v,--mount", f->mounts, "HOST:CONTAINER[:ro|rw] bind mount (default ro)")
+      ->allow_extra_args(false);
+  run->add_option("-e,--env", f->env,
+                  "K=V added to the command's environment (K alone: the "
+                  "caller's value of K, if it has one)")
+      ->allow_extra_args(false);
   run->add_option("-w,--workdir", f->workdir, "working directory inside the jail");
   run->add_option("--hostname", f->hostname, "hostname inside the jail (default sandbox)");
   run->add_option("--user", f->user, "UID[:GID] inside the jail (default 1000:1000)");
   run->add_option("--seccomp", f->seccomp, "default | strict | unconfined | /path/profile.json");
+  run->add_option("--network", f->network, "none (the default and only choice: loopback only)");
   run->add_option("--memory", f->memory, "memory limit, e.g. 256m (default 512m, no swap)");
   run->add_option("--cpus", f->cpus, "CPU limit in cores, e.g. 0.5 (default 1.0)");
   run->add_option("--pids-limit", f->pids, "max processes (default 256)");
@@ -30,48 +38,167 @@ void AddJailFlags(CLI::App* run, JailFlags* f) {
   run->add_option("--tmp-size", f->tmp_size, "size of /tmp (default 256m)");
 }
 
+Result<std::optional<std::pair<std::string, std::string>>> ParseEnvOption(const std::string& e) {
+  std::string flag = e;
+  if (e.find('=') == std::string::npos) {
+    const char* value = std::getenv(e.c_str());
+    if (value == nullptr) {
+      // docker's `-e NAME` with NAME unset leaves it out; an invalid NAME is still an error.
+      if (auto kv = runtime::ParseEnvFlag(e + "="); !kv) {
+        return Error(ErrorCode::kInvalidArgument,
+                     "NAME must match [A-Za-z_][A-Za-z0-9_]*, got \"" + e + "\"");
+      }
+      return std::optional<std::pair<std::string, std::string>>();
+    }
+    flag = e + "=" + value;
+  }
+  ASSIGN_OR_RETURN(auto kv, runtime::ParseEnvFlag(flag));
+  return std::optional<std::pair<std::string, std::string>>(std::move(kv));
+}
+
 namespace {
 
-void ApplyFlags(const JailFlags& f, runtime::JailSpec* spec, std::vector<std::string>* problems) {
-  auto note = [&](const std::string& flag, const Error& e) {
-    problems->push_back(flag + ": " + e.message());
-  };
-  auto size = [&](const std::optional<std::string>& v, const char* flag, int64_t* out) {
+// Applies the flags one by one, noting problems (by flag) and which flag set which key.
+class FlagApplier {
+ public:
+  FlagApplier(runtime::JailSpec* spec, std::vector<std::string>* problems, FlagNames* names)
+      : spec_(spec), problems_(problems), names_(names) {}
+
+  void Note(const std::string& flag, const Error& e) {
+    problems_->push_back(flag + ": " + e.message());
+  }
+  void Key(const std::string& key, const std::string& flag) {
+    names_->by_key.emplace_back(key, flag);
+  }
+  template <typename T, typename V>
+  void Set(const std::optional<V>& v, std::initializer_list<std::string_view> flag, const char* key,
+           T* out) {
+    if (!v) return;
+    *out = *v;
+    Key(key, FlagAsGiven(flag, Shown(*v)));
+  }
+  void Size(const std::optional<std::string>& v, const char* flag, const char* key, int64_t* out) {
     if (!v) return;
     auto parsed = runtime::ParseSize(*v);
-    parsed ? void(*out = *parsed) : note(flag, parsed.error());
-  };
-  if (f.rootfs) spec->rootfs = *f.rootfs;
-  if (f.skills) spec->skills_dir = *f.skills;
-  if (f.user_data) spec->user_data_dir = *f.user_data;
-  if (f.acp_workspace) spec->acp_workspace_dir = *f.acp_workspace;
-  if (f.workdir) spec->workdir = *f.workdir;
-  if (f.hostname) spec->hostname = *f.hostname;
-  if (f.seccomp) spec->seccomp_profile = *f.seccomp;
+    parsed ? void(*out = *parsed) : Note(FlagAsGiven({flag}, *v), parsed.error());
+    Key(key, FlagAsGiven({flag}, *v));
+  }
+
+  void Mounts(const std::vector<std::string>& mounts) {
+    for (const auto& m : mounts) {
+      auto mount = runtime::ParseMountFlag(m);
+      if (!mount) {
+        Note(FlagAsGiven({"-v", "--mount"}, m), mount.error());
+        continue;
+      }
+      Key("mounts[" + std::to_string(spec_->mounts.size()) + "]",
+          FlagAsGiven({"-v", "--mount"}, m));
+      spec_->mounts.push_back(*mount);
+    }
+  }
+  void Env(const std::vector<std::string>& env) {
+    for (const auto& e : env) {
+      auto kv = ParseEnvOption(e);
+      if (!kv) {
+        Note(FlagAsGiven({"-e", "--env"}, e), kv.error());
+        continue;
+      }
+      if (!*kv) continue;
+      Key("env[" + std::to_string(spec_->env.size()) + "]", FlagAsGiven({"-e", "--env"}, e));
+      spec_->env.push_back(**kv);
+    }
+  }
+
+ private:
+  static std::string Shown(const std::string& v) { return v; }
+  template <typename V>
+  static std::string Shown(const V& v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", static_cast<double>(v));
+    return buf;
+  }
+
+  runtime::JailSpec* spec_;
+  std::vector<std::string>* problems_;
+  FlagNames* names_;
+};
+
+void ApplyFlags(const JailFlags& f, runtime::JailSpec* spec, std::vector<std::string>* problems,
+                FlagNames* names) {
+  FlagApplier a(spec, problems, names);
+  a.Set(f.rootfs, {"--rootfs"}, "rootfs", &spec->rootfs);
+  a.Set(f.skills, {"--skills"}, "skills_dir", &spec->skills_dir);
+  a.Set(f.user_data, {"--user-data"}, "user_data_dir", &spec->user_data_dir);
+  a.Set(f.acp_workspace, {"--acp-workspace"}, "acp_workspace_dir", &spec->acp_workspace_dir);
+  a.Set(f.workdir, {"-w", "--workdir"}, "workdir", &spec->workdir);
+  a.Set(f.hostname, {"--hostname"}, "hostname", &spec->hostname);
+  a.Set(f.seccomp, {"--seccomp"}, "seccomp", &spec->seccomp_profile);
   if (f.user) {
     auto ids = runtime::ParseUserFlag(*f.user);
-    ids ? void(std::tie(spec->uid, spec->gid) = *ids) : note("--user", ids.error());
+    ids ? void(std::tie(spec->uid, spec->gid) = *ids) : a.Note("--user", ids.error());
+    a.Key("user", FlagAsGiven({"--user"}, *f.user));
   }
-  for (const auto& m : f.mounts) {
-    auto mount = runtime::ParseMountFlag(m);
-    mount ? spec->mounts.push_back(*mount) : note("--mount " + m, mount.error());
+  if (f.network && *f.network != "none") {
+    a.Note(FlagAsGiven({"--network"}, *f.network),
+           Error(ErrorCode::kInvalidArgument,
+                 *f.network == "host"
+                     ? "the host's network needs namespaces.net: false and "
+                       "unsafe.host_network: true in a --config file"
+                     : "a jail has no network but its own loopback; only none is accepted"));
   }
-  for (const auto& e : f.env) {
-    auto kv = runtime::ParseEnvFlag(e);
-    kv ? spec->env.push_back(*kv) : note("--env " + e, kv.error());
+  a.Mounts(f.mounts);
+  a.Env(f.env);
+  a.Size(f.memory, "--memory", "limits.memory", &spec->limits.memory_bytes);
+  a.Size(f.output_limit, "--output-limit", "limits.output", &spec->limits.output_limit_bytes);
+  a.Size(f.tmp_size, "--tmp-size", "limits.tmp_size", &spec->limits.tmp_size_bytes);
+  a.Set(f.cpus, {"--cpus"}, "limits.cpus", &spec->limits.cpus);
+  a.Set(f.pids, {"--pids-limit"}, "limits.pids", &spec->limits.pids);
+  a.Set(f.timeout, {"--timeout"}, "limits.timeout", &spec->limits.timeout_seconds);
+  a.Set(f.cpu_time, {"--cpu-time"}, "limits.cpu_time", &spec->limits.cpu_time_seconds);
+}
+
+// "host_path" -> "host path ": the part of a key under the flag's own key, in words.
+std::string SubfieldWords(std::string rest) {
+  if (rest.empty()) return "";
+  if (rest[0] == '.') rest.erase(0, 1);
+  for (char& c : rest) {
+    if (c == '_' || c == '.') c = ' ';
   }
-  size(f.memory, "--memory", &spec->limits.memory_bytes);
-  size(f.output_limit, "--output-limit", &spec->limits.output_limit_bytes);
-  size(f.tmp_size, "--tmp-size", &spec->limits.tmp_size_bytes);
-  if (f.cpus) spec->limits.cpus = *f.cpus;
-  if (f.pids) spec->limits.pids = *f.pids;
-  if (f.timeout) spec->limits.timeout_seconds = *f.timeout;
-  if (f.cpu_time) spec->limits.cpu_time_seconds = *f.cpu_time;
+  return rest + " ";
+}
+
+std::string NameFlagsInLine(const std::string& line, const FlagNames& names) {
+  const size_t indent = line.find_first_not_of(' ');
+  const size_t colon = line.find(": ");
+  if (indent == std::string::npos || colon == std::string::npos) return line;
+  const std::string key = line.substr(indent, colon - indent);
+  for (const auto& [prefix, flag] : names.by_key) {
+    const bool under = key.size() > prefix.size() && key.compare(0, prefix.size(), prefix) == 0 &&
+                       key[prefix.size()] == '.';
+    if (key != prefix && !under) continue;
+    return line.substr(0, indent) + flag + ": " + SubfieldWords(key.substr(prefix.size())) +
+           line.substr(colon + 2);
+  }
+  return line;
 }
 
 }  // namespace
 
-bool BuildSpec(const JailFlags& flags, runtime::JailSpec* spec) {
+Error NameFlags(const Error& e, const FlagNames& names) {
+  std::string out;
+  size_t start = 0;
+  const std::string& text = e.message();
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (!out.empty() || start > 0) out += '\n';
+    out += NameFlagsInLine(text.substr(start, end - start), names);
+    start = end + 1;
+  }
+  return Error(e.code(), out, e.sys_errno());
+}
+
+bool BuildSpec(const JailFlags& flags, runtime::JailSpec* spec, FlagNames* names) {
   if (!flags.config.empty()) {
     if (auto st = runtime::LoadConfigFile(flags.config, spec); !st) {
       std::fprintf(stderr, "corral: %s\n", st.error().message().c_str());
@@ -79,7 +206,8 @@ bool BuildSpec(const JailFlags& flags, runtime::JailSpec* spec) {
     }
   }
   std::vector<std::string> problems;
-  ApplyFlags(flags, spec, &problems);
+  FlagNames unused;
+  ApplyFlags(flags, spec, &problems, names != nullptr ? names : &unused);
   if (problems.empty()) return true;
   std::fprintf(stderr, "corral: invalid arguments:\n");
   for (const auto& p : problems) std::fprintf(stderr, "  %s\n", p.c_str());

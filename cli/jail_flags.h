@@ -4,8 +4,10 @@
 #include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "base/result.h"
 #include "runtime/spec/spec.h"
 
 namespace corral::cli {
@@ -17,13 +19,29 @@ struct JailFlags {
       seccomp, memory, output_limit, tmp_size;
   std::optional<double> cpus, timeout;
   std::optional<int64_t> pids, cpu_time;
+  std::optional<std::string> network;  // only "none", the default, is accepted
   std::vector<std::string> mounts, env;
 };
 
 void AddJailFlags(CLI::App* app, JailFlags* flags);
 
+// Which flag set which spec key ("mounts[1]" -> "-v /nope:/work", "limits.memory" ->
+// "--memory 1k"), so that the runtime's problems, worded by spec key, name the flag.
+struct FlagNames {
+  std::vector<std::pair<std::string, std::string>> by_key;
+};
+
 // Defaults, then --config, then the flags. Problems (each naming its flag) go to stderr;
-// returns false if there were any.
-bool BuildSpec(const JailFlags& flags, runtime::JailSpec* spec);
+// returns false if there were any. *names (if given) learns which flag set which key.
+bool BuildSpec(const JailFlags& flags, runtime::JailSpec* spec, FlagNames* names = nullptr);
+
+// `e` with every problem line about a key a flag set reworded to name the flag as given:
+// "mounts[0].host_path: does not exist ..." -> "-v /nope:/work: host path does not exist
+// ...". Keys that came from the config file keep their config key path.
+Error NameFlags(const Error& e, const FlagNames& names);
+
+// `-e NAME=VALUE`, or Docker's `-e NAME`: the caller's value of NAME, nothing when the
+// caller has none (as docker does). Errors name the flag.
+Result<std::optional<std::pair<std::string, std::string>>> ParseEnvOption(const std::string& e);
 
 }  // namespace corral::cli

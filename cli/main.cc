@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/docker_habits.h"
 #include "jail/process_title.h"
 
 namespace {
@@ -28,7 +29,7 @@ void AddCommands(CLI::App& app, std::string_view first_arg, int* exit_code) {
       {{"run"}, AddRunCommand},
       {{"pool"}, AddPoolCommand},
       {{"check"}, AddCheckCommand},
-      {{"create", "exec", "ps", "stats", "rm", "reap"}, AddSandboxCommands},
+      {{"create", "exec", "ps", "stats", "inspect", "logs", "rm", "reap"}, AddSandboxCommands},
       {{"tool", "threads"}, AddToolCommands},
       {{"bench"}, AddBenchCommand},
       {{"version"}, AddVersionCommand},
@@ -58,6 +59,13 @@ int main(int argc, char** argv) {
                  "command, or 'corral --help' for every command.\n");
     return 125;
   }
+  // A word that is no corral command (a Docker verb: cp, stop, ...) gets its corral form,
+  // not CLI11's "A subcommand is required".
+  if (std::string_view first = argv[1];
+      !first.empty() && first[0] != '-' && !corral::cli::IsCorralCommand(first)) {
+    std::fprintf(stderr, "corral: %s\n", corral::cli::UnknownCommandMessage(first).c_str());
+    return 125;
+  }
   app.require_subcommand(1);
   app.set_version_flag("--version", corral::cli::VersionLine());
   int exit_code = 0;
@@ -72,6 +80,7 @@ int main(int argc, char** argv) {
       break;
     }
   }
+  corral::cli::SetArgsBeforeDoubleDash(std::vector<std::string>(argv + 1, argv + parsed_argc));
   try {
     app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {

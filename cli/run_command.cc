@@ -19,12 +19,19 @@ struct RunFlags {
   bool json = false;
   bool stdin_passthrough = false;
   std::string pool = "auto";
-  std::vector<std::string> command;
+  bool rm = false;  // docker's --rm: what a run always does
 };
 
-int Run(const RunFlags& flags) {
+int Refuse(const Error& e, bool json) {
+  std::fprintf(stderr, "corral: %s\n", e.message().c_str());
+  if (json) std::cout << runtime::ErrorToJson(e) << std::endl;
+  return 125;
+}
+
+int Run(const RunFlags& flags, CLI::App* run) {
   runtime::JailSpec spec;
-  if (!BuildSpec(flags.jail, &spec)) {
+  FlagNames names;
+  if (!BuildSpec(flags.jail, &spec, &names)) {
     if (flags.json) {
       std::cout << runtime::ErrorToJson(Error(ErrorCode::kInvalidArgument,
                                               "invalid arguments or configuration (see stderr)"))
@@ -32,7 +39,9 @@ int Run(const RunFlags& flags) {
     }
     return 125;
   }
-  spec.argv = CommandWithTrailing(flags.command);
+  auto command = CommandOf(run);
+  if (!command) return Refuse(command.error(), flags.json);
+  spec.argv = std::move(*command);
   if (spec.argv.empty()) {
     std::fprintf(stderr, "corral: run: no command given (corral run [OPTIONS] -- CMD [ARGS...])\n");
     return 125;
@@ -41,11 +50,7 @@ int Run(const RunFlags& flags) {
   options.capture_output = flags.json;
   options.pass_stdin = flags.stdin_passthrough;
   auto outcome = runtime::RunPooledOrCold(flags.pool, spec, options);
-  if (!outcome) {
-    std::fprintf(stderr, "corral: %s\n", outcome.error().message().c_str());
-    if (flags.json) std::cout << runtime::ErrorToJson(outcome.error()) << std::endl;
-    return 125;
-  }
+  if (!outcome) return Refuse(NameFlags(outcome.error(), names), flags.json);
   return ReportOutcome(*outcome, spec.limits, flags.json);
 }
 
@@ -59,8 +64,12 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   run->add_flag("-i,--stdin", flags->stdin_passthrough, "pass stdin through (default /dev/null)");
   run->add_option("--pool", flags->pool,
                   "auto (a `corral pool` at the default socket, if one runs) | off | SOCKET");
-  run->add_option("command", flags->command, "the command and its arguments (after --)");
-  run->callback([flags, exit_code] { *exit_code = Run(*flags); });
+  run->add_flag("--rm", flags->rm, "accepted for docker's sake: a run's jail is always removed");
+  // The first word that is no option starts the command (`corral run ls -la /`); a
+  // command whose own options come first still needs `--`.
+  run->prefix_command();
+  run->footer("The command: after --, or from the first word that is no option of run's.");
+  run->callback([run, flags, exit_code] { *exit_code = Run(*flags, run); });
 }
 
 }  // namespace corral::cli

@@ -1,17 +1,15 @@
-// Persistent sandboxes: `corral create`, `exec`, `ps`, `stats`, `rm`, `reap`.
+// Persistent sandboxes: `corral create`, `exec`, `rm`, `reap` (ps, stats, inspect and logs:
+// sandbox_info_commands.cc).
 #include <cstdio>
-#include <ctime>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/jail_flags.h"
 #include "cli/outcome_report.h"
-#include "runtime/spec/config.h"
-#include "runtime/sandboxes/persistent.h"
 #include "runtime/pool/pool_or_cold.h"
-#include "runtime/spec/sizes.h"
+#include "runtime/sandboxes/persistent.h"
+#include "runtime/spec/config.h"
 
 namespace corral::cli {
 
@@ -22,61 +20,19 @@ int Fail(const Error& e) {
   return 125;
 }
 
-std::string Duration(double seconds) {
-  char buf[32];
-  if (seconds < 120) {
-    std::snprintf(buf, sizeof buf, "%.0fs", seconds);
-  } else if (seconds < 7200) {
-    std::snprintf(buf, sizeof buf, "%.0fm", seconds / 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1fh", seconds / 3600);
-  }
-  return buf;
-}
-
-nlohmann::json OptionalJson(const std::optional<int64_t>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-nlohmann::json InfoJson(const runtime::SandboxInfo& info) {
-  nlohmann::json j = {{"name", info.record.name},
-                      {"id", info.record.id},
-                      {"state", info.alive ? "running" : "dead"},
-                      {"init_pid", info.record.init_pid},
-                      {"age_seconds", info.age_seconds},
-                      {"idle_seconds", info.idle_seconds},
-                      {"idle_timeout_seconds", info.record.idle_timeout_seconds},
-                      {"processes", info.processes}};
-  if (info.stats) {
-    const auto& s = *info.stats;
-    j["memory_bytes"] = OptionalJson(s.memory_current_bytes);
-    j["memory_peak_bytes"] = OptionalJson(s.memory_peak_bytes);
-    j["cpu_user_usec"] = OptionalJson(s.cpu_user_usec);
-    j["cpu_system_usec"] = OptionalJson(s.cpu_system_usec);
-    j["pids"] = OptionalJson(s.pids_current);
-    j["pids_peak"] = OptionalJson(s.pids_peak);
-    j["oom_kills"] = s.oom_kills;
-  }
-  return j;
-}
-
-std::string MemoryText(const runtime::SandboxInfo& info) {
-  if (!info.stats || !info.stats->memory_current_bytes) return "-";
-  return runtime::FormatSize(*info.stats->memory_current_bytes);
-}
-
 struct CreateFlags {
   JailFlags jail;
-  std::vector<std::string> command;  // refused: see Create
   std::string name;
   double idle_timeout = 0;
 };
 
-int Create(const CreateFlags& f) {
+int Create(const CreateFlags& f, CLI::App* create) {
+  auto command = CommandOf(create);
+  if (!command) return Fail(command.error());
   // A sandbox's PID 1 is corral-init; a command given here would silently go nowhere.
-  if (auto command = CommandWithTrailing(f.command); !command.empty()) {
+  if (!command->empty()) {
     std::string text;
-    for (const auto& a : command) text += (text.empty() ? "" : " ") + a;
+    for (const auto& a : *command) text += (text.empty() ? "" : " ") + a;
     return Fail(Error(ErrorCode::kInvalidArgument,
                       "create: a command was given (" + text +
                           "), but a sandbox runs none of its own; nothing was created. Create "
@@ -85,18 +41,19 @@ int Create(const CreateFlags& f) {
                           text + " >/tmp/out.log 2>&1 &'"));
   }
   runtime::CreateRequest request;
-  if (!BuildSpec(f.jail, &request.spec)) return 125;
+  FlagNames names;
+  if (!BuildSpec(f.jail, &request.spec, &names)) return 125;
   request.name = f.name;
   request.idle_timeout_seconds = f.idle_timeout;
   auto record = runtime::CreateSandbox(request);
-  if (!record) return Fail(record.error());
+  if (!record) return Fail(NameFlags(record.error(), names));
   std::printf("%s\n", record->name.c_str());
   return 0;
 }
 
 struct ExecFlags {
   std::string sandbox;
-  std::vector<std::string> command, env;
+  std::vector<std::string> env;
   std::optional<std::string> workdir;
   std::optional<double> timeout;
   bool json = false;
@@ -104,27 +61,33 @@ struct ExecFlags {
   std::string pool = "auto";
 };
 
-int Exec(const ExecFlags& f) {
-  if (CommandWithTrailing(f.command).empty()) {
+int Exec(const ExecFlags& f, CLI::App* exec) {
+  auto command = CommandOf(exec);
+  if (!command) return Fail(command.error());
+  if (command->empty()) {
     return Fail(Error(ErrorCode::kInvalidArgument,
                       "exec: no command given (corral exec NAME -- CMD [ARGS...])"));
   }
   runtime::ExecRequest request;
   request.sandbox = f.sandbox;
-  request.argv = CommandWithTrailing(f.command);
+  request.argv = std::move(*command);
   for (const auto& e : f.env) {
-    auto kv = runtime::ParseEnvFlag(e);
-    if (!kv) return Fail(kv.error().WithContext("--env " + e));
-    request.env.push_back(*kv);
+    auto kv = ParseEnvOption(e);
+    if (!kv) return Fail(kv.error().WithContext(FlagAsGiven({"-e", "--env"}, e)));
+    if (*kv) request.env.push_back(**kv);
   }
+  FlagNames names;
+  if (f.workdir) names.by_key.emplace_back("workdir", FlagAsGiven({"-w", "--workdir"}, *f.workdir));
+  if (f.timeout) names.by_key.emplace_back("limits.timeout", "--timeout");
   request.workdir = f.workdir;
   request.timeout_seconds = f.timeout;
   request.io.capture_output = f.json;
   request.io.pass_stdin = f.stdin_passthrough;
   auto outcome = runtime::ExecPooledOrDirect(f.pool, request);
   if (!outcome) {
-    if (f.json) std::cout << runtime::ErrorToJson(outcome.error()) << std::endl;
-    return Fail(outcome.error());
+    Error e = NameFlags(outcome.error(), names);
+    if (f.json) std::cout << runtime::ErrorToJson(e) << std::endl;
+    return Fail(e);
   }
   // The report names the limit that fired with its value: the sandbox's own (an exec
   // inherits its timeout unless it sets one). Read only when a limit fired.
@@ -137,48 +100,25 @@ int Exec(const ExecFlags& f) {
   return ReportOutcome(*outcome, limits, f.json);
 }
 
-int Ps(bool json) {
-  auto list = runtime::ListSandboxes();
-  if (json) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const auto& info : list) j.push_back(InfoJson(info));
-    std::cout << j.dump() << std::endl;
-    return 0;
-  }
-  std::printf("%-24s %-12s %-8s %6s %6s %6s %10s\n", "NAME", "ID", "STATE", "AGE", "IDLE", "PROCS",
-              "MEMORY");
-  for (const auto& info : list) {
-    std::printf("%-24s %-12s %-8s %6s %6s %6zu %10s\n", info.record.name.c_str(),
-                info.record.id.c_str(), info.alive ? "running" : "dead",
-                Duration(info.age_seconds).c_str(), Duration(info.idle_seconds).c_str(),
-                info.processes, MemoryText(info).c_str());
-  }
-  return 0;
-}
+struct RmFlags {
+  std::vector<std::string> names;
+  bool all = false;
+  bool force = false;  // a name with no sandbox is no error (rm -f)
+};
 
-int Stats(const std::string& sandbox, bool json) {
-  auto info = runtime::InspectSandbox(sandbox);
-  if (!info) return Fail(info.error());
-  nlohmann::json j = InfoJson(*info);
-  if (json) {
-    std::cout << j.dump() << std::endl;
-    return 0;
+int Rm(const RmFlags& f) {
+  if (f.names.empty() && !f.all) {
+    return Fail(Error(ErrorCode::kInvalidArgument,
+                      "rm: no sandbox named (corral rm NAME... or corral rm --all)"));
   }
-  for (const auto& [key, value] : j.items()) {
-    std::printf("%-22s %s\n", key.c_str(),
-                value.is_string() ? value.get<std::string>().c_str() : value.dump().c_str());
-  }
-  return 0;
-}
-
-int Rm(const std::vector<std::string>& names, bool all) {
-  std::vector<std::string> targets = names;
-  if (all) {
+  std::vector<std::string> targets = f.names;
+  if (f.all) {
     for (const auto& info : runtime::ListSandboxes()) targets.push_back(info.record.name);
   }
   int rc = 0;
   for (const auto& name : targets) {
     if (auto st = runtime::RemoveSandbox(name); !st) {
+      if (f.force && st.error().code() == ErrorCode::kNotFound) continue;
       rc = Fail(st.error());
     } else {
       std::printf("%s\n", name.c_str());
@@ -194,7 +134,7 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   CLI::App* create = app.add_subcommand("create", "create a persistent sandbox, print its name");
   AddJailFlags(create, &create_flags->jail);
   create->add_option("--name", create_flags->name, "[A-Za-z0-9_-]{1,64}; default: a random id");
-  create->add_option("command", create_flags->command, "refused, with a hint (see exec)");
+  create->prefix_command();  // a command given is refused, with a hint (see exec)
   create->add_option("--idle-timeout", create_flags->idle_timeout,
                      "remove after this many seconds without an exec (0 = never)");
   create->callback([create, create_flags, exit_code] {
@@ -202,41 +142,33 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
       *exit_code = Fail(Error(ErrorCode::kInvalidArgument, "--name: must not be empty"));
       return;
     }
-    *exit_code = Create(*create_flags);
+    *exit_code = Create(*create_flags, create);
   });
 
   auto exec_flags = std::make_shared<ExecFlags>();
   CLI::App* exec = app.add_subcommand("exec", "run a command in a persistent sandbox");
   exec->add_option("sandbox", exec_flags->sandbox, "name or id")->required();
-  exec->add_option("-e,--env", exec_flags->env, "K=V for this exec only");
+  exec->add_option("-e,--env", exec_flags->env, "K=V for this exec only (K alone: the caller's)")
+      ->allow_extra_args(false);
   exec->add_option("-w,--workdir", exec_flags->workdir, "working directory");
   exec->add_option("--timeout", exec_flags->timeout, "wall-clock limit of this exec, seconds");
   exec->add_flag("--json", exec_flags->json, "capture output and print one JSON outcome");
   exec->add_flag("-i,--stdin", exec_flags->stdin_passthrough, "pass stdin through");
   exec->add_option("--pool", exec_flags->pool,
                    "auto (a `corral pool`'s exec slot, if one is ready) | off | SOCKET");
-  exec->add_option("command", exec_flags->command, "the command (after --)");
-  exec->callback([exec_flags, exit_code] { *exit_code = Exec(*exec_flags); });
+  // After NAME, the first word that is no option starts the command (as for run).
+  exec->prefix_command();
+  exec->callback([exec, exec_flags, exit_code] { *exit_code = Exec(*exec_flags, exec); });
 
-  auto ps_json = std::make_shared<bool>(false);
-  CLI::App* ps = app.add_subcommand("ps", "list persistent sandboxes");
-  ps->add_flag("--json", *ps_json, "JSON array");
-  ps->callback([ps_json, exit_code] { *exit_code = Ps(*ps_json); });
+  AddSandboxInfoCommands(app, exit_code);
 
-  auto stats_name = std::make_shared<std::string>();
-  auto stats_json = std::make_shared<bool>(false);
-  CLI::App* stats = app.add_subcommand("stats", "memory, cpu and pids of a sandbox");
-  stats->add_option("sandbox", *stats_name, "name or id")->required();
-  stats->add_flag("--json", *stats_json, "JSON object");
-  stats->callback(
-      [stats_name, stats_json, exit_code] { *exit_code = Stats(*stats_name, *stats_json); });
-
-  auto rm_names = std::make_shared<std::vector<std::string>>();
-  auto rm_all = std::make_shared<bool>(false);
+  auto rm_flags = std::make_shared<RmFlags>();
   CLI::App* rm = app.add_subcommand("rm", "kill everything in a sandbox and remove it");
-  rm->add_option("sandbox", *rm_names, "names or ids");
-  rm->add_flag("--all", *rm_all, "remove every sandbox");
-  rm->callback([rm_names, rm_all, exit_code] { *exit_code = Rm(*rm_names, *rm_all); });
+  rm->add_option("sandbox", rm_flags->names, "names or ids");
+  rm->add_flag("--all", rm_flags->all, "remove every sandbox");
+  rm->add_flag("-f,--force", rm_flags->force,
+               "a name with no sandbox is no error (rm always kills what runs inside)");
+  rm->callback([rm_flags, exit_code] { *exit_code = Rm(*rm_flags); });
 
   CLI::App* reap = app.add_subcommand("reap", "remove sandboxes past their idle timeout");
   reap->callback([exit_code] {

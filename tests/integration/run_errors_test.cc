@@ -136,15 +136,18 @@ TEST_F(ErrorsTest, InvalidInputIs125AndNamesTheField) {
   const BadInput kCases[] = {
       {{"--user", "0"}, "allow_root"},
       {{"--user", "abc"}, "--user"},
-      {{"-v", "relative:/x"}, "mounts[1].host_path"},  // mounts[0] is the probe
-      {{"-v", "/tmp:relative"}, "mounts[1].container_path"},
+      // The flag as given, not the spec key (mounts[1], after the probe's mount).
+      {{"-v", "relative:/x"}, "-v relative:/x: host path must be an absolute path"},
+      {{"-v", "/tmp:relative"}, "-v /tmp:relative: container path must be an absolute path"},
       {{"--memory", "lots"}, "--memory"},
       {{"--cpus", "-1"}, "cpus"},
       {{"--rootfs", "/nonexistent"}, "rootfs"},
       {{"--skills", "/nonexistent"}, "skills"},
       {{"--seccomp", "/nonexistent.json"}, "seccomp"},
       {{"--seccomp", "unconfined"}, "allow_unconfined_seccomp"},
-      {{"-e", "NOEQUALS"}, "NOEQUALS"},
+      // (-e NAME alone is valid: the caller's value; cli_docker_habits_test.cc)
+      {{"-e", "1BAD"}, "-e 1BAD: NAME must match"},
+      {{"-e", "1BAD=x"}, "-e 1BAD=x: "},
       {{"--hostname", "bad/host"}, "hostname"},
   };
   for (const BadInput& c : kCases) {

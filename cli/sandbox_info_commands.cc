@@ -1,0 +1,236 @@
+// Looking at persistent sandboxes: `corral ps`, `stats`, `inspect`, `logs`. Tables and
+// lines for people (sizes in MiB/GiB, times in s/min/h, each limit beside its usage);
+// `--json` (and `inspect`, always JSON) for programs.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "runtime/sandboxes/persistent.h"
+#include "runtime/spec/spec_json.h"
+
+namespace corral::cli {
+
+namespace {
+
+int Fail(const Error& e) {
+  std::fprintf(stderr, "corral: %s\n", e.message().c_str());
+  return 125;
+}
+
+// "45s", "12min", "3.5h".
+std::string Duration(double seconds) {
+  char buf[32];
+  if (seconds < 120) {
+    std::snprintf(buf, sizeof buf, "%.0fs", seconds);
+  } else if (seconds < 7200) {
+    std::snprintf(buf, sizeof buf, "%.0fmin", seconds / 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1fh", seconds / 3600);
+  }
+  return buf;
+}
+
+// "0.4MiB", "512MiB", "1.5GiB": one unit for every column, whole numbers without ".0".
+std::string Size(int64_t bytes) {
+  double value = static_cast<double>(bytes) / (1 << 20);
+  const char* unit = "MiB";
+  if (value >= 1024) {
+    value /= 1024;
+    unit = "GiB";
+  }
+  char buf[32];
+  const bool whole = std::fabs(value - std::round(value)) < 0.05;
+  std::snprintf(buf, sizeof buf, whole ? "%.0f%s" : "%.1f%s", value, unit);
+  return buf;
+}
+
+std::string Seconds(int64_t usec) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fs", static_cast<double>(usec) / 1e6);
+  return usec >= 120'000'000 ? Duration(static_cast<double>(usec) / 1e6) : std::string(buf);
+}
+
+nlohmann::json OptionalJson(const std::optional<int64_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json LimitsJson(const runtime::LimitsSpec& l) {
+  return {{"memory_bytes", l.memory_bytes},
+          {"cpus", l.cpus},
+          {"pids", l.pids},
+          {"timeout_seconds", l.timeout_seconds}};
+}
+
+nlohmann::json InfoJson(const runtime::SandboxInfo& info) {
+  nlohmann::json j = {{"name", info.record.name},
+                      {"id", info.record.id},
+                      {"state", info.alive ? "running" : "dead"},
+                      {"init_pid", info.record.init_pid},
+                      {"age_seconds", info.age_seconds},
+                      {"idle_seconds", info.idle_seconds},
+                      {"idle_timeout_seconds", info.record.idle_timeout_seconds},
+                      {"processes", info.processes},
+                      {"limits", LimitsJson(info.record.spec.limits)}};
+  if (info.stats) {
+    const auto& s = *info.stats;
+    j["memory_bytes"] = OptionalJson(s.memory_current_bytes);
+    j["memory_peak_bytes"] = OptionalJson(s.memory_peak_bytes);
+    j["cpu_user_usec"] = OptionalJson(s.cpu_user_usec);
+    j["cpu_system_usec"] = OptionalJson(s.cpu_system_usec);
+    j["pids"] = OptionalJson(s.pids_current);
+    j["pids_peak"] = OptionalJson(s.pids_peak);
+    j["oom_kills"] = s.oom_kills;
+  }
+  return j;
+}
+
+// "12.3MiB/512MiB": usage beside the limit; "-" for usage the cgroup does not report.
+std::string MemoryText(const runtime::SandboxInfo& info) {
+  std::string used = info.stats && info.stats->memory_current_bytes
+                         ? Size(*info.stats->memory_current_bytes)
+                         : "-";
+  return used + "/" + Size(info.record.spec.limits.memory_bytes);
+}
+
+std::string CpusText(double cpus) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", cpus);
+  return buf;
+}
+
+int Ps(bool json) {
+  auto list = runtime::ListSandboxes();
+  if (json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& info : list) j.push_back(InfoJson(info));
+    std::cout << j.dump() << std::endl;
+    return 0;
+  }
+  // NAME as wide as the longest name (thread sandboxes' th-... names are 35 characters):
+  // a name is what the other commands take, so it is never cut.
+  int name_width = 4;
+  for (const auto& info : list) {
+    name_width = std::max(name_width, static_cast<int>(info.record.name.size()));
+  }
+  std::printf("%-*s  %-12s  %-7s  %6s  %6s  %9s  %17s  %4s\n", name_width, "NAME", "ID", "STATE",
+              "AGE", "IDLE", "PROCS", "MEMORY", "CPUS");
+  for (const auto& info : list) {
+    const std::string procs =
+        std::to_string(info.processes) + "/" + std::to_string(info.record.spec.limits.pids);
+    std::printf("%-*s  %-12s  %-7s  %6s  %6s  %9s  %17s  %4s\n", name_width,
+                info.record.name.c_str(), info.record.id.c_str(), info.alive ? "running" : "dead",
+                Duration(info.age_seconds).c_str(), Duration(info.idle_seconds).c_str(),
+                procs.c_str(), MemoryText(info).c_str(),
+                CpusText(info.record.spec.limits.cpus).c_str());
+  }
+  return 0;
+}
+
+void PrintStatsLines(const runtime::SandboxInfo& info) {
+  const runtime::LimitsSpec& limits = info.record.spec.limits;
+  auto line = [](const char* key, const std::string& value) {
+    std::printf("%-10s %s\n", key, value.c_str());
+  };
+  line("name", info.record.name);
+  line("id", info.record.id);
+  line("state", info.alive ? "running" : "dead");
+  line("age", Duration(info.age_seconds));
+  const double idle_timeout = info.record.idle_timeout_seconds;
+  line("idle", Duration(info.idle_seconds) + " (idle timeout " +
+                   (idle_timeout > 0 ? Duration(idle_timeout) : std::string("none")) + ")");
+  const auto* s = info.stats ? &*info.stats : nullptr;
+  auto peak = [](const std::optional<int64_t>& v, auto show) {
+    return v ? " (peak " + show(*v) + ")" : std::string();
+  };
+  auto count = [](int64_t n) { return std::to_string(n); };
+  line("processes", std::to_string(info.processes) + " / " + std::to_string(limits.pids) +
+                        (s ? peak(s->pids_peak, count) : ""));
+  line("memory", MemoryText(info) + (s ? peak(s->memory_peak_bytes, Size) : ""));
+  std::string cpu = "-";
+  if (s && s->cpu_user_usec && s->cpu_system_usec) {
+    cpu = Seconds(*s->cpu_user_usec) + " user, " + Seconds(*s->cpu_system_usec) + " system";
+  }
+  line("cpu", cpu + " (limit " + CpusText(limits.cpus) + " cpus)");
+  if (s) line("oom kills", std::to_string(s->oom_kills));
+}
+
+int Stats(const std::string& sandbox, bool json) {
+  auto info = runtime::InspectSandbox(sandbox);
+  if (!info) return Fail(info.error());
+  if (json) {
+    std::cout << InfoJson(*info).dump() << std::endl;
+    return 0;
+  }
+  PrintStatsLines(*info);
+  return 0;
+}
+
+int Inspect(const std::string& sandbox) {
+  auto info = runtime::InspectSandbox(sandbox);
+  if (!info) return Fail(info.error());
+  nlohmann::json spec = nlohmann::json::parse(runtime::SpecToJson(info->record.spec));
+  nlohmann::json j = InfoJson(*info);
+  j["created_at"] = info->record.created_at;
+  j["cgroup"] = info->record.cgroup_name;
+  j["limits"] = spec["limits"];  // all of them, not only those ps and stats show
+  j["mounts"] = spec["mounts"];
+  j["spec"] = spec;
+  std::cout << j.dump(2) << std::endl;
+  return 0;
+}
+
+int Logs(const std::string& sandbox, bool follow) {
+  auto info = runtime::InspectSandbox(sandbox);
+  if (!info) return Fail(info.error());
+  // There is nothing to show: the sandbox's PID 1 is corral-init, and each exec's output
+  // went to the corral that ran it.
+  const std::string& name = info->record.name;
+  return Fail(Error(ErrorCode::kInvalidArgument,
+                    "logs: sandbox " + name +
+                        " has no main process of its own (its PID 1 is corral-init), so there "
+                        "is no output to show; an exec's output goes to the corral that ran "
+                        "it. Send a command's output to a file and read that: corral exec " +
+                        name + " -- bash -c 'nohup CMD >/tmp/out.log 2>&1 &', then corral exec " +
+                        name + (follow ? " -- tail -f /tmp/out.log" : " -- cat /tmp/out.log")));
+}
+
+}  // namespace
+
+void AddSandboxInfoCommands(CLI::App& app, int* exit_code) {
+  auto ps_json = std::make_shared<bool>(false);
+  auto ps_all = std::make_shared<bool>(false);
+  CLI::App* ps = app.add_subcommand("ps", "list persistent sandboxes");
+  ps->add_flag("--json", *ps_json, "JSON array");
+  ps->add_flag("-a,--all", *ps_all, "accepted for docker's sake: ps lists dead sandboxes too");
+  ps->callback([ps_json, exit_code] { *exit_code = Ps(*ps_json); });
+
+  auto stats_name = std::make_shared<std::string>();
+  auto stats_json = std::make_shared<bool>(false);
+  CLI::App* stats = app.add_subcommand("stats", "memory, cpu and pids of a sandbox");
+  stats->add_option("sandbox", *stats_name, "name or id")->required();
+  stats->add_flag("--json", *stats_json, "JSON object");
+  stats->callback(
+      [stats_name, stats_json, exit_code] { *exit_code = Stats(*stats_name, *stats_json); });
+
+  auto inspect_name = std::make_shared<std::string>();
+  CLI::App* inspect =
+      app.add_subcommand("inspect", "a sandbox's state, limits, mounts and spec as JSON");
+  inspect->add_option("sandbox", *inspect_name, "name or id")->required();
+  inspect->callback([inspect_name, exit_code] { *exit_code = Inspect(*inspect_name); });
+
+  auto logs_name = std::make_shared<std::string>();
+  auto logs_follow = std::make_shared<bool>(false);
+  CLI::App* logs = app.add_subcommand("logs",
+                                      "says where a sandbox's output goes (it has no "
+                                      "main process whose output could be kept)");
+  logs->add_option("sandbox", *logs_name, "name or id")->required();
+  logs->add_flag("-f,--follow", *logs_follow, "(the hint then uses tail -f)");
+  logs->callback(
+      [logs_name, logs_follow, exit_code] { *exit_code = Logs(*logs_name, *logs_follow); });
+}
+
+}  // namespace corral::cli
