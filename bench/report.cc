@@ -279,7 +279,7 @@ std::string ThroughputCell(const BenchResults& r, const std::string& name) {
 
 constexpr int kSvgWidth = 980, kSvgLabel = 230, kBarH = 16, kRowGap = 4;
 constexpr int kThroughputX = kSvgWidth - 12;  // right edge of the launches/s column
-constexpr int kPlot = kSvgWidth - kSvgLabel - 130 - 150;
+constexpr int kPlot = kSvgWidth - kSvgLabel - 150 - 180;  // clear of the figures column
 
 // One workload: a bar per launcher (median), its p10-p90 whisker, the figures, and on
 // the throughput workload the launches/s column.
