@@ -162,7 +162,9 @@ std::string FormatTable(const BenchResults& r) {
       line += PadLeft(Fmt(t.unit == "x" ? "%.2fx" : "%.2f", t.value) +
                           (t.unit == "x" ? "" : " " + t.unit),
                       11) +
-              (t.estimate ? "  estimate" : t.pass ? "  PASS" : "  MISS");
+              (t.estimate ? "  estimate"
+               : t.pass   ? "  PASS"
+                          : "  MISS");
     } else {
       line += "  n/a ";
     }
@@ -278,7 +280,7 @@ std::string ThroughputCell(const BenchResults& r, const std::string& name) {
 }
 
 constexpr int kSvgWidth = 980, kSvgLabel = 230, kBarH = 16, kRowGap = 4;
-constexpr int kThroughputX = kSvgWidth - 12;  // right edge of the launches/s column
+constexpr int kThroughputX = kSvgWidth - 12;              // right edge of the launches/s column
 constexpr int kPlot = kSvgWidth - kSvgLabel - 150 - 180;  // clear of the figures column
 
 // One workload: a bar per launcher (median), its p10-p90 whisker, the figures, and on
@@ -289,7 +291,8 @@ void SvgPanel(const BenchResults& r, const WorkloadResult& w, bool with_throughp
   for (const auto& e : w.entries)
     if (e.status == EntryStatus::kOk) max_ms = std::max({max_ms, e.summary.median, e.summary.p90});
   svg += Text(10, y + 16, w.workload + " — latency, ms", "font-weight=\"bold\"");
-  svg += Text(kThroughputX - 150 - 8, y + 16, "median (p10–p90)", "text-anchor=\"end\" fill=\"#495057\"");
+  svg += Text(kThroughputX - 150 - 8, y + 16, "median (p10–p90)",
+              "text-anchor=\"end\" fill=\"#495057\"");
   if (with_throughput) {
     svg += Text(kThroughputX, y + 16, "launches/s, " + Num(r.workers) + " workers",
                 "text-anchor=\"end\" fill=\"#495057\"");
@@ -337,10 +340,10 @@ std::string ToSvg(const BenchResults& r) {
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += Text(10, 24, "corral bench: launch latency per launcher",
               "font-size=\"17\" font-weight=\"bold\"");
-  svg += Text(10, 42,
-              r.machine.kernel + ", " + Num(r.machine.cores) + " cores, cgroups " +
-                  r.machine.cgroup_mode,
-              "font-size=\"11\" fill=\"#495057\"");
+  svg += Text(
+      10, 42,
+      r.machine.kernel + ", " + Num(r.machine.cores) + " cores, cgroups " + r.machine.cgroup_mode,
+      "font-size=\"11\" fill=\"#495057\"");
   svg += Text(10, 57,
               r.started_at + ", " + Num(r.rounds) + " interleaved rounds" +
                   (r.pause_ms > 0 ? ", " + Num(r.pause_ms) + " ms idle before each launch" : ""),
@@ -348,9 +351,9 @@ std::string ToSvg(const BenchResults& r) {
   // Legend.
   int x = 10;
   const int ly = 70;
-  for (auto [colour, label] : {std::pair{kLayerColour, "isolation layers, rungs 1-6 (cumulative)"},
-                               std::pair{kCorralColour, "corral"},
-                               std::pair{kPeerColour, "peer sandboxes"}}) {
+  for (auto [colour, label] :
+       {std::pair{kLayerColour, "isolation layers, rungs 1-6 (cumulative)"},
+        std::pair{kCorralColour, "corral"}, std::pair{kPeerColour, "peer sandboxes"}}) {
     svg += Swatch(x, ly, colour);
     svg += Text(x + 19, ly + 11, label);
     x += 19 + static_cast<int>(std::string(label).size()) * 7 + 18;

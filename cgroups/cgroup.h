@@ -49,8 +49,8 @@ struct Stats {
   // subtree that still exists (v1 counts only in the victim's cgroup, so a removed
   // child's kills are lost with it: callers that remove children keep their own count).
   int64_t oom_kills = 0;
-  bool memory_limit_hit = false;     // v2 memory.events max>0; v1 failcnt>0
-  bool pids_limit_hit = false;       // pids.events max>0
+  bool memory_limit_hit = false;  // v2 memory.events max>0; v1 failcnt>0
+  bool pids_limit_hit = false;    // pids.events max>0
 };
 
 // One live cgroup (on v1: one directory per controller hierarchy, acting as one).

@@ -57,8 +57,9 @@ Result<std::unique_ptr<cgroups::CgroupManager>> ManagerFor(const JailSpec& spec)
 bool InitAlive(const SandboxRecord& r) { return ProcessRunning(r.init_pid, r.init_start_ticks); }
 
 Error DeadSandbox(const SandboxRecord& r) {
-  return Error(ErrorCode::kNotFound, "sandbox '" + r.name + "' is dead (its init exited); `corral rm " +
-                                         r.name + "` cleans it up");
+  return Error(ErrorCode::kNotFound, "sandbox '" + r.name +
+                                         "' is dead (its init exited); `corral rm " + r.name +
+                                         "` cleans it up");
 }
 
 // A pidfd for the recorded init, or an error saying the sandbox is dead. Checked after
@@ -273,7 +274,9 @@ Result<RunOutcome> SuperviseExec(const std::string& sandbox, jail::JailProcess& 
     if (left && left->empty()) {
       // Its OOM kills leave with it on cgroup v1: the sandbox's record keeps them.
       if (exec_cg->Destroy() && stats.oom_kills > 0) {
-        if (auto store = SandboxStore::Open()) (void)store->AddRemovedOomKills(sandbox, stats.oom_kills);
+        if (auto store = SandboxStore::Open()) {
+          (void)store->AddRemovedOomKills(sandbox, stats.oom_kills);
+        }
       }
     } else {
       exec_cg->Release();  // background processes live on; `rm` removes the cgroup
@@ -315,8 +318,8 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
                              io.child_stdout(), io.child_stderr(), /*deferred=*/false));
   io.CloseChildEnds();
   trace.Mark("clone");
-  return SuperviseExec(record.name, command, exec_cg, io, spec, request.io, stops, start, std::move(outcome),
-                       trace);
+  return SuperviseExec(record.name, command, exec_cg, io, spec, request.io, stops, start,
+                       std::move(outcome), trace);
 }
 
 Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox) {
@@ -381,8 +384,8 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
   io.CloseChildEnds();
   trace.Mark("hand-off");
   (void)store.TouchLastUsed(record.name);  // while the command starts, not before
-  auto result = SuperviseExec(record.name, slot->process, slot->exec_cg, io, spec, request.io, stops, start,
-                              std::move(outcome), trace);
+  auto result = SuperviseExec(record.name, slot->process, slot->exec_cg, io, spec, request.io,
+                              stops, start, std::move(outcome), trace);
   if (!result) return result.error();
   return std::optional<RunOutcome>(std::move(*result));
 }
