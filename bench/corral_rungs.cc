@@ -215,7 +215,7 @@ class CorralExecLauncher : public Launcher {
   std::string name_;
 };
 
-// One `bash` tool call over the jail provider (issue 5), when the binary has `corral tool`.
+// One `bash` tool call over the jail provider, when the binary has `corral tool`.
 // Thread data and the audit log go to a private --base-dir; the thread's sandbox, created
 // by the first call and reused by the others, is removed in Cleanup().
 class ToolBashLauncher : public Launcher {
@@ -230,7 +230,7 @@ class ToolBashLauncher : public Launcher {
     auto help = SpawnAndCapture({exe_, "--help"});
     if (!help || help->find("\n  tool ") == std::string::npos)
       return Error(ErrorCode::kUnsupported,
-                   "this corral has no `tool` command (tool layer, issue 5, not built in)");
+                   "this corral has no `tool` command (the tool layer is not built in)");
     char tmpl[] = "/tmp/corral-bench-tool.XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return Error::FromErrno(errno, "mkdtemp");
     base_dir_ = tmpl;

@@ -167,10 +167,27 @@ class LadderLauncher : public Launcher {
     return "?";
   }
   std::string group() const override { return "layer"; }
+  // What the rung adds, and to what: each rung does everything the one before it does
+  // (ChildMain and Launch test `rung_ >= ...`), so +seccomp runs with the cgroup too.
   std::string description() const override {
-    return rung_ == Rung::kBare ? "fork(), execve(), waitpid()"
-                                : "bench/layers.cc: clone() + plain syscalls, each rung "
-                                  "adds one layer to the one above";
+    switch (rung_) {
+      case Rung::kBare:
+        return "rung 1: fork(), execve(), waitpid()";
+      case Rung::kNamespaces:
+        return "rung 2 = rung 1 + new pid, mount, uts and ipc namespaces (clone), mounts "
+               "made private";
+      case Rung::kNet:
+        return "rung 3 = rung 2 + a new network namespace, lo brought up";
+      case Rung::kRoot:
+        return "rung 4 = rung 3 + a tmpfs root (/usr bound read-only, fresh /proc, "
+               "/dev/null), pivot_root, old root detached, root read-only";
+      case Rung::kCgroup:
+        return "rung 5 = rung 4 + a cgroup per run (memory, cpu, pids at corral's default "
+               "limits) joined before execve, removed after; a cgroup namespace";
+      case Rung::kSeccomp:
+        return "rung 6 = rung 5 + no_new_privs and corral's default seccomp filter";
+    }
+    return "?";
   }
   bool thread_safe() const override { return rung_ == Rung::kBare; }
 

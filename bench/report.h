@@ -1,6 +1,8 @@
 // Report writers for a BenchResults: the text table printed on stdout, bench.json (every
-// figure and every raw sample) and bench.svg (median latency per launcher, one panel per
-// workload). Pure functions of the results, so they are unit-tested on made-up data.
+// figure and every raw sample) and bench.svg (one panel per workload: median latency per
+// launcher as a bar, its p10-p90 spread as a whisker, launches/s beside the throughput
+// workload, one colour per kind of launcher with a legend). Pure functions of the results, so they
+// are unit-tested on made-up data.
 #pragma once
 
 #include <string>

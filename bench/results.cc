@@ -123,11 +123,14 @@ void EvaluateTargets(BenchResults* r) {
   if (s.status == EntryStatus::kOk && s.created > 0) {
     up.measured = true;
     up.value = s.bring_up_s * 1000.0 / s.created;
-    up.pass = up.value <= 10.0;
-    up.note = s.created >= 1000
+    // Bring-up need not scale linearly (locks, memory, the idle sweep), so a figure from
+    // fewer sandboxes is only an estimate: it is shown, not judged.
+    up.estimate = s.created < 1000;
+    up.pass = !up.estimate && up.value <= 10.0;
+    up.note = !up.estimate
                   ? "measured"
-                  : "extrapolated linearly from " + std::to_string(s.created) + " in " +
-                        Fmt("%.2f s", s.bring_up_s) + " (use --sandboxes 1000)";
+                  : "estimate: extrapolated linearly from " + std::to_string(s.created) + " in " +
+                        Fmt("%.2f s", s.bring_up_s) + "; run --sandboxes 1000 to measure it";
   } else {
     up.note = "not measured: " + s.reason;
   }

@@ -68,6 +68,9 @@ struct TargetResult {
   std::string name;    // "corral run vs bwrap (median, /bin/true)"
   std::string target;  // "<= 0.50x"
   bool measured = false;
+  // The value is an extrapolation from a smaller run (e.g. 1000 sandboxes from 100): it
+  // is reported as an estimate and never judged, so pass stays false.
+  bool estimate = false;
   double value = 0;
   std::string unit;  // "x", "MiB", "s"
   bool pass = false;
@@ -101,7 +104,8 @@ inline constexpr const char* kCorralExecName = "corral exec (persistent)";
 inline constexpr const char* kCorralPoolExecName = "corral exec, pool server";
 inline constexpr const char* kBwrapName = "bwrap";
 
-// Fills results->targets from the figures (the targets, as ratios from this run).
+// Fills results->targets from the figures (corral's performance targets, as ratios from
+// this run).
 void EvaluateTargets(BenchResults* results);
 
 }  // namespace corral::bench

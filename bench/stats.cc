@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
+#include <utility>
 
 namespace corral::bench {
 
@@ -47,9 +49,31 @@ std::optional<PairedRatio> ComputePairedRatio(const std::vector<double>& a,
   return r;
 }
 
+namespace {
+
+// splitmix64: a fixed, portable generator, so a round's order is the same on every build.
+uint64_t SplitMix(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+// The first place rotates (every launcher leads once per `entries` rounds); the rest are
+// shuffled with the round as seed. A plain rotation kept every launcher right behind the
+// same neighbour, so whatever one launcher left warm (on cgroup v1: the RCU grace period
+// of a cgroup attach) always favoured the next: +seccomp looked cheaper than +cgroup.
 std::vector<size_t> InterleavedOrder(size_t entries, size_t round) {
   std::vector<size_t> order(entries);
+  if (entries == 0) return order;
   for (size_t i = 0; i < entries; ++i) order[i] = (i + round) % entries;
+  uint64_t state = 0x636f7272616cULL ^ (static_cast<uint64_t>(round) * 0x2545f4914f6cdd1dULL);
+  for (size_t i = entries - 1; i > 1; --i) {
+    size_t j = 1 + static_cast<size_t>(SplitMix(state) % i);  // in [1, i]
+    std::swap(order[i], order[j]);
+  }
   return order;
 }
 

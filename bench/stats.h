@@ -42,7 +42,8 @@ std::optional<PairedRatio> ComputePairedRatio(const std::vector<double>& a,
                                               const std::vector<double>& b);
 
 // Order in which `entries` launchers run in round `round` of an interleaved schedule:
-// a rotation by `round`, so that no launcher always runs right after the same one.
+// launcher `round % entries` first, the others in an order shuffled per round
+// (deterministically), so that no launcher always runs right after the same one.
 std::vector<size_t> InterleavedOrder(size_t entries, size_t round);
 
 }  // namespace corral::bench

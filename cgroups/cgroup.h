@@ -44,9 +44,13 @@ struct Stats {
   std::optional<int64_t> cpu_system_usec;
   std::optional<int64_t> pids_current;
   std::optional<int64_t> pids_peak;  // v2 pids.peak where the kernel has it
-  int64_t oom_kills = 0;             // v2 memory.events oom_kill; v1 oom_control oom_kill
-  bool memory_limit_hit = false;     // v2 memory.events max>0; v1 failcnt>0
-  bool pids_limit_hit = false;       // pids.events max>0
+  // This cgroup and every cgroup below it: v2 memory.events oom_kill (hierarchical, and
+  // it keeps the kills of removed children); v1 oom_control oom_kill summed over the
+  // subtree that still exists (v1 counts only in the victim's cgroup, so a removed
+  // child's kills are lost with it: callers that remove children keep their own count).
+  int64_t oom_kills = 0;
+  bool memory_limit_hit = false;  // v2 memory.events max>0; v1 failcnt>0
+  bool pids_limit_hit = false;    // pids.events max>0
 };
 
 // One live cgroup (on v1: one directory per controller hierarchy, acting as one).

@@ -35,6 +35,25 @@ Status EnsureMemoryHierarchy(const std::string& dir) {
   return WriteFile(path, "1");
 }
 
+// oom_kill in memory.oom_control of the cgroups below `dir` (not `dir` itself). On v1 the
+// kernel counts an OOM kill only in the victim's own cgroup and does not carry it up (v2's
+// memory.events does), so a persistent sandbox whose exec was killed in its own leaf
+// would read 0 at the sandbox cgroup; summing the subtree reports it the way v2 does.
+// Best effort: a subtree that cannot be listed adds nothing rather than failing the read.
+int64_t OomKillsBelow(const std::string& dir) {
+  int64_t total = 0;
+  auto children = ListSubdirs(dir);
+  if (!children) return 0;
+  for (const std::string& child : *children) {
+    std::string sub = JoinPath(dir, child);
+    auto oom = ReadKeyedIfExists(JoinPath(sub, "memory.oom_control"));
+    // A child removed while we read (an exec's leaf, at its end) has nothing left to count.
+    if (oom && *oom) total += (**oom)["oom_kill"];
+    total += OomKillsBelow(sub);
+  }
+  return total;
+}
+
 void RemoveAll(const std::vector<V1Dir>& dirs, const FsHooks& hooks) {
   for (const auto& d : dirs) (void)RemoveTree(d.dir, hooks);
 }
@@ -225,6 +244,7 @@ Result<Stats> V1Cgroup::ReadStats() const {
     ASSIGN_OR_RETURN(auto oom,
                      ReadKeyedIfExists(JoinPath(*dir, "memory.oom_control"), &stat_files_));
     if (oom) s.oom_kills = (*oom)["oom_kill"];
+    s.oom_kills += OomKillsBelow(*dir);
     // Some kernels (seen on 6.18) leave both failcnts at 0 even while OOM-killing at the
     // limit, so a peak at the limit or an OOM kill counts as a hit as well.
     ASSIGN_OR_RETURN(auto limit,

@@ -34,9 +34,12 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                   "interleaved throughput slices per launcher (default 3, quick 1)");
   cmd->add_option("--pause-ms", flags->options.pause_ms,
                   "idle ms before each timed latency launch, as between an agent's tool calls "
-                  "(default 0: back to back)")
-      ->check(CLI::Range(0, 10000));
-  cmd->add_flag("!--no-peers", flags->options.peers, "only the layer ladder and corral");
+                  "(0-10000; default 0: back to back)")
+      ->check(CLI::Range(0, 10000).description(""));  // else help shows "INT:INT in [...]"
+  // A callback, not a "!--no-peers" flag bound to the bool: CLI11 prints that one's
+  // negated default into --help as "--no-peers{false}".
+  cmd->add_flag_callback(
+      "--no-peers", [flags] { flags->options.peers = false; }, "only the layer ladder and corral");
   cmd->add_option("--out", flags->out, "directory for bench.json and bench.svg");
   cmd->callback([flags, exit_code] {
     bench::BenchOptions o = flags->options;

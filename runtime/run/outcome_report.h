@@ -1,6 +1,7 @@
 // The lines `corral run` and `corral exec` print on stderr after a command: its warnings,
-// then — unless the caller asked for JSON — why corral stopped it (a setup failure, the
-// timeout, the memory limit) when the exit code alone would not say. Shared by the CLI
+// then — unless the caller asked for JSON — why corral stopped it or which limit it ran
+// into (a setup failure, the timeout, the memory, pids, CPU time or file size limit) when
+// the exit code alone would not say. Shared by the CLI
 // and the pool server, which words it for the front program (cli/front).
 #pragma once
 

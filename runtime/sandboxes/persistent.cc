@@ -51,22 +51,23 @@ Result<std::unique_ptr<cgroups::CgroupManager>> ManagerFor(const JailSpec& spec)
   return cgroups::CgroupManager::Create(ManagerOptionsFor(spec.cgroups));
 }
 
-// A pidfd for the recorded init, or an error saying the sandbox is dead. The start time
-// check makes a recycled pid look dead rather than like the sandbox.
-Result<UniqueFd> OpenInit(const SandboxRecord& r) {
-  std::optional<uint64_t> ticks = ProcessStartTicks(r.init_pid);
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, r.init_pid, 0)));
-  if (!ticks || *ticks != r.init_start_ticks || !pidfd) {
-    return Error(ErrorCode::kNotFound, "sandbox '" + r.name + "' is dead: its init (pid " +
-                                           std::to_string(r.init_pid) + ") is gone; `corral rm " +
-                                           r.name + "` cleans it up");
-  }
-  return pidfd;
+// The recorded init runs: same pid, same start time (a recycled pid is not the sandbox),
+// and not exiting. A killed init is dead at once, while it is a zombie and while the kernel
+// tears its PID namespace down (its root is gone then and no exec could enter).
+bool InitAlive(const SandboxRecord& r) { return ProcessRunning(r.init_pid, r.init_start_ticks); }
+
+Error DeadSandbox(const SandboxRecord& r) {
+  return Error(ErrorCode::kNotFound, "sandbox '" + r.name +
+                                         "' is dead (its init exited); `corral rm " + r.name +
+                                         "` cleans it up");
 }
 
-bool InitAlive(const SandboxRecord& r) {
-  std::optional<uint64_t> ticks = ProcessStartTicks(r.init_pid);
-  return ticks && *ticks == r.init_start_ticks;
+// A pidfd for the recorded init, or an error saying the sandbox is dead. Checked after
+// the pidfd is open, so the pidfd is the recorded init, not a recycled pid.
+Result<UniqueFd> OpenInit(const SandboxRecord& r) {
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, r.init_pid, 0)));
+  if (!pidfd || !InitAlive(r)) return DeadSandbox(r);
+  return pidfd;
 }
 
 std::string ExecCgroupName() {
@@ -218,7 +219,11 @@ Result<jail::JailProcess> SpawnExec(const SandboxRecord& record, int init_pidfd,
   // Opened after the pidfd: a recycled pid cannot slip in between (OpenInit checked it).
   UniqueFd init_root(::open(("/proc/" + std::to_string(record.init_pid) + "/root").c_str(),
                             O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!init_root) return Error::FromErrno(errno, "root of sandbox " + record.name);
+  if (!init_root) {
+    // The init died since OpenInit looked: say so, not that a /proc path is missing.
+    if (!InitAlive(record)) return DeadSandbox(record);
+    return Error::FromErrno(errno, "root of sandbox " + record.name);
+  }
   jail::EnterRequest enter;
   enter.plan = &plan;
   enter.init_pidfd = init_pidfd;
@@ -237,7 +242,7 @@ Result<jail::JailProcess> SpawnExec(const SandboxRecord& record, int init_pidfd,
 
 // From a started exec to its outcome. Background processes it leaves keep running.
 // RunOptions::on_outcome is called before the exec's cgroup is removed.
-Result<RunOutcome> SuperviseExec(jail::JailProcess& command,
+Result<RunOutcome> SuperviseExec(const std::string& sandbox, jail::JailProcess& command,
                                  std::unique_ptr<cgroups::Cgroup>& exec_cg, Stdio& io,
                                  const JailSpec& spec, const RunOptions& options,
                                  const StopSources& stops, Clock::time_point start,
@@ -268,7 +273,12 @@ Result<RunOutcome> SuperviseExec(jail::JailProcess& command,
   if (exec_cg) {
     auto left = exec_cg->Processes();
     if (left && left->empty()) {
-      (void)exec_cg->Destroy();
+      // Its OOM kills leave with it on cgroup v1: the sandbox's record keeps them.
+      if (exec_cg->Destroy() && stats.oom_kills > 0) {
+        if (auto store = SandboxStore::Open()) {
+          (void)store->AddRemovedOomKills(sandbox, stats.oom_kills);
+        }
+      }
     } else {
       exec_cg->Release();  // background processes live on; `rm` removes the cgroup
     }
@@ -309,8 +319,8 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
                              io.child_stdout(), io.child_stderr(), /*deferred=*/false));
   io.CloseChildEnds();
   trace.Mark("clone");
-  return SuperviseExec(command, exec_cg, io, spec, request.io, stops, start, std::move(outcome),
-                       trace);
+  return SuperviseExec(record.name, command, exec_cg, io, spec, request.io, stops, start,
+                       std::move(outcome), trace);
 }
 
 Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox) {
@@ -353,7 +363,7 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
   // when the slot was made) is alive is in the sandbox the request names.
   auto lock = store.Lock(record.name, /*shared=*/true);
   pollfd exited[2] = {{slot->process.pidfd(), POLLIN, 0}, {slot->init_pidfd.get(), POLLIN, 0}};
-  if (!lock || ::poll(exited, 2, 0) != 0) {
+  if (!lock || ::poll(exited, 2, 0) != 0 || !InitAlive(record)) {
     *unusable = "the slot or its sandbox died";
     return std::optional<RunOutcome>();
   }
@@ -375,8 +385,8 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
   io.CloseChildEnds();
   trace.Mark("hand-off");
   (void)store.TouchLastUsed(record.name);  // while the command starts, not before
-  auto result = SuperviseExec(slot->process, slot->exec_cg, io, spec, request.io, stops, start,
-                              std::move(outcome), trace);
+  auto result = SuperviseExec(record.name, slot->process, slot->exec_cg, io, spec, request.io,
+                              stops, start, std::move(outcome), trace);
   if (!result) return result.error();
   return std::optional<RunOutcome>(std::move(*result));
 }
@@ -423,6 +433,10 @@ Result<SandboxInfo> InspectSandbox(const std::string& name_or_id) {
     if (auto cg = (*manager)->OpenCgroup(record.cgroup_name)) {
       (*cg)->Release();
       if (auto stats = (*cg)->ReadStats()) info.stats = *stats;
+      // v2's memory.events still counts the kills of removed exec cgroups; v1 forgot them.
+      if (info.stats && (*manager)->driver() == cgroups::Driver::kV1) {
+        info.stats->oom_kills += store.RemovedOomKills(record.name);
+      }
       if (auto procs = (*cg)->Processes()) info.processes = procs->size();
     }
   }

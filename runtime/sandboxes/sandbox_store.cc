@@ -208,7 +208,7 @@ Status SandboxStore::Forget(const std::string& name) {
   if (::unlink(IdlePath(name).c_str()) != 0 && errno != ENOENT) {
     return Error::FromErrno(errno, "unlink " + IdlePath(name));
   }
-  for (const char* f : {"/state.json", "/state.json.tmp", "/lock", "/last_used"}) {
+  for (const char* f : {"/state.json", "/state.json.tmp", "/lock", "/last_used", "/oom_kills"}) {
     if (::unlink((dir + f).c_str()) != 0 && errno != ENOENT) {
       return Error::FromErrno(errno, "unlink " + dir + f);
     }
@@ -239,19 +239,73 @@ double SandboxStore::LastUsed(const std::string& name) const {
   return static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec / 1e9;
 }
 
-std::optional<uint64_t> ProcessStartTicks(pid_t pid) {
+Status SandboxStore::AddRemovedOomKills(const std::string& name, int64_t kills) const {
+  std::string path = DirOf(name) + "/oom_kills";
+  UniqueFd fd(::open(path.c_str(), O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0600));
+  if (!fd) return Error::FromErrno(errno, path);
+  std::string line = std::to_string(kills) + "\n";
+  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    return Error::FromErrno(errno, "write " + path);
+  }
+  return Ok();
+}
+
+int64_t SandboxStore::RemovedOomKills(const std::string& name) const {
+  auto text = ReadFile(DirOf(name) + "/oom_kills");
+  if (!text) return 0;
+  int64_t total = 0;
+  const char* p = text->c_str();
+  while (*p != '\0') {
+    char* end = nullptr;
+    long long n = std::strtoll(p, &end, 10);
+    if (end == p) break;
+    if (n > 0) total += n;
+    p = end;
+  }
+  return total;
+}
+
+namespace {
+
+struct ProcStat {
+  char state = '?';        // field 3
+  uint64_t flags = 0;      // field 9
+  uint64_t start_ticks = 0;  // field 22
+};
+
+std::optional<ProcStat> ReadProcStat(pid_t pid) {
   auto text = ReadFile("/proc/" + std::to_string(pid) + "/stat");
   if (!text) return std::nullopt;
   // comm (field 2) may contain spaces and parentheses: count fields after the last ')'.
   size_t close = text->rfind(')');
-  if (close == std::string::npos) return std::nullopt;
+  if (close == std::string::npos || close + 2 >= text->size()) return std::nullopt;
+  ProcStat st;
   size_t pos = close + 2;  // field 3 starts here
+  st.state = (*text)[pos];
   for (int field = 3; field < 22; ++field) {
     pos = text->find(' ', pos);
     if (pos == std::string::npos) return std::nullopt;
     ++pos;
+    if (field + 1 == 9) st.flags = std::strtoull(text->c_str() + pos, nullptr, 10);
   }
-  return std::strtoull(text->c_str() + pos, nullptr, 10);
+  st.start_ticks = std::strtoull(text->c_str() + pos, nullptr, 10);
+  return st;
+}
+
+constexpr uint64_t kPfExiting = 0x00000004;  // PF_EXITING, include/linux/sched.h
+
+}  // namespace
+
+std::optional<uint64_t> ProcessStartTicks(pid_t pid) {
+  auto st = ReadProcStat(pid);
+  if (!st) return std::nullopt;
+  return st->start_ticks;
+}
+
+bool ProcessRunning(pid_t pid, uint64_t start_ticks) {
+  auto st = ReadProcStat(pid);
+  return st && st->start_ticks == start_ticks && st->state != 'Z' && st->state != 'X' &&
+         st->state != 'x' && (st->flags & kPfExiting) == 0;
 }
 
 }  // namespace corral::runtime

@@ -7,6 +7,8 @@
 //   <runtime>/sandboxes/<name>/lock         flock: shared while an exec starts, exclusive
 //                                           for rm
 //   <runtime>/sandboxes/<name>/last_used    its mtime is the last exec's start
+//   <runtime>/sandboxes/<name>/oom_kills    one line "N" per removed exec cgroup that saw
+//                                           N OOM kills (cgroup v1 loses them with it)
 //   <runtime>/ids/<id>                       symlink to <name>: find by id without a scan
 //   <runtime>/idle/<name>                    idle timeout in seconds, only for sandboxes
 //                                            that have one: the idle sweep reads these
@@ -79,6 +81,12 @@ class SandboxStore {
   // Unix seconds of the last exec (or of creation).
   double LastUsed(const std::string& name) const;
 
+  // OOM kills of exec cgroups that were removed: cgroup v1 counts a kill only in the
+  // victim's cgroup, so the sandbox-wide figure would lose them with the exec's leaf.
+  // Appends one line (O_APPEND: concurrent execs do not lose each other's counts).
+  Status AddRemovedOomKills(const std::string& name, int64_t kills) const;
+  int64_t RemovedOomKills(const std::string& name) const;  // their sum; 0 if none
+
  private:
   std::string IdPath(const std::string& id) const;
   std::string IdlePath(const std::string& name) const;
@@ -88,5 +96,10 @@ class SandboxStore {
 // Start time of a process in clock ticks since boot (field 22 of /proc/<pid>/stat), or
 // nullopt if it does not exist.
 std::optional<uint64_t> ProcessStartTicks(pid_t pid);
+
+// Whether `pid` is the process that started at `start_ticks` and has not begun to exit:
+// not a zombie, not dead, and not PF_EXITING (a killed PID 1 stays in that state while
+// the kernel kills and reaps the rest of its PID namespace, with its root already gone).
+bool ProcessRunning(pid_t pid, uint64_t start_ticks);
 
 }  // namespace corral::runtime

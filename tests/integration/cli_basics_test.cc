@@ -41,5 +41,17 @@ TEST(CliBasicsTest, NoSubcommandIsAnErrorWithAHint) {
   EXPECT_EQ(r->err.find("A subcommand is required"), std::string::npos) << r->Describe();
 }
 
+// CLI11 prints a negated bool flag's default into the help ("--no-peers{false}").
+TEST(CliBasicsTest, BenchHelpHasNoDefaultValueArtefacts) {
+  auto r = RunCorral({"bench", "--help"});
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->exit_code, 0) << r->Describe();
+  EXPECT_NE(r->out.find("--no-peers"), std::string::npos) << r->Describe();
+  EXPECT_NE(r->out.find("--quick"), std::string::npos) << r->Describe();
+  EXPECT_EQ(r->out.find("{false}"), std::string::npos) << r->Describe();
+  EXPECT_EQ(r->out.find("{true}"), std::string::npos) << r->Describe();
+  EXPECT_EQ(r->out.find("INT:INT"), std::string::npos) << r->Describe();
+}
+
 }  // namespace
 }  // namespace corral::test

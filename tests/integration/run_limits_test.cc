@@ -69,6 +69,17 @@ TEST_F(LimitsTest, ForkBombStopsAtPidsLimitAndDiesWithTheCommand) {
               o["wall_ms"].get<double>());
 }
 
+// Without --json the limit is named on stderr, as the memory limit and the timeout are.
+TEST_F(LimitsTest, PidsLimitIsNamedOnStderrWithoutJson) {
+  Result<RunResult> run =
+      RunCorral({"run", "-v", ProbeBinary() + ":/opt/p:ro", "--pids-limit", "32", "--timeout", "30",
+                 "--", "/opt/p", "forkbomb", "100000", "60"});
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(run->exit_code, 0) << run->Describe();
+  EXPECT_NE(run->err.find("corral: process limit reached (pids-limit 32)"), std::string::npos)
+      << run->Describe();
+}
+
 TEST_F(LimitsTest, InfiniteLoopTimesOutNearTheDeadline) {
   JailRun run;
   nlohmann::json o = Outcome({"--timeout", "1"}, {"spin", "60"}, &run);

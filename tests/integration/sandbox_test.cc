@@ -244,6 +244,64 @@ TEST_F(SandboxTest, DeadSandboxIsReportedAndCleanedUp) {
   EXPECT_NE(ps->out.find("\"dead\""), std::string::npos) << ps->out;
 }
 
+// State letter of /proc/<pid>/stat, or 0 when the process is gone.
+char ProcState(pid_t pid) {
+  Result<std::string> stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return 0;
+  size_t close = stat->rfind(')');
+  return close == std::string::npos || close + 2 >= stat->size() ? 0 : (*stat)[close + 2];
+}
+
+// The killed init stays a zombie for as long as nobody reaps it (this test process is
+// its subreaper and waits on purpose): it is dead from the moment it exits, and an exec
+// says so rather than failing to open its root.
+TEST_F(SandboxTest, KilledInitIsDeadAtOnceAndExecSaysSo) {
+  std::string name = Create();
+  nlohmann::json stats = Stats(name);
+  ASSERT_TRUE(stats.is_object());
+  pid_t init = stats["init_pid"].get<pid_t>();
+  ASSERT_EQ(kill(init, SIGKILL), 0);
+  for (int i = 0; i < 250 && ProcState(init) != 'Z'; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(ProcState(init), 'Z') << "the killed init should wait for us to reap it";
+  Result<RunResult> ps = RunCorral({"ps", "--json"});
+  ASSERT_TRUE(ps && ps->exit_code == 0);
+  nlohmann::json list = nlohmann::json::parse(ps->out, nullptr, false);
+  std::string state;
+  for (const auto& s : list) {
+    if (s.value("name", "") == name) state = s.value("state", "");
+  }
+  EXPECT_EQ(state, "dead") << ps->out;
+  EXPECT_EQ(Stats(name).value("state", ""), "dead");
+  Result<RunResult> exec = Exec(name, {"true"});
+  ASSERT_TRUE(exec);
+  EXPECT_EQ(exec->exit_code, 125);
+  EXPECT_NE(exec->err.find("sandbox '" + name + "' is dead (its init exited)"), std::string::npos)
+      << exec->Describe();
+  EXPECT_EQ(exec->err.find("No such file"), std::string::npos) << exec->Describe();
+  EXPECT_EQ(waitpid(init, nullptr, 0), init);
+}
+
+// cgroup v1 counts an OOM kill only in the exec's own cgroup, which goes when the exec
+// ends: the sandbox-wide count must keep it (on v2 the parent's memory.events does).
+TEST_F(SandboxTest, OomKillInAnExecShowsInSandboxStats) {
+  std::string name = Create({"--memory", "64m"});
+  EXPECT_EQ(Stats(name).value("oom_kills", -1), 0);
+  Result<RunResult> hog = Exec(name, {"/opt/p", "alloc", "256"}, {"--json"});
+  ASSERT_TRUE(hog) << hog.error().message();
+  nlohmann::json o = nlohmann::json::parse(hog->out, nullptr, false);
+  ASSERT_EQ(o.value("status", ""), "oom_killed") << hog->Describe();
+  nlohmann::json stats = Stats(name);
+  ASSERT_TRUE(stats.is_object());
+  EXPECT_GE(stats.value("oom_kills", -1), 1) << stats.dump();
+  // A second one adds up, and a plain exec afterwards does not reset it.
+  hog = Exec(name, {"/opt/p", "alloc", "256"}, {"--json"});
+  ASSERT_TRUE(hog);
+  EXPECT_EQ(Bash(name, "echo ok"), "ok\n");
+  EXPECT_GE(Stats(name).value("oom_kills", -1), 2);
+}
+
 TEST_F(SandboxTest, KillingTheCliMidExecLeavesTheSandboxHealthy) {
   std::string name = Create();
   Result<pid_t> started = StartProgram({CorralBinary(), "exec", name, "--", "sleep", "60"});

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/layers.h"
 #include "bench/report.h"
 #include "bench/results.h"
 
@@ -142,6 +143,112 @@ TEST(BenchReportSvg, IsOneSvgDocumentWithABarPerMeasuredLauncherAndEscapedText) 
   EXPECT_THAT(svg, HasSubstr("sh -c &apos;echo &lt;hi&gt; &amp; bye&apos;"));
   EXPECT_THAT(svg, Not(HasSubstr("<hi>")));
   EXPECT_THAT(svg, HasSubstr("skipped: not installed"));
+}
+
+// Count of non-overlapping occurrences of `needle`.
+size_t Count(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+// The line of `text` that contains `needle` (empty if none).
+std::string LineWith(const std::string& text, const std::string& needle) {
+  size_t p = text.find(needle);
+  if (p == std::string::npos) return "";
+  size_t begin = text.rfind('\n', p);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  return text.substr(begin, text.find('\n', p) - begin);
+}
+
+TEST(BenchTargets, AnExtrapolatedFigureIsAnEstimateNeverJudged) {
+  BenchResults r = MakeResults();  // 100 sandboxes: the 1000-sandbox figure is extrapolated
+  const TargetResult& up = r.targets[6];
+  EXPECT_TRUE(up.estimate);
+  EXPECT_FALSE(up.pass);
+  EXPECT_THAT(up.note, HasSubstr("estimate"));
+  std::string line = LineWith(FormatTable(r), "1000 sandboxes up");
+  EXPECT_THAT(line, HasSubstr("estimate")) << line;
+  EXPECT_THAT(line, Not(HasSubstr("MISS"))) << line;
+  EXPECT_THAT(line, Not(HasSubstr("PASS"))) << line;
+  auto j = nlohmann::json::parse(ToJson(r));
+  EXPECT_EQ(j["targets"][6]["estimate"], true);
+  EXPECT_TRUE(j["targets"][6]["pass"].is_null());
+  // Quick enough for a small run to pass would still only be an estimate.
+  r.sandboxes.bring_up_s = 0.1;
+  EvaluateTargets(&r);
+  EXPECT_TRUE(r.targets[6].estimate);
+  EXPECT_FALSE(r.targets[6].pass);
+  EXPECT_THAT(LineWith(FormatTable(r), "1000 sandboxes up"), Not(HasSubstr("PASS")));
+  // Measured at full size: judged.
+  r.sandboxes.requested = r.sandboxes.created = 1000;
+  r.sandboxes.bring_up_s = 8;
+  EvaluateTargets(&r);
+  EXPECT_FALSE(r.targets[6].estimate);
+  EXPECT_TRUE(r.targets[6].pass);
+  EXPECT_THAT(LineWith(FormatTable(r), "1000 sandboxes up"), HasSubstr("PASS"));
+}
+
+TEST(BenchReportTable, NamesNoInternalIssuesAndSaysWhatEachRowIs) {
+  BenchResults r = MakeResults();
+  r.latency[0].entries[0].description = "rung 1: fork(), execve(), waitpid()";
+  const std::string t = FormatTable(r);
+  EXPECT_THAT(t, Not(HasSubstr("issue")));
+  EXPECT_THAT(t, HasSubstr("\ntargets:\n"));
+  EXPECT_THAT(t, HasSubstr("rungs 1-6 are cumulative"));
+  EXPECT_THAT(LineWith(t, "rung 1: fork()"), HasSubstr(kBareName));
+  EXPECT_THAT(LineWith(t, "  bwrap  "), HasSubstr("peer: test"));
+  EXPECT_THAT(LineWith(t, std::string("  ") + kCorralRunName + "  "), HasSubstr("corral: test"));
+}
+
+// Every rung says what it adds and to which rung: they are cumulative (bench/layers.cc).
+TEST(BenchLadder, EachRungNamesItsBaseAndWhatItAdds) {
+  auto ladder = MakeLadder("/nonexistent/corral");
+  ASSERT_GE(ladder.size(), 6u);
+  EXPECT_EQ(ladder[0]->name(), kBareName);
+  EXPECT_EQ(ladder[0]->description().rfind("rung 1: ", 0), 0u);
+  for (int k = 2; k <= 6; ++k) {
+    const std::string prefix =
+        "rung " + std::to_string(k) + " = rung " + std::to_string(k - 1) + " + ";
+    EXPECT_EQ(ladder[k - 1]->description().rfind(prefix, 0), 0u) << ladder[k - 1]->description();
+  }
+  EXPECT_EQ(ladder[5]->name(), "+seccomp");
+  EXPECT_THAT(ladder[5]->description(), HasSubstr("seccomp filter"));
+  EXPECT_THAT(ladder[4]->description(), HasSubstr("cgroup"));
+}
+
+TEST(BenchReportSvg, HasALegendAShortTitleSpreadThroughputAndOneColourPerKind) {
+  BenchResults r = MakeResults();
+  r.latency[0].entries.push_back(Ok("JailPool in-process (warm)", "layer", {3, 3, 3}));
+  r.latency[0].entries.push_back(Ok("+seccomp", "layer", {2, 2, 2}));
+  const std::string svg = ToSvg(r);
+  // The title is short; the machine goes on a line of its own.
+  std::string title = LineWith(svg, "font-size=\"17\"");
+  EXPECT_THAT(title, HasSubstr(">corral bench: launch latency per launcher</text>"));
+  EXPECT_THAT(svg, HasSubstr(">Linux 6.18.0 x86_64, 2 cores, cgroups hybrid</text>"));
+  // Legend: a swatch per kind, and what the whisker is.
+  EXPECT_EQ(Count(svg, "class=\"swatch\""), 3u);
+  EXPECT_THAT(svg, HasSubstr(">corral</text>"));
+  EXPECT_THAT(svg, HasSubstr(">peer sandboxes</text>"));
+  EXPECT_THAT(svg, HasSubstr("p10–p90"));
+  // Colours: every corral row orange, the rungs blue, the peers grey.
+  auto bar_colour = [&](const std::string& name) {
+    size_t label = svg.find(">" + name + "</text>");
+    size_t fill = svg.find("fill=\"", svg.find("<rect x=", label));
+    return svg.substr(fill + 6, 7);
+  };
+  EXPECT_EQ(bar_colour("JailPool in-process (warm)"), bar_colour(kCorralRunName));
+  EXPECT_EQ(bar_colour(kCorralExecName), bar_colour(kCorralRunName));
+  EXPECT_EQ(bar_colour("+seccomp"), bar_colour(kBareName));
+  EXPECT_NE(bar_colour(kBareName), bar_colour(kCorralRunName));
+  EXPECT_NE(bar_colour(kBwrapName), bar_colour(kCorralRunName));
+  EXPECT_NE(bar_colour(kBwrapName), bar_colour(kBareName));
+  // Spread and throughput beside the medians.
+  EXPECT_THAT(svg, HasSubstr(">4.00 (4.00–4.00)</text>"));
+  EXPECT_GE(Count(svg, "<line "), 3u * 8);  // a whisker (3 lines) per measured launcher
+  EXPECT_THAT(svg, HasSubstr(">400.0/s</text>"));
+  EXPECT_THAT(svg, HasSubstr(">100.0/s</text>"));
+  EXPECT_THAT(svg, HasSubstr("launches/s, 2 workers"));
 }
 
 }  // namespace

@@ -97,5 +97,28 @@ TEST(BenchInterleavedOrder, EveryRoundIsAPermutationAndFirstPlaceRotates) {
   EXPECT_TRUE(InterleavedOrder(0, 3).empty());
 }
 
+// A rotation kept every launcher right behind the same neighbour in almost every round
+// (the +seccomp rung always followed +cgroup and inherited its warm cgroup attach).
+TEST(BenchInterleavedOrder, NeighboursVaryFromRoundToRound) {
+  constexpr size_t kEntries = 8, kRounds = 60;
+  std::vector<std::set<size_t>> predecessors(kEntries);
+  std::vector<size_t> first_count(kEntries, 0);
+  for (size_t round = 0; round < kRounds; ++round) {
+    auto order = InterleavedOrder(kEntries, round);
+    std::vector<size_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < kEntries; ++i) ASSERT_EQ(sorted[i], i);
+    EXPECT_EQ(order.front(), round % kEntries);
+    for (size_t i = 1; i < kEntries; ++i) predecessors[order[i]].insert(order[i - 1]);
+    ++first_count[order.front()];
+  }
+  for (size_t e = 0; e < kEntries; ++e) {
+    EXPECT_GE(predecessors[e].size(), 4u) << "launcher " << e;
+    EXPECT_GE(first_count[e], kRounds / kEntries);
+  }
+  EXPECT_EQ(InterleavedOrder(5, 7), InterleavedOrder(5, 7)) << "deterministic";
+  EXPECT_EQ(InterleavedOrder(1, 3), std::vector<size_t>{0});
+}
+
 }  // namespace
 }  // namespace corral::bench

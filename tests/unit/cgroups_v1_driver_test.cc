@@ -189,6 +189,32 @@ TEST(CgroupsV1Test, ParsesStats) {
   EXPECT_FALSE(s->memory_limit_hit);
 }
 
+// v1 counts an OOM kill only in the victim's own cgroup (a persistent sandbox's exec leaf):
+// the sandbox cgroup's figure must include what its children (and theirs) counted.
+TEST(CgroupsV1Test, OomKillsIncludeChildCgroups) {
+  FakeCgroupFs fs = ComountedV1();
+  auto mgr = MustCreate(fs.Options());
+  ASSERT_TRUE(mgr);
+  auto sbx = mgr->CreateCgroup("sbx-o");
+  ASSERT_TRUE(sbx);
+  auto exec = (*sbx)->CreateChild("exec-1");
+  ASSERT_TRUE(exec) << exec.error().message();
+  auto nested = (*exec)->CreateChild("inner");
+  ASSERT_TRUE(nested) << nested.error().message();
+  const std::string mem = "/sys/fs/cgroup/memory/corral/sbx-o/";
+  fs.Write(mem + "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n");
+  fs.Write(mem + "exec-1/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
+  fs.Write(mem + "exec-1/inner/memory.oom_control",
+           "oom_kill_disable 0\nunder_oom 0\noom_kill 4\n");
+  auto s = (*sbx)->ReadStats();
+  ASSERT_TRUE(s) << s.error().message();
+  EXPECT_EQ(s->oom_kills, 7);
+  EXPECT_TRUE(s->memory_limit_hit);
+  auto leaf = (*nested)->ReadStats();
+  ASSERT_TRUE(leaf);
+  EXPECT_EQ(leaf->oom_kills, 4) << "a leaf counts only itself";
+}
+
 // A pooled jail's cgroup keeps its stat files open (KeepStatFilesOpen): each ReadStats
 // must still see what the files hold now, including files that appear later.
 TEST(CgroupsV1Test, StatFilesKeptOpenAreReadAfresh) {

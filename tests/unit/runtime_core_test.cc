@@ -2,16 +2,20 @@
 // outcome and its exit codes, the command environment, spec <-> JSON, sandbox records,
 // and the setup-record channel.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "jail/setup_record.h"
 #include "runtime/run/outcome.h"
+#include "runtime/run/outcome_report.h"
 #include "runtime/run/output_capture.h"
 #include "runtime/run/planner.h"
 #include "runtime/sandboxes/sandbox_store.h"
@@ -235,6 +239,64 @@ TEST(SandboxStore, NamesAreValidated) {
 TEST(ProcessStartTicks, KnowsOurselvesAndNotTheDead) {
   EXPECT_TRUE(ProcessStartTicks(getpid()).has_value());
   EXPECT_FALSE(ProcessStartTicks(0x3fffffff).has_value());
+}
+
+// A zombie still has its /proc entry and start time, but it is not running: a killed
+// sandbox init must read as dead while nobody has reaped it yet.
+TEST(ProcessRunning, IsFalseForAZombieAndARecycledStartTime) {
+  uint64_t self_ticks = ProcessStartTicks(getpid()).value_or(0);
+  EXPECT_TRUE(ProcessRunning(getpid(), self_ticks));
+  EXPECT_FALSE(ProcessRunning(getpid(), self_ticks + 1));
+  EXPECT_FALSE(ProcessRunning(0x3fffffff, 0));
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  uint64_t ticks = ProcessStartTicks(child).value_or(0);
+  // Wait, without reaping, until it is a zombie.
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, child, &info, WEXITED | WNOWAIT), 0);
+  EXPECT_TRUE(ProcessStartTicks(child).has_value()) << "a zombie keeps its /proc entry";
+  EXPECT_FALSE(ProcessRunning(child, ticks));
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+}
+
+TEST(SandboxStore, RemovedOomKillsAddUp) {
+  test::TempDir dir;
+  SandboxStore store(dir.path());
+  ASSERT_TRUE(dir.MakeDirs("sandboxes", 0700));
+  ASSERT_TRUE(store.Claim("t1"));
+  EXPECT_EQ(store.RemovedOomKills("t1"), 0);
+  ASSERT_TRUE(store.AddRemovedOomKills("t1", 1));
+  ASSERT_TRUE(store.AddRemovedOomKills("t1", 2));
+  EXPECT_EQ(store.RemovedOomKills("t1"), 3);
+  ASSERT_TRUE(store.Forget("t1"));  // the count goes with the sandbox's directory
+  EXPECT_FALSE(std::filesystem::exists(dir.Join("sandboxes/t1")));
+}
+
+TEST(OutcomeReport, NamesThePidsLimitAndOtherLimitsWithoutJson) {
+  LimitsSpec limits;
+  limits.pids = 32;
+  RunOutcome o;
+  o.status = RunStatus::kExited;
+  o.exit_code = 1;
+  o.limit = LimitKind::kPids;
+  EXPECT_EQ(OutcomeReport(o, limits, /*with_reason=*/true),
+            "corral: process limit reached (pids-limit 32): the command could not fork or "
+            "start a thread (EAGAIN)\n");
+  EXPECT_EQ(OutcomeReport(o, limits, /*with_reason=*/false), "") << "--json: the object says it";
+  o.limit = LimitKind::kMemory;  // a child OOM-killed, the command itself exited
+  limits.memory_bytes = 64LL << 20;
+  EXPECT_EQ(OutcomeReport(o, limits, true),
+            "corral: a process of the command was killed: out of memory (limit 64 MiB)\n");
+  o.status = RunStatus::kSignaled;
+  o.signal = SIGKILL;
+  o.limit = LimitKind::kCpuTime;
+  limits.cpu_time_seconds = 1;
+  EXPECT_EQ(OutcomeReport(o, limits, true), "corral: command killed: CPU time limit (1 s)\n");
+  o.limit = LimitKind::kOutput;  // shown in the output itself
+  EXPECT_EQ(OutcomeReport(o, limits, true), "");
+  o.limit.reset();
+  EXPECT_EQ(OutcomeReport(o, limits, true), "");
 }
 
 TEST(SetupRecord, FailureCrossesTheChannelAndEofMeansRunning) {
