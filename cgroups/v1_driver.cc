@@ -63,7 +63,10 @@ void RemoveAll(const std::vector<V1Dir>& dirs, const FsHooks& hooks) {
 std::vector<V1Dir> V1Hierarchies(const HierarchyInfo& info) {
   std::vector<V1Dir> out;
   for (const auto& controller : kV1Controllers) {
-    for (const auto& [c, mount] : info.v1_mounts) {
+    for (const auto& entry : info.v1_mounts) {
+      // Named references, not a structured binding: clang 14 cannot capture those.
+      const auto& c = entry.first;
+      const auto& mount = entry.second;
       if (c != controller) continue;
       auto same =
           std::find_if(out.begin(), out.end(), [&](const V1Dir& d) { return d.dir == mount; });

@@ -90,7 +90,9 @@ const char* TypeName(const json& j) { return j.type_name(); }
 Status CheckObject(const json& j, const std::string& path,
                    std::initializer_list<const char*> allowed) {
   if (!j.is_object()) return Bad(path, std::string("expected an object, got ") + TypeName(j));
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    // A named reference, not a structured binding: clang 14 cannot capture those.
+    const std::string& key = item.key();
     if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) {
       return Bad(Field(path, key), "unknown key");
     }

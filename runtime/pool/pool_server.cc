@@ -17,10 +17,10 @@
 #include "runtime/run/outcome_report.h"
 #include "runtime/run/phase_trace.h"
 #include "runtime/pool/pool_protocol.h"
+#include "runtime/pool/pool_request.h"
 #include "runtime/pool/pool_socket.h"
 #include "runtime/run/runtime_dir.h"
 #include "runtime/sandboxes/sandbox_store.h"
-#include "runtime/spec/spec_json.h"
 
 namespace corral::runtime {
 
@@ -58,20 +58,6 @@ void SendBriefOutcome(int connection, const RunOutcome& outcome, const LimitsSpe
   if (auto st = SendFrame(connection, reply.dump()); !st) {
     spdlog::debug("pool: outcome not delivered: {}", st.error().message());
   }
-}
-
-// The run request's spec: SpecToJson's form, or {"default_spec": true, "argv": [...]}
-// from the front program — the spec `corral run` builds without options.
-Result<JailSpec> RequestedSpec(const std::string& frame) {
-  nlohmann::json j = nlohmann::json::parse(frame, nullptr, false);
-  if (!j.is_object() || !j.value("default_spec", false)) return SpecFromJson(frame);
-  JailSpec spec;
-  try {
-    j.at("argv").get_to(spec.argv);
-  } catch (const nlohmann::json::exception& e) {
-    return Error(ErrorCode::kInvalidArgument, std::string("sandbox spec: ") + e.what());
-  }
-  return spec;
 }
 
 bool PeerIsOurUser(int connection) {
@@ -215,8 +201,9 @@ void PoolServer::Handle(UniqueFd connection) {
 
 void PoolServer::HandleRequest(int connection, const std::string& request,
                                std::vector<UniqueFd> fds) {
-  nlohmann::json j = nlohmann::json::parse(request, nullptr, false);
-  std::string op = j.is_object() ? j.value("op", "") : "";
+  auto head = ParsePoolRequestHead(request);
+  if (!head) return ReplyError(connection, "malformed request: " + head.error().message());
+  const std::string& op = head->op;
   if (op == "wait_ready") {
     Status full = pool_->WaitUntilFull();
     if (!full) return ReplyError(connection, full.error().message());
@@ -230,13 +217,13 @@ void PoolServer::HandleRequest(int connection, const std::string& request,
   // The command gets the client's stdio; the connection carries its stop signals, and the
   // answer goes out as soon as the outcome is known (the teardown follows).
   RunOptions options;
-  options.capture_output = j.value("capture", false);
-  options.pass_stdin = j.value("stdin", false);
+  options.capture_output = head->capture;
+  options.pass_stdin = head->pass_stdin;
   options.stdin_fd = fds[0].get();
   options.stdout_fd = fds[1].get();
   options.stderr_fd = fds[2].get();
   options.interrupt_fd = connection;
-  const bool brief = j.value("brief", false);
+  const bool brief = head->brief;
   LimitsSpec limits;  // the run's, for the brief report; set by HandleRun/HandleExec
   options.on_outcome = [&](const RunOutcome& outcome) {
     fds.clear();  // the client's stdio: a pipe reader waits for our copy to close too
@@ -257,7 +244,7 @@ void PoolServer::HandleRun(int connection, const RunOptions& options, LimitsSpec
   PhaseTrace trace;
   auto spec_frame = ReceiveFrame(connection);
   if (!spec_frame) return ReplyError(connection, "request spec: " + spec_frame.error().message());
-  auto spec = RequestedSpec(*spec_frame);
+  auto spec = ParseRunSpecFrame(*spec_frame);
   if (!spec) return ReplyError(connection, "request spec: " + spec.error().message());
   trace.Mark("spec");
   if (auto why = pool_->Unfit(*spec)) {
@@ -278,17 +265,9 @@ void PoolServer::HandleRun(int connection, const RunOptions& options, LimitsSpec
 void PoolServer::HandleExec(int connection, const RunOptions& options, LimitsSpec* limits) {
   auto frame = ReceiveFrame(connection);
   if (!frame) return ReplyError(connection, "exec request: " + frame.error().message());
-  ExecRequest request;
-  try {
-    nlohmann::json j = nlohmann::json::parse(*frame);
-    j.at("sandbox").get_to(request.sandbox);
-    j.at("argv").get_to(request.argv);
-    j.at("env").get_to(request.env);
-    if (!j.at("workdir").is_null()) request.workdir = j["workdir"].get<std::string>();
-    if (!j.at("timeout").is_null()) request.timeout_seconds = j["timeout"].get<double>();
-  } catch (const nlohmann::json::exception& e) {
-    return ReplyError(connection, std::string("exec request: ") + e.what());
-  }
+  auto parsed = ParseExecFrame(*frame);
+  if (!parsed) return ReplyError(connection, parsed.error().message());
+  ExecRequest request = std::move(*parsed);
   // A slot ready for this sandbox (by name or id) is used without reading the store:
   // ExecInSlot checks that the sandbox it was made for still lives, with the same init.
   std::unique_ptr<ExecSlot> slot = TakeSlot(request.sandbox);

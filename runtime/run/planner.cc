@@ -91,7 +91,10 @@ std::vector<std::pair<std::string, std::string>> CommandEnvironment(const JailSp
       {"LOGNAME", user},      {"SHELL", "/bin/bash"}, {"LANG", "C.UTF-8"},
   };
   if (const char* term = std::getenv("TERM")) env.emplace_back("TERM", term);
-  for (const auto& [name, value] : spec.env) {
+  for (const auto& var : spec.env) {
+    // Named references, not a structured binding: clang 14 cannot capture those.
+    const std::string& name = var.first;
+    const std::string& value = var.second;
     auto it = std::find_if(env.begin(), env.end(), [&](const auto& e) { return e.first == name; });
     if (it != env.end()) {
       it->second = value;

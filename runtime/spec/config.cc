@@ -13,6 +13,7 @@
 #include "base/files.h"
 #include "runtime/spec/sizes.h"
 #include "runtime/spec/provider_config.h"
+#include "runtime/spec/yaml_documents.h"
 
 namespace corral::runtime {
 namespace {
@@ -515,15 +516,17 @@ Result<uint32_t> ParseId(const std::string& text, const std::string& flag) {
 Status LoadConfigText(const std::string& yaml, const std::string& origin, JailSpec* spec) {
   std::vector<YAML::Node> documents;
   try {
-    documents = YAML::LoadAll(yaml);
+    // Counted first: YAML::LoadAll never returns on some invalid texts (yaml_documents.h).
+    size_t count = CountYamlDocuments(yaml);
+    if (count > 1) {
+      return Error(ErrorCode::kInvalidArgument,
+                   origin + ": expected one YAML document, found " + std::to_string(count));
+    }
+    if (count == 1) documents.push_back(YAML::Load(yaml));
   } catch (const YAML::Exception& e) {
     return Error(ErrorCode::kInvalidArgument, origin + ":" + std::to_string(e.mark.line + 1) + ":" +
                                                   std::to_string(e.mark.column + 1) +
                                                   ": invalid YAML: " + e.msg);
-  }
-  if (documents.size() > 1) {
-    return Error(ErrorCode::kInvalidArgument, origin + ": expected one YAML document, found " +
-                                                  std::to_string(documents.size()));
   }
   Reader reader;
   try {

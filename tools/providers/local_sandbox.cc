@@ -187,7 +187,12 @@ SbResult<ResolvedPath> LocalSandbox::Resolve(const std::string& path, bool write
   if (HasDotDot(path)) {
     return SandboxError{SandboxErrc::kPathEscape, "Access denied: path traversal detected", EACCES};
   }
-  std::string p = path;
+  // Repeated slashes name the same path as one; left in, "/mnt/data//x" mapped to the
+  // absolute rel "/x" (found by tests/fuzz/fuzz_local_paths).
+  std::string p;
+  for (char c : path) {
+    if (c != '/' || p.empty() || p.back() != '/') p += c;
+  }
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   for (const auto& m : mappings_) {
     const std::string& c = m.container_path;

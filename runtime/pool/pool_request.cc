@@ -1,0 +1,76 @@
+#include "runtime/pool/pool_request.h"
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/spec/spec_json.h"
+
+namespace corral::runtime {
+
+namespace {
+
+// j.value(key, fallback) throws type_error when the key holds another type, which no
+// caller here catches (a pool server thread would end the process: found by
+// tests/fuzz/fuzz_pool_protocol). This says which key instead.
+Status ReadBool(const nlohmann::json& j, const char* key, bool* out) {
+  if (!j.contains(key) || j.at(key).is_null()) return Ok();
+  if (!j.at(key).is_boolean()) {
+    return Error(ErrorCode::kInvalidArgument,
+                 std::string(key) + ": expected a boolean, got " + j.at(key).type_name());
+  }
+  *out = j.at(key).get<bool>();
+  return Ok();
+}
+
+}  // namespace
+
+Result<PoolRequestHead> ParsePoolRequestHead(const std::string& frame) {
+  nlohmann::json j = nlohmann::json::parse(frame, nullptr, false);
+  PoolRequestHead head;
+  if (!j.is_object()) return head;  // no op: the caller's "malformed request"
+  if (j.contains("op") && !j.at("op").is_null()) {
+    if (!j.at("op").is_string()) {
+      return Error(ErrorCode::kInvalidArgument,
+                   std::string("op: expected a string, got ") + j.at("op").type_name());
+    }
+    head.op = j.at("op").get<std::string>();
+  }
+  RETURN_IF_ERROR(ReadBool(j, "capture", &head.capture));
+  RETURN_IF_ERROR(ReadBool(j, "stdin", &head.pass_stdin));
+  RETURN_IF_ERROR(ReadBool(j, "brief", &head.brief));
+  return head;
+}
+
+Result<JailSpec> ParseRunSpecFrame(const std::string& frame) {
+  nlohmann::json j = nlohmann::json::parse(frame, nullptr, false);
+  bool default_spec = false;
+  if (j.is_object()) {
+    if (auto st = ReadBool(j, "default_spec", &default_spec); !st) {
+      return st.error().WithContext("sandbox spec");
+    }
+  }
+  if (!default_spec) return SpecFromJson(frame);
+  JailSpec spec;
+  try {
+    j.at("argv").get_to(spec.argv);
+  } catch (const nlohmann::json::exception& e) {
+    return Error(ErrorCode::kInvalidArgument, std::string("sandbox spec: ") + e.what());
+  }
+  return spec;
+}
+
+Result<ExecRequest> ParseExecFrame(const std::string& frame) {
+  ExecRequest request;
+  try {
+    nlohmann::json j = nlohmann::json::parse(frame);
+    j.at("sandbox").get_to(request.sandbox);
+    j.at("argv").get_to(request.argv);
+    j.at("env").get_to(request.env);
+    if (!j.at("workdir").is_null()) request.workdir = j["workdir"].get<std::string>();
+    if (!j.at("timeout").is_null()) request.timeout_seconds = j["timeout"].get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    return Error(ErrorCode::kInvalidArgument, std::string("exec request: ") + e.what());
+  }
+  return request;
+}
+
+}  // namespace corral::runtime
