@@ -13,6 +13,7 @@
 #include "base/files.h"
 #include "runtime/spec/sizes.h"
 #include "runtime/spec/provider_config.h"
+#include "runtime/spec/utf8_text.h"
 #include "runtime/spec/yaml_documents.h"
 
 namespace corral::runtime {
@@ -514,6 +515,7 @@ Result<uint32_t> ParseId(const std::string& text, const std::string& flag) {
 }  // namespace
 
 Status LoadConfigText(const std::string& yaml, const std::string& origin, JailSpec* spec) {
+  RETURN_IF_ERROR(CheckUtf8Text(yaml, origin));
   std::vector<YAML::Node> documents;
   try {
     // Counted first: YAML::LoadAll never returns on some invalid texts (yaml_documents.h).

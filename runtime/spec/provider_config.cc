@@ -6,6 +6,8 @@
 #include <set>
 
 #include "base/files.h"
+#include "runtime/spec/utf8_text.h"
+#include "runtime/spec/yaml_documents.h"
 #include "runtime/spec/config.h"
 
 namespace corral::runtime {
@@ -228,8 +230,13 @@ Status LoadProviderConfig(const YAML::Node& sandbox, const YAML::Node& skills, P
 
 Status LoadToolConfigFile(const std::string& path, ProviderConfig* config, JailSpec* spec) {
   ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  RETURN_IF_ERROR(CheckUtf8Text(text, path));
   YAML::Node root;
   try {
+    // Counted first: YAML::Load never returns on some invalid texts (yaml_documents.h).
+    if (CountYamlDocuments(text) > 1) {
+      return Error(ErrorCode::kInvalidArgument, path + ": expected one YAML document");
+    }
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return Error(ErrorCode::kInvalidArgument, path + ": " + e.what());

@@ -8,6 +8,7 @@
 #include "base/files.h"
 #include "runtime/pool/pool_request.h"
 #include "runtime/spec/config.h"
+#include "runtime/spec/provider_config.h"
 #include "tests/support/temp_dir.h"
 #include "tools/providers/local_sandbox.h"
 
@@ -53,6 +54,22 @@ TEST(FuzzRegressions, ConfigDocumentCountIsStillChecked) {
   Status three = LoadWithin10s("---\n---\n---\n");
   ASSERT_FALSE(three);
   EXPECT_THAT(three.error().message(), HasSubstr("found 3"));
+}
+
+// A config string that is not UTF-8 was accepted; SpecToJson's dump() then threw, so
+// `corral create` ended in std::terminate writing the state file. Both loaders refuse it.
+TEST(FuzzRegressions, ConfigTextThatIsNotUtf8IsRefusedWithItsLine) {
+  Status st = LoadWithin10s("limits:\n  pids: 10\nworkdir: /tmp/caf\xe9\n");
+  ASSERT_FALSE(st);
+  EXPECT_THAT(st.error().message(), HasSubstr("c.yaml:3: not valid UTF-8"));
+  EXPECT_TRUE(LoadWithin10s("workdir: /tmp/caf\xc3\xa9\n"));  // é in UTF-8 is fine
+  test::TempDir dir;
+  ASSERT_TRUE(dir.WriteFile("c.yaml", "sandbox:\n  base_dir: /srv/\xff\n", 0644));
+  runtime::ProviderConfig config;
+  runtime::JailSpec spec;
+  Status tools = runtime::LoadToolConfigFile(dir.Join("c.yaml"), &config, &spec);
+  ASSERT_FALSE(tools);
+  EXPECT_THAT(tools.error().message(), HasSubstr("c.yaml:2: not valid UTF-8"));
 }
 
 // A key of the wrong type made nlohmann's value() throw out of the pool server's
