@@ -13,19 +13,34 @@
 
 namespace corral::jail {
 
-Result<UniqueFd> PrepareBindTree(const std::string& host_path, bool read_only) {
+namespace {
+
+Result<UniqueFd> DetachedTree(const std::string& host_path, uint64_t attrs, uint64_t clear) {
   UniqueFd tree(
       sys::OpenTree(AT_FDCWD, host_path.c_str(),
                     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW));
   if (!tree) return Error::FromErrno(errno, "open_tree " + host_path);
-  uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-  if (read_only) attrs |= MOUNT_ATTR_RDONLY;
   // AT_RECURSIVE: a submount of a read-only tree (say /usr/local on its own filesystem)
   // must not stay writable, which a classic MS_REMOUNT|MS_RDONLY would leave it.
-  if (sys::MountSetattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, attrs, 0, MS_PRIVATE) != 0) {
+  if (sys::MountSetattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, attrs, clear, MS_PRIVATE) !=
+      0) {
     return Error::FromErrno(errno, "mount_setattr " + host_path);
   }
   return tree;
+}
+
+}  // namespace
+
+Result<UniqueFd> PrepareBindTree(const std::string& host_path, bool read_only) {
+  uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  if (read_only) attrs |= MOUNT_ATTR_RDONLY;
+  return DetachedTree(host_path, attrs, 0);
+}
+
+Result<UniqueFd> PrepareNullMaskTree() {
+  // The host's /dev is usually a devtmpfs without nodev already; clearing it makes sure.
+  return DetachedTree("/dev/null", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+                      MOUNT_ATTR_NODEV);
 }
 
 namespace {

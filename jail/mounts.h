@@ -22,6 +22,13 @@ namespace corral::jail {
 // Symlinks in `host_path` itself are not followed.
 Result<UniqueFd> PrepareBindTree(const std::string& host_path, bool read_only);
 
+// Parent: a detached read-only bind of the host's /dev/null, to be mounted over a file that
+// the jail must not read (a /proc entry). Unlike PrepareBindTree it is not nodev, so the
+// masked file reads as empty, as runc's masks do, instead of failing every open with
+// EACCES (which tools report as an error). Writes reach /dev/null, since a device node is
+// writable on a read-only mount: harmless. Nosuid and noexec.
+Result<UniqueFd> PrepareNullMaskTree();
+
 // Child: builds the root and pivots into it. On failure reports a SetupRecord on
 // `report_fd` and returns false.
 bool BuildRoot(const JailPlan& plan, int report_fd);

@@ -55,11 +55,35 @@ const char* const kEtcDirs[] = {
 
 constexpr size_t kMaxCopiedEtcFile = 1 << 20;
 
-// /proc entries that leak host state and get masked, and those made read-only.
-const char* const kProcMaskedFiles[] = {"kcore",       "keys",          "timer_list",
-                                        "sched_debug", "latency_stats", "sysrq-trigger"};
-const char* const kProcMaskedDirs[] = {"acpi", "scsi", "asound"};
-const char* const kProcReadOnly[] = {"sys", "bus", "fs", "irq"};
+// /proc entries that show the host (its kernel, hardware, memory layout, other tenants'
+// activity) and that no common tool needs. README.md ("What the command sees") has the
+// table with the reason for each; keep the two in step. A file is masked by a read-only
+// /dev/null (reads see EOF, writes reach /dev/null), a directory by an empty read-only
+// tmpfs. Names the running kernel lacks are skipped. Everything else stays: /proc/self and
+// /proc/<pid>, meminfo, cpuinfo, stat, uptime, loadavg, mounts, vmstat, swaps, filesystems,
+// version, cgroups, locks, sysvipc, net (the jail's own netns), tty (ps maps tty numbers).
+const char* const kProcMaskedFiles[] = {
+    // Docker's/runc's masked files, and sysrq-trigger, which they make read-only.
+    "kcore", "keys", "timer_list", "timer_stats", "sched_debug", "latency_stats", "sysrq-trigger",
+    // The host kernel's build and boot configuration, and other users' key quotas.
+    "config.gz", "cmdline", "bootconfig", "key-users",
+    // Kernel symbols, log and modules.
+    "kallsyms", "kmsg", "modules",
+    // Physical memory map and allocator state: aids for kernel heap grooming, KASLR, rowhammer.
+    "kpagecount", "kpageflags", "kpagecgroup", "iomem", "ioports", "vmallocinfo", "vmcore",
+    "slabinfo", "pagetypeinfo", "zoneinfo", "buddyinfo",
+    // Host-wide activity counters: side channels on other tenants (interrupt timing, disk I/O).
+    "interrupts", "softirqs", "schedstat", "diskstats",
+    // Host hardware and drivers.
+    "partitions", "devices", "dma", "mtrr", "consoles", "crypto", "misc", "mdstat", "fb"};
+// Docker's masked directories, the ones Docker makes read-only (bus, fs, irq: host PCI and
+// input devices, per-device filesystem state, IRQ affinity), host drivers, and host-wide
+// pressure stall information.
+const char* const kProcMaskedDirs[] = {"acpi", "scsi", "asound", "bus",
+                                       "fs",   "irq",  "driver", "pressure"};
+// Read by ps (kernel/pid_max), libcap (kernel/cap_last_cap), python and node (vm/overcommit_*,
+// net/core/somaxconn); writes would reach host-wide settings.
+const char* const kProcReadOnly[] = {"sys"};
 
 struct DevNode {
   const char* name;
@@ -108,6 +132,18 @@ class RootBuilder {
     plan_->source_fds.push_back(std::move(tree));
     Push(std::move(op));
     if (S_ISDIR(st.st_mode)) dirs_.insert(path);
+    return Ok();
+  }
+
+  // Mounts a read-only /dev/null over the existing file `path` (under /proc).
+  Status MaskFile(const std::string& path) {
+    ASSIGN_OR_RETURN(UniqueFd tree, jail::PrepareNullMaskTree());
+    MountOp op = NewOp(MountOp::Kind::kBind, At(path));
+    op.source_fd = tree.get();
+    op.read_only = true;
+    op.description = "mask " + path;
+    plan_->source_fds.push_back(std::move(tree));
+    Push(std::move(op));
     return Ok();
   }
 
@@ -407,9 +443,9 @@ void AddDev(RootBuilder& root, const JailSpec& spec) {
 Status AddProc(RootBuilder& root) {
   root.Special(MountOp::Kind::kProc, "/proc", "", kNoSuidDev | MS_NOEXEC, "mount proc at /proc");
   for (const char* name : kProcMaskedFiles) {
-    std::string host = std::string("/proc/") + name;  // same kernel: same entries
-    if (::access(host.c_str(), F_OK) != 0) continue;
-    RETURN_IF_ERROR(root.Bind("/dev/null", host, /*read_only=*/true));
+    std::string path = std::string("/proc/") + name;  // same kernel: same entries
+    if (::access(path.c_str(), F_OK) != 0) continue;
+    RETURN_IF_ERROR(root.MaskFile(path));
   }
   for (const char* name : kProcMaskedDirs) {
     std::string path = std::string("/proc/") + name;

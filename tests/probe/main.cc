@@ -18,6 +18,8 @@ constexpr Command kCommands[] = {
     {"try-syscalls", CmdTrySyscalls, "try-syscalls: result of each dangerous syscall"},
     {"int80", CmdInt80, "int80: getpid through int $0x80 (expect SIGSYS)"},
     {"x32", CmdX32, "x32: getpid with the x32 bit set (expect SIGSYS)"},
+    {"read-paths", CmdReadPaths, "read-paths PATH...: read each file, list each directory"},
+    {"try-sockets", CmdTrySockets, "try-sockets: socket() of each family and netlink protocol"},
     {"write", CmdWrite, "write PATH: create and write a file"},
     {"read", CmdRead, "read PATH: read a file"},
     {"kill", CmdKill, "kill PID [SIG]: kill(PID, SIG), SIG defaults to 0"},

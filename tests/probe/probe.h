@@ -23,6 +23,10 @@ int CmdTrySyscalls(const Args& args);
 int CmdInt80(const Args& args);
 int CmdX32(const Args& args);
 
+// surface.cc
+int CmdReadPaths(const Args& args);
+int CmdTrySockets(const Args& args);
+
 // actions.cc
 int CmdWrite(const Args& args);
 int CmdRead(const Args& args);

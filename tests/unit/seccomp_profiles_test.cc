@@ -234,6 +234,51 @@ TEST(DefaultProfileContent, SocketFamilies) {
   EXPECT_EQ(Eval(program, SYS_socketpair, {AF_TIPC}), Errno(EPERM));
 }
 
+// Netlink is decided per protocol: NETLINK_ROUTE (getifaddrs, AI_ADDRCONFIG, ip) only.
+// Every other protocol gets EPROTONOSUPPORT, the kernel's answer for a protocol it lacks.
+TEST(DefaultProfileContent, NetlinkOnlyRoute) {
+  const SeccompProgram& program = Profile("default");
+  constexpr uint64_t kRaw = SOCK_RAW, kCloexecRaw = SOCK_RAW | SOCK_CLOEXEC;
+  EXPECT_EQ(Eval(program, SYS_socket, {AF_NETLINK, kCloexecRaw, 0}), kAllow);
+  EXPECT_EQ(Eval(program, SYS_socket, {AF_NETLINK, SOCK_DGRAM, 0}), kAllow);
+  // 2 USERSOCK .. 22 SMC, and the ones beyond: AUDIT (9) and NETFILTER (12) by name.
+  for (uint64_t protocol = 1; protocol < 64; ++protocol) {
+    EXPECT_EQ(Eval(program, SYS_socket, {AF_NETLINK, kRaw, protocol}), Errno(EPROTONOSUPPORT))
+        << "netlink protocol " << protocol;
+  }
+  EXPECT_EQ(Eval(program, SYS_socket, {AF_NETLINK, kCloexecRaw, 9}), Errno(EPROTONOSUPPORT));
+  EXPECT_EQ(Eval(program, SYS_socket, {AF_NETLINK, kRaw, 12}), Errno(EPROTONOSUPPORT));
+  // The kernel reads the protocol as an int: 1 << 32 would be NETLINK_ROUTE to it, and an
+  // all-ones value -1. The filter compares 64 bits, so neither is the allowed 0.
+  EXPECT_EQ(Eval(program, SYS_socket, {AF_NETLINK, kRaw, 1ULL << 32}), Errno(EPROTONOSUPPORT));
+  EXPECT_EQ(Eval(program, SYS_socket, {AF_NETLINK, kRaw, ~0ULL}), Errno(EPROTONOSUPPORT));
+  // The same protocol numbers stay usable with the other allowed families (IPPROTO_ICMP = 1,
+  // IPPROTO_TCP = 6, IPPROTO_UDP = 17): the protocol rule applies to AF_NETLINK only.
+  for (uint64_t protocol : {0, 1, 6, 9, 12, 17}) {
+    EXPECT_EQ(Eval(program, SYS_socket, {AF_INET, SOCK_DGRAM, protocol}), kAllow) << protocol;
+    EXPECT_EQ(Eval(program, SYS_socket, {AF_INET6, SOCK_STREAM, protocol}), kAllow) << protocol;
+    EXPECT_EQ(Eval(program, SYS_socket, {AF_UNIX, SOCK_STREAM, protocol}), kAllow) << protocol;
+  }
+}
+
+// Every family other than AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK is refused with the
+// profile's EPERM, whatever the type and protocol: AF_PACKET, AF_KEY, AF_ALG, AF_VSOCK, AF_XDP,
+// AF_BLUETOOTH, AF_CAN, AF_TIPC, AF_RDS, AF_KCM, AF_SMC, AF_MCTP, ... (0 .. AF_MAX and beyond).
+TEST(DefaultProfileContent, EveryOtherSocketFamilyRefused) {
+  const SeccompProgram& program = Profile("default");
+  for (uint64_t family = 0; family < 64; ++family) {
+    if (family == AF_UNIX || family == AF_INET || family == AF_INET6 || family == AF_NETLINK) {
+      continue;
+    }
+    for (uint64_t type : {SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, SOCK_SEQPACKET}) {
+      for (uint64_t protocol : {0, 1, 3, 9}) {
+        EXPECT_EQ(Eval(program, SYS_socket, {family, type, protocol}), Errno(EPERM))
+            << "family " << family << " type " << type << " protocol " << protocol;
+      }
+    }
+  }
+}
+
 TEST(DefaultProfileContent, OnlyHarmlessPersonalities) {
   const SeccompProgram& program = Profile("default");
   for (uint64_t persona : {0x0ULL, 0x8ULL, 0x20000ULL, 0x20008ULL, 0xFFFFFFFFULL}) {
