@@ -12,6 +12,7 @@ packages=(
   build-essential cmake pkg-config
   # libraries (see README "Dependencies")
   libseccomp-dev libcap-dev libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
+  libre2-dev
   # tests
   libgtest-dev libgmock-dev busybox-static iproute2 procps util-linux python3
   # peers that `corral bench` compares against (skipped when absent)

@@ -14,10 +14,11 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "runtime/run/outcome_report.h"
-#include "runtime/run/phase_trace.h"
+#include "base/json_nul.h"
 #include "runtime/pool/pool_protocol.h"
 #include "runtime/pool/pool_socket.h"
+#include "runtime/run/outcome_report.h"
+#include "runtime/run/phase_trace.h"
 #include "runtime/run/runtime_dir.h"
 #include "runtime/sandboxes/sandbox_store.h"
 #include "runtime/spec/spec_json.h"
@@ -64,6 +65,7 @@ void SendBriefOutcome(int connection, const RunOutcome& outcome, const LimitsSpe
 // from the front program — the spec `corral run` builds without options.
 Result<JailSpec> RequestedSpec(const std::string& frame) {
   nlohmann::json j = nlohmann::json::parse(frame, nullptr, false);
+  if (auto nul = NulProblem(j)) return Error(ErrorCode::kInvalidArgument, *nul);
   if (!j.is_object() || !j.value("default_spec", false)) return SpecFromJson(frame);
   JailSpec spec;
   try {
@@ -216,6 +218,8 @@ void PoolServer::Handle(UniqueFd connection) {
 void PoolServer::HandleRequest(int connection, const std::string& request,
                                std::vector<UniqueFd> fds) {
   nlohmann::json j = nlohmann::json::parse(request, nullptr, false);
+  // A NUL in any string of a frame is refused before any of it is used (base/json_nul.h).
+  if (auto nul = NulProblem(j)) return ReplyError(connection, "request: " + *nul);
   std::string op = j.is_object() ? j.value("op", "") : "";
   if (op == "wait_ready") {
     Status full = pool_->WaitUntilFull();
@@ -281,6 +285,7 @@ void PoolServer::HandleExec(int connection, const RunOptions& options, LimitsSpe
   ExecRequest request;
   try {
     nlohmann::json j = nlohmann::json::parse(*frame);
+    if (auto nul = NulProblem(j)) return ReplyError(connection, "exec request: " + *nul);
     j.at("sandbox").get_to(request.sandbox);
     j.at("argv").get_to(request.argv);
     j.at("env").get_to(request.env);
