@@ -77,7 +77,11 @@ TEST(GrepMatcher, WhatRe2RefusesGetsACleanErrorWithTheSyntaxHint) {
   EXPECT_EQ(CompileError(R"((a)\1)").find(R"(invalid escape sequence: \1)"), 0u);
   EXPECT_NE(CompileError(R"((a)\1)").find(hint), std::string::npos);
   EXPECT_EQ(CompileError("(unclosed").find("missing ): (unclosed"), 0u);
-  EXPECT_EQ(CompileError("a{2,1}").find("bad repetition operator"), 0u);
+  EXPECT_EQ(CompileError("a{2,1}").find("invalid repetition size: {2,1}"), 0u);
+  EXPECT_EQ(CompileError("a++").find("bad repetition operator: ++"), 0u);  // possessive
+  EXPECT_NE(CompileError("a++").find(hint), std::string::npos);
+  EXPECT_NE(CompileError("(?>a)").find(hint), std::string::npos);  // atomic group
+  EXPECT_EQ(CompileError(R"(end\Z)").find(R"(invalid escape sequence: \Z)"), 0u);
 }
 
 TEST(GrepMatcher, LiteralModeMatchesThePatternAsText) {
@@ -93,7 +97,7 @@ TEST(GrepMatcher, LiteralModeMatchesThePatternAsText) {
 class GrepToolTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(dir_.MakeDirs("ws"));
+    ASSERT_TRUE(dir_.MakeDirs("workspace"));
     sandbox_ = std::make_unique<runtime::LocalSandbox>(
         "local:t", std::vector<runtime::LocalMapping>{{"/mnt/user-data", dir_.path(), false}},
         false);
@@ -109,48 +113,50 @@ TEST_F(GrepToolTest, APathologicalPatternOverManyLongLinesReturnsPromptly) {
   std::string content;
   for (int i = 0; i < 200; ++i) content += std::string(1999, 'a') + "!\n";
   content += "aaa\n";
-  ASSERT_TRUE(dir_.WriteFile("ws/evil.txt", content));
-  auto out = Grep({{"path", "/mnt/user-data/ws"}, {"pattern", "(a+)+$"}});
+  ASSERT_TRUE(dir_.WriteFile("workspace/evil.txt", content));
+  auto out = Grep({{"path", "/mnt/user-data/workspace"}, {"pattern", "(a+)+$"}});
   EXPECT_TRUE(out.ok) << out.text;
-  EXPECT_EQ(out.text,
-            "Found 1 matches under /mnt/user-data/ws\n/mnt/user-data/ws/evil.txt:201: aaa");
+  EXPECT_EQ(
+      out.text,
+      "Found 1 matches under /mnt/user-data/workspace\n/mnt/user-data/workspace/evil.txt:201: aaa");
 }
 
 TEST_F(GrepToolTest, InvalidPatternsKeepDeerFlowsMessage) {
-  auto out = Grep({{"path", "/mnt/user-data/ws"}, {"pattern", "a(?=b)"}});
+  auto out = Grep({{"path", "/mnt/user-data/workspace"}, {"pattern", "a(?=b)"}});
   EXPECT_FALSE(out.ok);
   EXPECT_EQ(out.text.find("Error: Invalid regex pattern: invalid perl operator: (?="), 0u)
       << out.text;
 }
 
 TEST_F(GrepToolTest, TheByteBoundStopsTheSearchWithANotice) {
-  ASSERT_TRUE(dir_.WriteFile("ws/a.txt", "hit one\n"));  // 8 bytes
-  ASSERT_TRUE(dir_.WriteFile("ws/b.txt", "hit two\n"));  // 8 more: over a 12-byte budget
+  ASSERT_TRUE(dir_.WriteFile("workspace/a.txt", "hit one\n"));  // 8 bytes
+  ASSERT_TRUE(dir_.WriteFile("workspace/b.txt", "hit two\n"));  // 8 more: over a 12-byte budget
   tools::ToolSettings s;
   s.grep_max_bytes_scanned = 12;
-  auto out = Grep({{"path", "/mnt/user-data/ws"}, {"pattern", "hit"}}, s);
+  auto out = Grep({{"path", "/mnt/user-data/workspace"}, {"pattern", "hit"}}, s);
   EXPECT_TRUE(out.ok);
   EXPECT_EQ(out.limit, "grep_max_bytes_scanned");
   EXPECT_EQ(out.text,
-            "Found 1 matches under /mnt/user-data/ws\n/mnt/user-data/ws/a.txt:1: hit one\n\n"
+            "Found 1 matches under /mnt/user-data/workspace\n/mnt/user-data/workspace/a.txt:1: hit "
+            "one\n\n"
             "Search stopped early: the grep_max_bytes_scanned limit (12 bytes read per call) was "
             "reached; files not yet searched were skipped, so matches may be missing. Narrow the "
             "path or add a glob filter.");
   s.grep_max_bytes_scanned = 16;  // both files fit: no notice
-  out = Grep({{"path", "/mnt/user-data/ws"}, {"pattern", "hit"}}, s);
+  out = Grep({{"path", "/mnt/user-data/workspace"}, {"pattern", "hit"}}, s);
   EXPECT_EQ(out.limit, std::nullopt) << out.text;
   EXPECT_EQ(out.text.find("Found 2 matches"), 0u) << out.text;
 }
 
 TEST_F(GrepToolTest, TheWallTimeBoundStopsTheSearchWithANotice) {
-  ASSERT_TRUE(dir_.WriteFile("ws/a.txt", "hit one\n"));
+  ASSERT_TRUE(dir_.WriteFile("workspace/a.txt", "hit one\n"));
   tools::ToolSettings s;
   s.grep_max_seconds = 0;  // spent before the first file
-  auto out = Grep({{"path", "/mnt/user-data/ws"}, {"pattern", "hit"}}, s);
+  auto out = Grep({{"path", "/mnt/user-data/workspace"}, {"pattern", "hit"}}, s);
   EXPECT_TRUE(out.ok);
   EXPECT_EQ(out.limit, "grep_max_seconds");
   EXPECT_EQ(out.text,
-            "No matches found under /mnt/user-data/ws\n\nSearch stopped early: the "
+            "No matches found under /mnt/user-data/workspace\n\nSearch stopped early: the "
             "grep_max_seconds limit (0 seconds per call) was reached; files not yet searched were "
             "skipped, so matches may be missing. Narrow the path or add a glob filter.");
 }
@@ -158,10 +164,10 @@ TEST_F(GrepToolTest, TheWallTimeBoundStopsTheSearchWithANotice) {
 TEST_F(GrepToolTest, TheMatchBoundStillTruncates) {
   std::string many;
   for (int i = 0; i < 20; ++i) many += "hit\n";
-  ASSERT_TRUE(dir_.WriteFile("ws/a.txt", many));
-  auto out = Grep({{"path", "/mnt/user-data/ws"}, {"pattern", "hit"}, {"max_results", 5}});
+  ASSERT_TRUE(dir_.WriteFile("workspace/a.txt", many));
+  auto out = Grep({{"path", "/mnt/user-data/workspace"}, {"pattern", "hit"}, {"max_results", 5}});
   EXPECT_EQ(out.limit, "grep_max_results");
-  EXPECT_EQ(out.text.find("Found 5 matches under /mnt/user-data/ws (showing first 5)"), 0u);
+  EXPECT_EQ(out.text.find("Found 5 matches under /mnt/user-data/workspace (showing first 5)"), 0u);
 }
 
 }  // namespace

@@ -131,7 +131,9 @@ TEST_F(LocalNulTest, TheSandboxInterfaceRefusesNulsWhateverCallsIt) {
 TEST(JsonNul, NamesTheFirstStringOrKeyWithANul) {
   EXPECT_EQ(NulField(json{{"a", "ok"}, {"b", {1, "x"}}}), std::nullopt);
   EXPECT_EQ(NulField(json{{"argv", {"echo", "a" + kNul}}}), "argv[1]");
-  EXPECT_EQ(NulField(json{{"env", {{"A", "1"}, {"B", kNul}}}}), "env[1][1]");
+  json env = {{"env", json::array({json::array({"A", "1"}), json::array({"B", kNul})})}};
+  EXPECT_EQ(NulField(env), "env[1][1]");
+  EXPECT_EQ(NulField(json{{"env", {{"A", "1"}, {"B", kNul}}}}), "env.B");
   EXPECT_EQ(NulField(json{{"spec", {{"hostname", "h" + kNul}}}}), "spec.hostname");
   EXPECT_EQ(NulField(json{{"k" + kNul, 1}}), "a key of the object");
   EXPECT_EQ(NulField(json("x" + kNul)), "(the value)");

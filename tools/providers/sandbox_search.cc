@@ -61,6 +61,7 @@ std::string CompileProblem(const re2::RE2& re) {
     case re2::RE2::ErrorBadPerlOp:
     case re2::RE2::ErrorBadEscape:
     case re2::RE2::ErrorBadNamedCapture:
+    case re2::RE2::ErrorRepeatOp:
       why +=
           " (grep uses RE2 syntax: Python re without backreferences, lookahead/lookbehind, "
           "atomic groups or possessive quantifiers; use literal=true for a plain string)";
