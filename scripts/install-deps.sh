@@ -14,6 +14,8 @@ packages=(
   libseccomp-dev libcap-dev libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
   # fuzzing (tests/fuzz: libFuzzer, ASan and UBSan runtimes for clang)
   clang libclang-rt-14-dev
+  # RE2: grep patterns in linear time (tools/providers/sandbox_search)
+  libre2-dev
   # tests
   libgtest-dev libgmock-dev busybox-static iproute2 procps util-linux python3
   # peers that `corral bench` compares against (skipped when absent)

@@ -5,8 +5,8 @@
 #include <map>
 
 #include "tools/audit_log.h"
-#include "tools/providers/sandbox_search.h"
 #include "tools/file_locks.h"
+#include "tools/providers/sandbox_search.h"
 #include "tools/text.h"
 
 namespace corral::tools {
@@ -259,6 +259,17 @@ ToolOutput Glob(runtime::Sandbox& sb, Args& a, const ToolSettings& s) {
   return out;
 }
 
+// The trailer of a grep that a per-call work bound ended early: which bound, its value,
+// and that the rest of the tree was not searched.
+std::string GrepStoppedNotice(const std::string& limit, const runtime::GrepOptions& o) {
+  std::string bound = limit == "grep_max_bytes_scanned"
+                          ? std::to_string(o.max_bytes_scanned) + " bytes read per call"
+                          : runtime::SecondsText(o.max_seconds) + " per call";
+  return "\n\nSearch stopped early: the " + limit + " limit (" + bound +
+         ") was reached; files not yet searched were skipped, so matches may be missing. "
+         "Narrow the path or add a glob filter.";
+}
+
 ToolOutput Grep(runtime::Sandbox& sb, Args& a, const ToolSettings& s) {
   std::string pattern = a.Str("pattern"), path = a.Str("path");
   runtime::GrepOptions o;
@@ -270,18 +281,42 @@ ToolOutput Grep(runtime::Sandbox& sb, Args& a, const ToolSettings& s) {
   auto m = runtime::LineMatcher::Create(pattern, o.literal, o.case_sensitive);
   if (!m) return Err("Invalid regex pattern: " + m.error().message);
   o.max_results = EffectiveCap(max, s.grep_max_results, 100, runtime::kGrepMaxResults);
+  o.max_bytes_scanned = s.grep_max_bytes_scanned;
+  o.max_seconds = s.grep_max_seconds;
   auto r = sb.Grep(path, pattern, o);
   if (!r) return SearchError(path, r.error(), "searching file contents");
-  if (r->matches.empty()) return Ok("No matches found under " + path);
-  std::string text = "Found " + std::to_string(r->matches.size()) + " matches under " + path;
-  if (r->truncated) text += " (showing first " + std::to_string(r->matches.size()) + ")";
+  std::string text;
+  if (r->matches.empty()) {
+    text = "No matches found under " + path;
+  } else {
+    text = "Found " + std::to_string(r->matches.size()) + " matches under " + path;
+    if (r->truncated) text += " (showing first " + std::to_string(r->matches.size()) + ")";
+  }
   for (const auto& hit : r->matches) {
     text += "\n" + hit.path + ":" + std::to_string(hit.line_number) + ": " + hit.line;
   }
   if (r->truncated) text += "\n\nResults truncated. Narrow the path or add a glob filter.";
+  if (r->stopped_by) text += GrepStoppedNotice(*r->stopped_by, o);
   ToolOutput out = Ok(runtime::RedactSecrets(text, s.secrets));
   if (r->truncated) out.limit = "grep_max_results";
+  if (r->stopped_by && !out.limit) out.limit = r->stopped_by;
   return out;
+}
+
+// The first string parameter holding a NUL byte that may not: paths, commands and glob
+// patterns reach the kernel, the shell or fnmatch() as C strings, cut at the NUL, so the
+// file validated would not be the file used. File content, str_replace's strings and the
+// grep pattern (RE2 takes its length) are data and may hold NULs.
+std::optional<std::string> NulParameter(const std::string& tool, const json& args) {
+  if (!args.is_object()) return std::nullopt;
+  for (const auto& [key, value] : args.items()) {
+    if (key == "content" || key == "old_str" || key == "new_str") continue;
+    if (tool == "grep" && key == "pattern") continue;
+    if (value.is_string() && value.get_ref<const std::string&>().find('\0') != std::string::npos) {
+      return key;
+    }
+  }
+  return std::nullopt;
 }
 
 using ToolFn = std::function<ToolOutput(runtime::Sandbox&, Args&, const ToolSettings&)>;
@@ -321,6 +356,9 @@ ToolOutput RunTool(runtime::Sandbox& sandbox, const std::string& name, const nlo
   auto it = Table().find(name);
   if (it == Table().end()) return Err("unknown tool '" + name + "'");
   if (!args.is_object() && !args.is_null()) return Err("tool arguments must be a JSON object");
+  if (auto key = NulParameter(name, args)) {
+    return Err("parameter '" + *key + "' must not contain a NUL byte");
+  }
   Args a(args);
   return it->second(sandbox, a, settings);
 }

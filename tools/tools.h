@@ -20,8 +20,11 @@ struct ToolSettings {
   int read_file_output_max_chars = 50000;
   int ls_output_max_chars = 20000;
   double bash_command_timeout = 600;
-  int glob_max_results = 200;            // config cap (DeerFlow tools[glob].max_results)
-  int grep_max_results = 100;            // config cap (DeerFlow tools[grep].max_results)
+  int glob_max_results = 200;  // config cap (DeerFlow tools[glob].max_results)
+  int grep_max_results = 100;  // config cap (DeerFlow tools[grep].max_results)
+  // grep's per-call work bounds (limits grep_max_bytes_scanned, grep_max_seconds).
+  int64_t grep_max_bytes_scanned = runtime::kGrepMaxBytesScanned;
+  double grep_max_seconds = runtime::kGrepMaxSeconds;
   int64_t write_file_max_bytes = 81920;  // single non-append call; <= 0 disables
   runtime::EnvList env;                  // injected into every bash call (skill secrets, ...)
   std::vector<std::string> secrets;      // values replaced by "[redacted]" in bash output

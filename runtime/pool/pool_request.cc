@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_nul.h"
 #include "runtime/spec/spec_json.h"
 
 namespace corral::runtime {
@@ -25,6 +26,8 @@ Status ReadBool(const nlohmann::json& j, const char* key, bool* out) {
 
 Result<PoolRequestHead> ParsePoolRequestHead(const std::string& frame) {
   nlohmann::json j = nlohmann::json::parse(frame, nullptr, false);
+  // A NUL in any string of a frame is refused before any of it is used (base/json_nul.h).
+  if (auto nul = NulProblem(j)) return Error(ErrorCode::kInvalidArgument, "request: " + *nul);
   PoolRequestHead head;
   if (!j.is_object()) return head;  // no op: the caller's "malformed request"
   if (j.contains("op") && !j.at("op").is_null()) {
@@ -42,6 +45,7 @@ Result<PoolRequestHead> ParsePoolRequestHead(const std::string& frame) {
 
 Result<JailSpec> ParseRunSpecFrame(const std::string& frame) {
   nlohmann::json j = nlohmann::json::parse(frame, nullptr, false);
+  if (auto nul = NulProblem(j)) return Error(ErrorCode::kInvalidArgument, *nul);
   bool default_spec = false;
   if (j.is_object()) {
     if (auto st = ReadBool(j, "default_spec", &default_spec); !st) {
@@ -62,6 +66,9 @@ Result<ExecRequest> ParseExecFrame(const std::string& frame) {
   ExecRequest request;
   try {
     nlohmann::json j = nlohmann::json::parse(frame);
+    if (auto nul = NulProblem(j)) {
+      return Error(ErrorCode::kInvalidArgument, "exec request: " + *nul);
+    }
     j.at("sandbox").get_to(request.sandbox);
     j.at("argv").get_to(request.argv);
     j.at("env").get_to(request.env);

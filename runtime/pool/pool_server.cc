@@ -14,11 +14,11 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "runtime/run/outcome_report.h"
-#include "runtime/run/phase_trace.h"
 #include "runtime/pool/pool_protocol.h"
 #include "runtime/pool/pool_request.h"
 #include "runtime/pool/pool_socket.h"
+#include "runtime/run/outcome_report.h"
+#include "runtime/run/phase_trace.h"
 #include "runtime/run/runtime_dir.h"
 #include "runtime/sandboxes/sandbox_store.h"
 

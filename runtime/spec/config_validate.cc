@@ -65,6 +65,14 @@ class Problems {
   std::vector<std::string> list_;
 };
 
+// The first check of every string field: the kernel (and libc) read these as C strings,
+// so one with a NUL would be checked whole and used cut short. True if it was refused.
+bool RefusedNul(Problems& p, const std::string& field, const std::string& value) {
+  if (value.find('\0') == std::string::npos) return false;
+  p.Add(field, "must not contain a NUL byte", Quote(value));
+  return true;
+}
+
 bool StartsWithDir(const std::string& path, const std::string& dir) {
   return path == dir || path.rfind(dir + "/", 0) == 0;
 }
@@ -152,14 +160,14 @@ void CheckEnv(Problems& p, const std::vector<std::pair<std::string, std::string>
   for (size_t i = 0; i < env.size(); ++i) {
     const auto& [name, value] = env[i];
     const std::string field = "env[" + std::to_string(i) + "]";
+    const bool name_nul = RefusedNul(p, field + ".name", name);
+    RefusedNul(p, field + ".value", value);
+    if (name_nul) continue;
     const bool name_ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
                          std::all_of(name.begin(), name.end(), [](char c) {
                            return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
                          });
     if (!name_ok) p.Add(field + ".name", "must match [A-Za-z_][A-Za-z0-9_]*", Quote(name));
-    if (value.find('\0') != std::string::npos) {
-      p.Add(field + ".value", "must not contain a NUL byte", Quote(value));
-    }
   }
 }
 
@@ -218,6 +226,7 @@ void CheckMounts(Problems& p, const std::vector<MountSpec>& mounts) {
 // RFC 1123: dot-separated labels of letters, digits and '-', not starting or ending with
 // '-', each 1-63 characters; the kernel allows 64 in all.
 void CheckHostname(Problems& p, const std::string& hostname) {
+  if (RefusedNul(p, "hostname", hostname)) return;
   std::string why;
   if (hostname.empty() || hostname.size() > 64) {
     why = "must be 1 to 64 characters";
@@ -257,6 +266,7 @@ void CheckIdentity(Problems& p, const JailSpec& spec) {
 void CheckSeccomp(Problems& p, const JailSpec& spec) {
   const std::string& profile = spec.seccomp_profile;
   const char* field = "seccomp.profile";
+  if (RefusedNul(p, field, profile)) return;
   if (profile == "unconfined") {
     if (!spec.unsafe.allow_unconfined_seccomp) {
       p.Add(field, "unconfined needs unsafe.allow_unconfined_seccomp: true", Quote(profile));
@@ -323,6 +333,8 @@ bool IsCgroupName(const std::string& part) {
 }
 
 void CheckCgroups(Problems& p, const CgroupSpec& cg) {
+  const bool driver_nul = RefusedNul(p, "cgroups.driver", cg.driver);
+  if (RefusedNul(p, "cgroups.parent", cg.parent) || driver_nul) return;
   if (cg.driver != "auto" && cg.driver != "v1" && cg.driver != "v2") {
     p.Add("cgroups.driver", "must be auto, v1 or v2", Quote(cg.driver));
   }

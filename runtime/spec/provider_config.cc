@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <set>
+#include <string>
+#include <type_traits>
 
 #include "base/files.h"
 #include "runtime/spec/utf8_text.h"
@@ -61,6 +63,15 @@ template <typename T>
 bool Read(const YAML::Node& n, const std::string& path, Problems* p, T* out) {
   try {
     *out = n.as<T>();
+    // Every string here becomes a path, a mount or an env value, which the kernel reads
+    // cut at a NUL ("\0" in a double-quoted YAML scalar): refused before any other check.
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (out->find('\0') != std::string::npos) {
+        p->Add(path, "must not contain a NUL byte");
+        out->clear();
+        return false;
+      }
+    }
     return true;
   } catch (const YAML::Exception&) {
     p->Add(path, "wrong type (got \"" + (n.IsScalar() ? n.Scalar() : std::string("?")) + "\")");

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_nul.h"
+
 namespace corral::runtime {
 
 // nlohmann's adl hooks; field names match config.example.yaml where they exist there.
@@ -81,6 +83,9 @@ std::string SpecToJson(const JailSpec& s) {
 Result<JailSpec> SpecFromJson(const std::string& text) {
   try {
     nlohmann::json j = nlohmann::json::parse(text);
+    // Before any field is used: a string with a NUL would reach the kernel cut short.
+    if (auto nul = NulProblem(j))
+      return Error(ErrorCode::kInvalidArgument, "sandbox spec: " + *nul);
     JailSpec s;
     j.at("argv").get_to(s.argv);
     j.at("env").get_to(s.env);

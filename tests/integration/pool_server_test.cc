@@ -3,6 +3,7 @@
 // --json, timeouts, Ctrl-C), fall back to a cold run for a spec the pool cannot take, and
 // the server must refuse other users, refuse a second server on its socket, and leave
 // nothing behind when stopped. Black-box through the binary; root only; leak-checked.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <grp.h>
@@ -22,6 +23,7 @@
 #include "base/files.h"
 #include "runtime/pool/pool_client.h"
 #include "runtime/pool/pool_protocol.h"
+#include "runtime/pool/pool_socket.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/processes.h"
 #include "tests/support/temp_dir.h"
@@ -444,6 +446,44 @@ TEST_F(PoolServerTest, OtherUsersAreRefusedEvenIfTheSocketIsOpenedUp) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   ASSERT_GT(n, 0);
   EXPECT_NE(std::string(buf).find("permission denied"), std::string::npos) << buf;
+}
+
+// Sends one request (head + 3 fds, then `body`) straight over the protocol and returns the
+// first reply frame, parsed.
+nlohmann::json RawRequest(const std::string& socket, const std::string& op,
+                          const std::string& body) {
+  auto connection = runtime::ConnectToPoolSocket(socket);
+  EXPECT_TRUE(connection && *connection);
+  if (!connection || !*connection) return nullptr;
+  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  const std::string head = nlohmann::json{{"op", op}, {"capture", true}, {"stdin", false}}.dump();
+  Status sent = SendFrames((*connection)->get(), {head, body}, {devnull, devnull, devnull});
+  ::close(devnull);
+  EXPECT_TRUE(sent) << sent.error().message();
+  auto reply = ReceiveFrame((*connection)->get());
+  EXPECT_TRUE(reply) << (reply ? "" : reply.error().message());
+  return reply ? nlohmann::json::parse(*reply, nullptr, false) : nullptr;
+}
+
+TEST_F(PoolServerTest, ANulInAnyStringOfARequestFrameIsRefusedBeforeUse) {
+  // The store would look the name up as a C string, cut at the NUL: "<name>\0zzz" found
+  // and exec'd into <name>.
+  PooledSandbox sandbox("pool-nul-" + std::to_string(::getpid()));
+  nlohmann::json exec = {{"sandbox", sandbox.name() + std::string("\0zzz", 4)},
+                         {"argv", {"true"}},
+                         {"env", nlohmann::json::array()},
+                         {"workdir", nullptr},
+                         {"timeout", nullptr}};
+  nlohmann::json reply = RawRequest(socket_, "exec", exec.dump());
+  EXPECT_EQ(reply.value("kind", ""), "error") << reply.dump();
+  EXPECT_EQ(reply.value("message", ""), "exec request: sandbox: contains a NUL byte")
+      << reply.dump();
+
+  nlohmann::json run = {{"default_spec", true}, {"argv", {"echo", std::string("a\0b", 3)}}};
+  reply = RawRequest(socket_, "run", run.dump());
+  EXPECT_EQ(reply.value("kind", ""), "error") << reply.dump();
+  EXPECT_EQ(reply.value("message", ""), "request spec: argv[1]: contains a NUL byte")
+      << reply.dump();
 }
 
 TEST_F(PoolServerTest, StoppingTheServerRemovesItsSocketAndLeavesNothing) {

@@ -13,13 +13,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
 
 #include "base/unique_fd.h"
-#include "tools/providers/sandbox_search.h"
 #include "runtime/sandboxes/sandbox_store.h"
+#include "tools/providers/sandbox_search.h"
 
 namespace corral::runtime {
 namespace {
@@ -51,6 +52,8 @@ SbResult<UniqueFd> OpenIn(int root_fd, bool in_root, const std::string& rel, int
   how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
   how.mode = (flags & O_CREAT) ? mode : 0;
   how.resolve = RESOLVE_NO_MAGICLINKS | (in_root ? RESOLVE_IN_ROOT : RESOLVE_BENEATH);
+  // The kernel reads the path as a C string; one with a NUL would name another file.
+  RETURN_SB_IF_ERROR(RefuseNul(rel, "path"));
   for (int attempt = 0; attempt < 16; ++attempt) {
     long fd = ::syscall(SYS_openat2, root_fd, CleanRel(rel).c_str(), &how, sizeof how);
     if (fd >= 0) return UniqueFd(static_cast<int>(fd));
@@ -285,13 +288,39 @@ SbResult<std::vector<TreeEntry>> WalkIn(int root_fd, bool in_root, const std::st
   return entries;
 }
 
-// Greps one open file; returns false once enough hits were found.
-bool GrepFile(int fd, const std::string& rel, const LineMatcher& m, size_t limit,
-              std::vector<GrepHit>* hits) {
-  auto content = ReadAllFd(fd, kGrepMaxFileBytes, rel);
-  if (!content) return true;  // too large or unreadable: skipped like DeerFlow does
+// What one grep call may still spend, and the hits so far. Files are whole units of the
+// byte budget: one that would cross it is not read (half a file would miss lines without
+// saying so) and the search stops there, naming the limit.
+struct GrepRun {
+  const LineMatcher* matcher;
+  size_t limit;  // max_results + 1: one more than shown tells "truncated"
+  int64_t bytes_left;
+  std::chrono::steady_clock::time_point deadline;
+  std::vector<GrepHit> hits;
+  std::optional<std::string> stopped_by;
+
+  bool OutOfTime() {
+    if (std::chrono::steady_clock::now() < deadline) return false;
+    stopped_by = "grep_max_seconds";
+    return true;
+  }
+  bool Done() const { return stopped_by || hits.size() >= limit; }
+};
+
+// Greps one open file into `run`.
+void GrepFile(int fd, const std::string& rel, GrepRun* run) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || st.st_size > kGrepMaxFileBytes) return;  // skipped like DeerFlow
+  if (st.st_size > run->bytes_left) {
+    run->stopped_by = "grep_max_bytes_scanned";
+    return;
+  }
+  if (run->OutOfTime()) return;
+  auto content = ReadAllFd(fd, std::min<int64_t>(kGrepMaxFileBytes, run->bytes_left), rel);
+  if (!content) return;  // grew past the cap, or unreadable: skipped
+  run->bytes_left -= static_cast<int64_t>(content->size());
   const std::string& c = *content;
-  if (c.substr(0, kGrepBinaryProbeBytes).find('\0') != std::string::npos) return true;
+  if (c.substr(0, kGrepBinaryProbeBytes).find('\0') != std::string::npos) return;
   size_t start = 0;
   int line_no = 0;
   while (start < c.size()) {
@@ -301,26 +330,32 @@ bool GrepFile(int fd, const std::string& rel, const LineMatcher& m, size_t limit
     std::string line = c.substr(start, end - start);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     start = end + 1;
-    if (line.size() > kGrepMaxLineChars || !m.Matches(line)) continue;
-    hits->push_back({rel, line_no, GrepSummary(line)});
-    if (hits->size() >= limit) return false;
+    if ((line_no & 63) == 0 && run->OutOfTime()) return;
+    if (line.size() > kGrepMaxLineChars || !run->matcher->Matches(line)) continue;
+    run->hits.push_back({rel, line_no, GrepSummary(line)});
+    if (run->Done()) return;
   }
-  return true;
 }
 
 SbResult<std::string> GrepOp(int root_fd, bool in_root, const std::string& rel,
                              const GrepRequest& req) {
   auto matcher = LineMatcher::Create(req.pattern, req.options.literal, req.options.case_sensitive);
   if (!matcher) return matcher.error();
-  size_t limit = static_cast<size_t>(std::max(1, req.options.max_results)) + 1;
-  std::vector<GrepHit> hits;
+  GrepRun run{&*matcher,
+              static_cast<size_t>(std::max(1, req.options.max_results)) + 1,
+              std::max<int64_t>(0, req.options.max_bytes_scanned),
+              std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(std::max(0.0, req.options.max_seconds))),
+              {},
+              std::nullopt};
   auto start = OpenIn(root_fd, in_root, rel, O_PATH);
   if (!start) return start.error();
   struct stat st;
   if (::fstat(start->get(), &st) != 0) return ErrorFromErrno(errno, rel);
   if (!S_ISDIR(st.st_mode)) {
     auto fd = OpenRegular(root_fd, in_root, rel);
-    if (fd) GrepFile(fd->get(), CleanRel(rel), *matcher, limit, &hits);
+    if (fd) GrepFile(fd->get(), CleanRel(rel), &run);
   } else {
     WalkOptions wo;
     wo.max_depth = 1 << 20;
@@ -328,16 +363,18 @@ SbResult<std::string> GrepOp(int root_fd, bool in_root, const std::string& rel,
     if (!entries) return entries.error();
     const std::string base = CleanRel(rel);
     for (const auto& e : *entries) {
+      if (run.Done() || run.OutOfTime()) break;
       if (e.is_dir) continue;
       std::string below = base == "." ? e.rel : e.rel.substr(base.size() + 1);
       if (req.options.glob && !GlobMatches(*req.options.glob, below)) continue;
       auto fd = OpenRegular(root_fd, in_root, e.rel);
-      if (!fd) continue;
-      if (!GrepFile(fd->get(), e.rel, *matcher, limit, &hits)) break;
+      if (fd) GrepFile(fd->get(), e.rel, &run);
     }
   }
-  nlohmann::json j = nlohmann::json::array();
-  for (const auto& h : hits) j.push_back({h.rel, h.line_number, h.line});
+  nlohmann::json hits = nlohmann::json::array();
+  for (const auto& h : run.hits) hits.push_back({h.rel, h.line_number, h.line});
+  nlohmann::json j = {{"hits", std::move(hits)},
+                      {"stopped_by", run.stopped_by ? nlohmann::json(*run.stopped_by) : nullptr}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -424,18 +461,21 @@ SbResult<bool> IsDirectory(const FileView& view, const std::string& rel) {
   return *r == "d";
 }
 
-SbResult<std::vector<GrepHit>> GrepTree(const FileView& view, const std::string& rel,
-                                        const GrepRequest& request) {
+SbResult<GrepHits> GrepTree(const FileView& view, const std::string& rel,
+                            const GrepRequest& request) {
   bool in_root = view.in_root;
   auto r = RunOp(view, [&](int root_fd) { return GrepOp(root_fd, in_root, rel, request); });
   if (!r) return r.error();
-  std::vector<GrepHit> hits;
   auto j = nlohmann::json::parse(*r, nullptr, false);
-  if (!j.is_array()) return SandboxError{SandboxErrc::kIo, "garbled grep result"};
-  for (const auto& h : j) {
-    hits.push_back({h[0].get<std::string>(), h[1].get<int>(), h[2].get<std::string>()});
+  if (!j.is_object() || !j["hits"].is_array()) {
+    return SandboxError{SandboxErrc::kIo, "garbled grep result"};
   }
-  return hits;
+  GrepHits out;
+  for (const auto& h : j["hits"]) {
+    out.hits.push_back({h[0].get<std::string>(), h[1].get<int>(), h[2].get<std::string>()});
+  }
+  if (j["stopped_by"].is_string()) out.stopped_by = j["stopped_by"].get<std::string>();
+  return out;
 }
 
 }  // namespace corral::runtime

@@ -71,9 +71,14 @@ struct GrepHit {
   int line_number = 0;
   std::string line;
 };
+struct GrepHits {
+  std::vector<GrepHit> hits;
+  std::optional<std::string> stopped_by;  // the work bound that ended the search early
+};
 // Greps the file `rel`, or every file below the directory `rel` (ignore patterns,
-// binary files and files over kGrepMaxFileBytes skipped). Stops after max_results + 1 hits.
-SbResult<std::vector<GrepHit>> GrepTree(const FileView& view, const std::string& rel,
-                                        const GrepRequest& request);
+// binary files and files over kGrepMaxFileBytes skipped). Stops after max_results + 1 hits,
+// or when options.max_bytes_scanned or options.max_seconds is spent (stopped_by).
+SbResult<GrepHits> GrepTree(const FileView& view, const std::string& rel,
+                            const GrepRequest& request);
 
 }  // namespace corral::runtime

@@ -45,6 +45,7 @@ JailSandbox::JailSandbox(SandboxHold hold)
     : Sandbox(hold.record.name), hold_(std::move(hold)), record_(hold_.record) {}
 
 SbResult<ResolvedPath> JailSandbox::Resolve(const std::string& path) const {
+  RETURN_SB_IF_ERROR(RefuseNul(path, "path"));
   if (path.empty() || path[0] != '/') {
     return SandboxError{SandboxErrc::kInvalidArgument, path + ": path must be absolute"};
   }
@@ -63,8 +64,9 @@ SbResult<ResolvedPath> JailSandbox::Resolve(const std::string& path) const {
   return rp;
 }
 
-SbResult<CommandResult> JailSandbox::ExecuteCommand(const std::string& command, const EnvList& env,
-                                                    std::optional<double> timeout) {
+SbResult<CommandResult> JailSandbox::DoExecuteCommand(const std::string& command,
+                                                      const EnvList& env,
+                                                      std::optional<double> timeout) {
   for (const auto& [k, v] : env) {
     if (!IsValidEnvName(k)) {
       return SandboxError{SandboxErrc::kInvalidArgument, "invalid env name: " + k};
@@ -95,14 +97,15 @@ SbResult<CommandResult> JailSandbox::ExecuteCommand(const std::string& command, 
   return r;
 }
 
-SbResult<std::string> JailSandbox::ReadFile(const std::string& path, std::optional<int> start_line,
-                                            std::optional<int> end_line) {
+SbResult<std::string> JailSandbox::DoReadFile(const std::string& path,
+                                              std::optional<int> start_line,
+                                              std::optional<int> end_line) {
   auto rp = Resolve(path);
   if (!rp) return rp.error();
   return OpsReadText(*rp, start_line, end_line);
 }
 
-SbResult<std::string> JailSandbox::DownloadFile(const std::string& path) {
+SbResult<std::string> JailSandbox::DoDownloadFile(const std::string& path) {
   if (path.find("..") != std::string::npos ||
       (path != "/mnt/user-data" && path.rfind("/mnt/user-data/", 0) != 0)) {
     return SandboxError{SandboxErrc::kPermissionDenied,
@@ -113,31 +116,32 @@ SbResult<std::string> JailSandbox::DownloadFile(const std::string& path) {
   return OpsReadBytes(*rp, kDownloadMaxBytes);
 }
 
-SbResult<std::vector<std::string>> JailSandbox::ListDir(const std::string& path, int max_depth) {
+SbResult<std::vector<std::string>> JailSandbox::DoListDir(const std::string& path, int max_depth) {
   auto rp = Resolve(path);
   if (!rp) return rp.error();
   return OpsListDir(*rp, max_depth);
 }
 
-SbStatus JailSandbox::WriteFile(const std::string& path, const std::string& content, bool append) {
+SbStatus JailSandbox::DoWriteFile(const std::string& path, const std::string& content,
+                                  bool append) {
   auto rp = Resolve(path);
   if (!rp) return rp.error();
   return OpsWrite(*rp, content, append);
 }
 
-SbStatus JailSandbox::UpdateFile(const std::string& path, const std::string& bytes) {
+SbStatus JailSandbox::DoUpdateFile(const std::string& path, const std::string& bytes) {
   return WriteFile(path, bytes, false);
 }
 
-SbResult<GlobResult> JailSandbox::Glob(const std::string& path, const std::string& pattern,
-                                       bool include_dirs, int max_results) {
+SbResult<GlobResult> JailSandbox::DoGlob(const std::string& path, const std::string& pattern,
+                                         bool include_dirs, int max_results) {
   auto rp = Resolve(path);
   if (!rp) return rp.error();
   return OpsGlob(*rp, pattern, include_dirs, max_results);
 }
 
-SbResult<GrepResult> JailSandbox::Grep(const std::string& path, const std::string& pattern,
-                                       const GrepOptions& options) {
+SbResult<GrepResult> JailSandbox::DoGrep(const std::string& path, const std::string& pattern,
+                                         const GrepOptions& options) {
   auto rp = Resolve(path);
   if (!rp) return rp.error();
   return OpsGrep(*rp, pattern, options);

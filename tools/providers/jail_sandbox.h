@@ -9,10 +9,10 @@
 #include <memory>
 #include <string>
 
-#include "tools/providers/sandbox_fileops.h"
-#include "tools/providers/sandbox_provider.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sandboxes/sandbox_store.h"
+#include "tools/providers/sandbox_fileops.h"
+#include "tools/providers/sandbox_provider.h"
 
 namespace corral::runtime {
 
@@ -21,20 +21,21 @@ class JailSandbox : public Sandbox {
   // Serves the sandbox `hold` names; the hold keeps idle reapers off it while this lives.
   explicit JailSandbox(SandboxHold hold);
 
-  SbResult<CommandResult> ExecuteCommand(const std::string& command, const EnvList& env,
-                                         std::optional<double> timeout) override;
-  SbResult<std::string> ReadFile(const std::string& path, std::optional<int> start_line,
-                                 std::optional<int> end_line) override;
-  SbResult<std::string> DownloadFile(const std::string& path) override;
-  SbResult<std::vector<std::string>> ListDir(const std::string& path, int max_depth) override;
-  SbStatus WriteFile(const std::string& path, const std::string& content, bool append) override;
-  SbStatus UpdateFile(const std::string& path, const std::string& bytes) override;
-  SbResult<GlobResult> Glob(const std::string& path, const std::string& pattern, bool include_dirs,
-                            int max_results) override;
-  SbResult<GrepResult> Grep(const std::string& path, const std::string& pattern,
-                            const GrepOptions& options) override;
-
   const SandboxRecord& record() const { return record_; }
+
+ protected:
+  SbResult<CommandResult> DoExecuteCommand(const std::string& command, const EnvList& env,
+                                           std::optional<double> timeout) override;
+  SbResult<std::string> DoReadFile(const std::string& path, std::optional<int> start_line,
+                                   std::optional<int> end_line) override;
+  SbResult<std::string> DoDownloadFile(const std::string& path) override;
+  SbResult<std::vector<std::string>> DoListDir(const std::string& path, int max_depth) override;
+  SbStatus DoWriteFile(const std::string& path, const std::string& content, bool append) override;
+  SbStatus DoUpdateFile(const std::string& path, const std::string& bytes) override;
+  SbResult<GlobResult> DoGlob(const std::string& path, const std::string& pattern,
+                              bool include_dirs, int max_results) override;
+  SbResult<GrepResult> DoGrep(const std::string& path, const std::string& pattern,
+                              const GrepOptions& options) override;
 
  private:
   SbResult<ResolvedPath> Resolve(const std::string& path) const;

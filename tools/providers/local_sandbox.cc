@@ -184,6 +184,7 @@ LocalSandbox::LocalSandbox(std::string id, std::vector<LocalMapping> mappings, b
 }
 
 SbResult<ResolvedPath> LocalSandbox::Resolve(const std::string& path, bool write) const {
+  RETURN_SB_IF_ERROR(RefuseNul(path, "path"));  // before the checks the cut path would pass
   if (HasDotDot(path)) {
     return SandboxError{SandboxErrc::kPathEscape, "Access denied: path traversal detected", EACCES};
   }
@@ -232,8 +233,9 @@ std::string LocalSandbox::MaskHostPaths(const std::string& text) const {
   return s;
 }
 
-SbResult<CommandResult> LocalSandbox::ExecuteCommand(const std::string& command, const EnvList& env,
-                                                     std::optional<double> timeout) {
+SbResult<CommandResult> LocalSandbox::DoExecuteCommand(const std::string& command,
+                                                       const EnvList& env,
+                                                       std::optional<double> timeout) {
   if (!allow_host_bash_) {
     return SandboxError{SandboxErrc::kUnavailable, kHostBashDisabledMessage, EPERM};
   }
@@ -256,14 +258,15 @@ SbResult<CommandResult> LocalSandbox::ExecuteCommand(const std::string& command,
   return r;
 }
 
-SbResult<std::string> LocalSandbox::ReadFile(const std::string& path, std::optional<int> start_line,
-                                             std::optional<int> end_line) {
+SbResult<std::string> LocalSandbox::DoReadFile(const std::string& path,
+                                               std::optional<int> start_line,
+                                               std::optional<int> end_line) {
   auto rp = Resolve(path, false);
   if (!rp) return rp.error();
   return OpsReadText(*rp, start_line, end_line);
 }
 
-SbResult<std::string> LocalSandbox::DownloadFile(const std::string& path) {
+SbResult<std::string> LocalSandbox::DoDownloadFile(const std::string& path) {
   if (path != "/mnt/user-data" && path.rfind("/mnt/user-data/", 0) != 0) {
     return SandboxError{SandboxErrc::kPermissionDenied,
                         "Access denied: downloads are limited to /mnt/user-data", EACCES};
@@ -273,31 +276,32 @@ SbResult<std::string> LocalSandbox::DownloadFile(const std::string& path) {
   return OpsReadBytes(*rp, kDownloadMaxBytes);
 }
 
-SbResult<std::vector<std::string>> LocalSandbox::ListDir(const std::string& path, int max_depth) {
+SbResult<std::vector<std::string>> LocalSandbox::DoListDir(const std::string& path, int max_depth) {
   auto rp = Resolve(path, false);
   if (!rp) return rp.error();
   return OpsListDir(*rp, max_depth);
 }
 
-SbStatus LocalSandbox::WriteFile(const std::string& path, const std::string& content, bool append) {
+SbStatus LocalSandbox::DoWriteFile(const std::string& path, const std::string& content,
+                                   bool append) {
   auto rp = Resolve(path, true);
   if (!rp) return rp.error();
   return OpsWrite(*rp, content, append);
 }
 
-SbStatus LocalSandbox::UpdateFile(const std::string& path, const std::string& bytes) {
+SbStatus LocalSandbox::DoUpdateFile(const std::string& path, const std::string& bytes) {
   return WriteFile(path, bytes, false);
 }
 
-SbResult<GlobResult> LocalSandbox::Glob(const std::string& path, const std::string& pattern,
-                                        bool include_dirs, int max_results) {
+SbResult<GlobResult> LocalSandbox::DoGlob(const std::string& path, const std::string& pattern,
+                                          bool include_dirs, int max_results) {
   auto rp = Resolve(path, false);
   if (!rp) return rp.error();
   return OpsGlob(*rp, pattern, include_dirs, max_results);
 }
 
-SbResult<GrepResult> LocalSandbox::Grep(const std::string& path, const std::string& pattern,
-                                        const GrepOptions& options) {
+SbResult<GrepResult> LocalSandbox::DoGrep(const std::string& path, const std::string& pattern,
+                                          const GrepOptions& options) {
   auto rp = Resolve(path, false);
   if (!rp) return rp.error();
   return OpsGrep(*rp, pattern, options);

@@ -31,24 +31,25 @@ class LocalSandbox : public Sandbox {
   LocalSandbox(std::string id, std::vector<LocalMapping> mappings, bool allow_host_bash);
   bool IsLocal() const override { return true; }
 
-  SbResult<CommandResult> ExecuteCommand(const std::string& command, const EnvList& env,
-                                         std::optional<double> timeout) override;
-  SbResult<std::string> ReadFile(const std::string& path, std::optional<int> start_line,
-                                 std::optional<int> end_line) override;
-  SbResult<std::string> DownloadFile(const std::string& path) override;
-  SbResult<std::vector<std::string>> ListDir(const std::string& path, int max_depth) override;
-  SbStatus WriteFile(const std::string& path, const std::string& content, bool append) override;
-  SbStatus UpdateFile(const std::string& path, const std::string& bytes) override;
-  SbResult<GlobResult> Glob(const std::string& path, const std::string& pattern, bool include_dirs,
-                            int max_results) override;
-  SbResult<GrepResult> Grep(const std::string& path, const std::string& pattern,
-                            const GrepOptions& options) override;
-
   // Virtual -> host paths in a command; host -> virtual paths in output.
   std::string ToHostPaths(const std::string& text) const;
   std::string MaskHostPaths(const std::string& text) const;
   // Validates and maps a virtual path (kPermissionDenied / kReadOnly with DeerFlow's text).
   SbResult<ResolvedPath> Resolve(const std::string& path, bool write) const;
+
+ protected:
+  SbResult<CommandResult> DoExecuteCommand(const std::string& command, const EnvList& env,
+                                           std::optional<double> timeout) override;
+  SbResult<std::string> DoReadFile(const std::string& path, std::optional<int> start_line,
+                                   std::optional<int> end_line) override;
+  SbResult<std::string> DoDownloadFile(const std::string& path) override;
+  SbResult<std::vector<std::string>> DoListDir(const std::string& path, int max_depth) override;
+  SbStatus DoWriteFile(const std::string& path, const std::string& content, bool append) override;
+  SbStatus DoUpdateFile(const std::string& path, const std::string& bytes) override;
+  SbResult<GlobResult> DoGlob(const std::string& path, const std::string& pattern,
+                              bool include_dirs, int max_results) override;
+  SbResult<GrepResult> DoGrep(const std::string& path, const std::string& pattern,
+                              const GrepOptions& options) override;
 
  private:
   std::vector<LocalMapping> mappings_;  // longest container_path first

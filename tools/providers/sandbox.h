@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -120,14 +121,23 @@ struct GlobResult {
 
 struct GrepResult {
   std::vector<GrepMatch> matches;
-  bool truncated = false;
+  bool truncated = false;  // more than max_results matches
+  // A per-call work bound ended the search before every file was read: the limit's name
+  // ("grep_max_bytes_scanned", "grep_max_seconds"). The matches found so far are kept.
+  std::optional<std::string> stopped_by;
 };
+
+// Per-call work bounds of grep (named in the tool's notice when they fire).
+inline constexpr int64_t kGrepMaxBytesScanned = 64LL * 1024 * 1024;
+inline constexpr double kGrepMaxSeconds = 10;
 
 struct GrepOptions {
   std::optional<std::string> glob;  // file filter, relative to the searched path
   bool literal = false;
   bool case_sensitive = false;
   int max_results = 100;
+  int64_t max_bytes_scanned = kGrepMaxBytesScanned;  // file bytes read, over all files
+  double max_seconds = kGrepMaxSeconds;              // wall time of the search
 };
 
 inline constexpr int64_t kDownloadMaxBytes = 100LL * 1024 * 1024;
@@ -149,34 +159,58 @@ class Sandbox {
   // (DeerFlow's is_local_sandbox()).
   virtual bool IsLocal() const { return false; }
 
+  // The operations. Each refuses a NUL byte in any path, command, env name or value and
+  // glob pattern (kInvalidArgument, "<what> must not contain a NUL byte") before the
+  // provider sees it: the kernel would read such a string cut at the NUL, so the provider
+  // would check one path and open another. Then the provider's Do* runs.
+
   // Runs `command` with a shell in the sandbox, stdin at EOF, `env` for this call only
   // (names must match [A-Za-z_][A-Za-z0-9_]*), killed as a whole tree after `timeout`
   // seconds (default 600). Background processes survive and do not delay the return.
-  virtual SbResult<CommandResult> ExecuteCommand(const std::string& command, const EnvList& env,
-                                                 std::optional<double> timeout) = 0;
+  SbResult<CommandResult> ExecuteCommand(const std::string& command, const EnvList& env,
+                                         std::optional<double> timeout);
   // Text of a file; lines 1-based, both ends inclusive; kBinary for binary content.
-  virtual SbResult<std::string> ReadFile(const std::string& path, std::optional<int> start_line,
-                                         std::optional<int> end_line) = 0;
+  SbResult<std::string> ReadFile(const std::string& path, std::optional<int> start_line,
+                                 std::optional<int> end_line);
   // Raw bytes, only under /mnt/user-data, at most kDownloadMaxBytes (else kTooLarge).
-  virtual SbResult<std::string> DownloadFile(const std::string& path) = 0;
+  SbResult<std::string> DownloadFile(const std::string& path);
   // Absolute paths below `path` down to max_depth (1 = children), sorted, directories
   // with a trailing '/', ignore patterns skipped.
-  virtual SbResult<std::vector<std::string>> ListDir(const std::string& path,
-                                                     int max_depth = 2) = 0;
+  SbResult<std::vector<std::string>> ListDir(const std::string& path, int max_depth = 2);
   // Creates (with parent directories), overwrites or appends text.
-  virtual SbStatus WriteFile(const std::string& path, const std::string& content, bool append) = 0;
+  SbStatus WriteFile(const std::string& path, const std::string& content, bool append);
   // Binary create/overwrite (uploads, artifacts).
-  virtual SbStatus UpdateFile(const std::string& path, const std::string& bytes) = 0;
-  virtual SbResult<GlobResult> Glob(const std::string& path, const std::string& pattern,
-                                    bool include_dirs, int max_results) = 0;
+  SbStatus UpdateFile(const std::string& path, const std::string& bytes);
+  SbResult<GlobResult> Glob(const std::string& path, const std::string& pattern, bool include_dirs,
+                            int max_results);
   // `path` may be a directory or a single file.
-  virtual SbResult<GrepResult> Grep(const std::string& path, const std::string& pattern,
-                                    const GrepOptions& options) = 0;
+  SbResult<GrepResult> Grep(const std::string& path, const std::string& pattern,
+                            const GrepOptions& options);
+
+ protected:
+  // What each provider implements; called only with NUL-free strings.
+  virtual SbResult<CommandResult> DoExecuteCommand(const std::string& command, const EnvList& env,
+                                                   std::optional<double> timeout) = 0;
+  virtual SbResult<std::string> DoReadFile(const std::string& path, std::optional<int> start_line,
+                                           std::optional<int> end_line) = 0;
+  virtual SbResult<std::string> DoDownloadFile(const std::string& path) = 0;
+  virtual SbResult<std::vector<std::string>> DoListDir(const std::string& path, int max_depth) = 0;
+  virtual SbStatus DoWriteFile(const std::string& path, const std::string& content,
+                               bool append) = 0;
+  virtual SbStatus DoUpdateFile(const std::string& path, const std::string& bytes) = 0;
+  virtual SbResult<GlobResult> DoGlob(const std::string& path, const std::string& pattern,
+                                      bool include_dirs, int max_results) = 0;
+  virtual SbResult<GrepResult> DoGrep(const std::string& path, const std::string& pattern,
+                                      const GrepOptions& options) = 0;
 
  private:
   std::string id_;
   std::string notice_;
 };
+
+// kInvalidArgument "<what> must not contain a NUL byte" when `value` holds one. Every
+// string that becomes a path or an exec argument passes this before any other check.
+SbStatus RefuseNul(std::string_view value, const std::string& what);
 
 // Formats a finished command the way DeerFlow's LocalSandbox does.
 std::string FormatCommandText(const std::string& out, const std::string& err, int exit_code,

@@ -128,8 +128,9 @@ SbResult<GrepResult> OpsGrep(const ResolvedPath& rp, const std::string& pattern,
   auto hits = GrepTree(rp.view, rp.rel, {pattern, options});
   if (!hits) return hits.error();
   GrepResult r;
+  r.stopped_by = hits->stopped_by;
   size_t limit = static_cast<size_t>(std::max(1, options.max_results));
-  for (const auto& h : *hits) {
+  for (const auto& h : hits->hits) {
     if (r.matches.size() == limit) {
       r.truncated = true;
       break;

@@ -1,9 +1,8 @@
 #include "tools/providers/sandbox_search.h"
 
 #include <fnmatch.h>
+#include <re2/re2.h>
 
-#include <algorithm>
-#include <cctype>
 #include <vector>
 
 namespace corral::runtime {
@@ -55,10 +54,25 @@ bool MatchFrom(const std::vector<std::string>& pat, size_t pi, const std::vector
   return MatchFrom(pat, pi + 1, seg, si + 1);
 }
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
+// Why RE2 refused a pattern, in the words agents know from Python's re where it helps.
+std::string CompileProblem(const re2::RE2& re) {
+  std::string why = re.error();
+  switch (re.error_code()) {
+    case re2::RE2::ErrorBadPerlOp:
+    case re2::RE2::ErrorBadEscape:
+    case re2::RE2::ErrorBadNamedCapture:
+    case re2::RE2::ErrorRepeatOp:
+      why +=
+          " (grep uses RE2 syntax: Python re without backreferences, lookahead/lookbehind, "
+          "atomic groups or possessive quantifiers; use literal=true for a plain string)";
+      break;
+    case re2::RE2::ErrorPatternTooLarge:
+      why += " (the compiled pattern is over RE2's memory budget; simplify it)";
+      break;
+    default:
+      break;
+  }
+  return why;
 }
 
 }  // namespace
@@ -82,32 +96,22 @@ bool GlobMatches(const std::string& pattern, const std::string& rel) {
 
 SbResult<LineMatcher> LineMatcher::Create(const std::string& pattern, bool literal,
                                           bool case_sensitive) {
+  re2::RE2::Options options;
+  options.set_encoding(re2::RE2::Options::EncodingUTF8);
+  options.set_literal(literal);
+  options.set_case_sensitive(case_sensitive);
+  options.set_log_errors(false);  // the error is the tool's answer, not a log line
+  auto re = std::make_shared<const re2::RE2>(pattern, options);
+  if (!re->ok()) return SandboxError{SandboxErrc::kInvalidRegex, CompileProblem(*re)};
   LineMatcher m;
-  m.is_literal_ = literal;
-  m.case_sensitive_ = case_sensitive;
-  if (literal) {
-    m.literal_ = case_sensitive ? pattern : Lower(pattern);
-    return m;
-  }
-  auto flags = std::regex::ECMAScript | std::regex::optimize;
-  if (!case_sensitive) flags |= std::regex::icase;
-  try {
-    m.regex_ = std::make_shared<std::regex>(pattern, flags);
-  } catch (const std::regex_error& e) {
-    return SandboxError{SandboxErrc::kInvalidRegex, e.what()};
-  }
+  m.re_ = std::move(re);
   return m;
 }
 
+// RE2 runs a DFA (falling back to an NFA when its cache fills): linear in the line, no
+// recursion, so any pattern over a line of at most kGrepMaxLineChars ends promptly.
 bool LineMatcher::Matches(const std::string& line) const {
-  if (is_literal_) {
-    return (case_sensitive_ ? line : Lower(line)).find(literal_) != std::string::npos;
-  }
-  try {
-    return std::regex_search(line, *regex_);
-  } catch (const std::regex_error&) {
-    return false;  // complexity or stack limits on a pathological line: treat as no match
-  }
+  return re2::RE2::PartialMatch(line, *re_);
 }
 
 std::string GrepSummary(const std::string& line) {

@@ -2,12 +2,16 @@
 // ignore patterns, glob matching of relative paths, and the grep line matcher.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 
 #include "tools/providers/sandbox.h"
+
+namespace re2 {
+class RE2;
+}
 
 namespace corral::runtime {
 
@@ -20,7 +24,8 @@ bool IsIgnoredName(const std::string& name);
 // pattern is anchored at the right end only ("*.py" matches "a/b.py").
 bool GlobMatches(const std::string& pattern, const std::string& rel);
 
-// Grep limits (DeerFlow sandbox/search.py).
+// Grep limits (DeerFlow sandbox/search.py), and corral's per-call work bounds
+// (GrepOptions::max_bytes_scanned, max_seconds; named in the tool's notice).
 inline constexpr int64_t kGrepMaxFileBytes = 1000000;
 inline constexpr size_t kGrepBinaryProbeBytes = 8192;
 inline constexpr size_t kGrepMaxLineChars = 2000;
@@ -28,19 +33,23 @@ inline constexpr size_t kGrepSummaryChars = 200;
 inline constexpr int kGrepMaxResults = 500;
 inline constexpr int kGlobMaxResults = 1000;
 
-// One compiled grep pattern.
+// One compiled grep pattern, matched with RE2: linear time in the line's length whatever
+// the pattern (no backtracking, so `(a+)+$` cannot pin a core or overflow the stack).
+// Accepted syntax: RE2's, which is Python `re` without backreferences (\1, (?P=name)),
+// lookahead/lookbehind ((?=, (?!, (?<=, (?<!), atomic groups or possessive quantifiers,
+// and \Z (use \z or $); \d \w \s \b are ASCII-only. Patterns are UTF-8; case-insensitive
+// matching folds Unicode case. Literal mode matches the pattern as a plain substring.
+// Used in the tool process (to validate) and in the file-access child (to match).
 class LineMatcher {
  public:
-  // kInvalidRegex with the regex library's explanation when `pattern` does not compile.
+  // kInvalidRegex with RE2's explanation (and the syntax hint for constructs RE2 refuses)
+  // when `pattern` does not compile.
   static SbResult<LineMatcher> Create(const std::string& pattern, bool literal,
                                       bool case_sensitive);
   bool Matches(const std::string& line) const;
 
  private:
-  std::string literal_;  // lowercased when !case_sensitive_
-  bool is_literal_ = false;
-  bool case_sensitive_ = false;
-  std::shared_ptr<std::regex> regex_;
+  std::shared_ptr<const re2::RE2> re_;
 };
 
 // The line as grep reports it: cut to 200 chars with "..." appended.
