@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "runtime/run/runtime_dir.h"
 
@@ -21,11 +22,25 @@ nlohmann::json StreamToJson(const StreamOutcome& s) {
   return {{"text", s.text}, {"bytes", s.bytes}, {"dropped_bytes", s.dropped_bytes}};
 }
 
+// A field that must be an integer. nlohmann converts a floating-point number to an
+// integer type with a plain cast, undefined behaviour when it is out of range (found by
+// tests/fuzz/fuzz_pool_protocol: "status": 1e123), so only integers are taken.
+struct NotAnInteger : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <typename T>
+T Integer(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_number_integer()) throw NotAnInteger(std::string(key) + ": expected an integer");
+  return v.get<T>();
+}
+
 StreamOutcome StreamFromJson(const nlohmann::json& j) {
   StreamOutcome s;
   j.at("text").get_to(s.text);
-  j.at("bytes").get_to(s.bytes);
-  j.at("dropped_bytes").get_to(s.dropped_bytes);
+  s.bytes = Integer<decltype(s.bytes)>(j, "bytes");
+  s.dropped_bytes = Integer<decltype(s.dropped_bytes)>(j, "dropped_bytes");
   return s;
 }
 
@@ -37,7 +52,7 @@ nlohmann::json OrNull(const std::optional<T>& v) {
 template <typename T>
 std::optional<T> Optional(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-  return j.at(key).get<T>();
+  return Integer<T>(j, key);
 }
 
 }  // namespace
@@ -84,12 +99,12 @@ Result<RunOutcome> OutcomeFromWire(const std::string& text) {
   try {
     nlohmann::json j = nlohmann::json::parse(text);
     RunOutcome o;
-    int status = j.at("status").get<int>();
+    int status = Integer<int>(j, "status");
     if (status < 0 || status > static_cast<int>(RunStatus::kSetupFailed)) {
       return Error(ErrorCode::kIo, "pool reply: unknown status");
     }
     o.status = static_cast<RunStatus>(status);
-    j.at("exit_code").get_to(o.exit_code);
+    o.exit_code = Integer<int>(j, "exit_code");
     o.signal = Optional<int>(j, "signal");
     if (auto limit = Optional<int>(j, "limit")) {
       if (*limit < 0 || *limit > static_cast<int>(LimitKind::kFileSize)) {
@@ -107,7 +122,13 @@ Result<RunOutcome> OutcomeFromWire(const std::string& text) {
          {std::pair{"stdout", &o.stdout_stream}, {"stderr", &o.stderr_stream}}) {
       const nlohmann::json& s = j.at(key);
       if (s.at("text").is_null()) {
-        auto raw = s.at("raw").get<std::vector<uint8_t>>();
+        std::vector<uint8_t> raw;
+        for (const nlohmann::json& byte : s.at("raw")) {
+          if (!byte.is_number_unsigned() || byte.get<uint64_t>() > 255) {
+            throw NotAnInteger(std::string(key) + ".raw: expected bytes");
+          }
+          raw.push_back(static_cast<uint8_t>(byte.get<uint64_t>()));
+        }
         nlohmann::json copy = s;
         copy["text"] = "";
         *stream = StreamFromJson(copy);
@@ -122,11 +143,13 @@ Result<RunOutcome> OutcomeFromWire(const std::string& text) {
     if (!j.at("setup_error").is_null()) {
       const nlohmann::json& e = j.at("setup_error");
       o.setup_error =
-          jail::SetupFailure{static_cast<jail::SetupStep>(e.at("step").get<uint32_t>()),
-                             e.at("err").get<int>(), e.at("message").get<std::string>()};
+          jail::SetupFailure{static_cast<jail::SetupStep>(Integer<uint32_t>(e, "step")),
+                             Integer<int>(e, "err"), e.at("message").get<std::string>()};
     }
     return o;
   } catch (const nlohmann::json::exception& e) {
+    return Error(ErrorCode::kIo, std::string("pool reply: ") + e.what());
+  } catch (const NotAnInteger& e) {
     return Error(ErrorCode::kIo, std::string("pool reply: ") + e.what());
   }
 }

@@ -23,21 +23,21 @@ class MemorySandbox : public Sandbox {
     files_["/mnt/user-data/workspace/a.txt"] = "alpha\nbeta\ngamma\n";
     files_["/mnt/user-data/workspace/src/b.py"] = "def f():\n    return 1\n";
   }
-  SbResult<CommandResult> ExecuteCommand(const std::string& command, const EnvList&,
+  SbResult<CommandResult> DoExecuteCommand(const std::string& command, const EnvList&,
                                          std::optional<double>) override {
     return CommandResult{FormatCommandText(command, "", 0, std::nullopt), 0, false, {}, 0};
   }
-  SbResult<std::string> ReadFile(const std::string& path, std::optional<int> start,
+  SbResult<std::string> DoReadFile(const std::string& path, std::optional<int> start,
                                  std::optional<int> end) override {
     RETURN_SB_IF_ERROR(Check(path));
     auto it = files_.find(path);
     if (it == files_.end()) return SandboxError{SandboxErrc::kNotFound, path, ENOENT};
     return SliceLines(it->second, start, end);
   }
-  SbResult<std::string> DownloadFile(const std::string& path) override {
-    return ReadFile(path, std::nullopt, std::nullopt);
+  SbResult<std::string> DoDownloadFile(const std::string& path) override {
+    return DoReadFile(path, std::nullopt, std::nullopt);
   }
-  SbResult<std::vector<std::string>> ListDir(const std::string& path, int) override {
+  SbResult<std::vector<std::string>> DoListDir(const std::string& path, int) override {
     RETURN_SB_IF_ERROR(Check(path));
     std::vector<std::string> out;
     for (const auto& entry : files_) {
@@ -45,7 +45,7 @@ class MemorySandbox : public Sandbox {
     }
     return out;
   }
-  SbStatus WriteFile(const std::string& path, const std::string& content, bool append) override {
+  SbStatus DoWriteFile(const std::string& path, const std::string& content, bool append) override {
     RETURN_SB_IF_ERROR(Check(path));
     if (files_.size() > 64 && !files_.count(path)) {
       return SandboxError{SandboxErrc::kIo, "too many files", ENOSPC};
@@ -55,10 +55,10 @@ class MemorySandbox : public Sandbox {
     if (file.size() > 1 << 20) file.resize(1 << 20);  // keeps one run's memory bounded
     return {};
   }
-  SbStatus UpdateFile(const std::string& path, const std::string& bytes) override {
-    return WriteFile(path, bytes, false);
+  SbStatus DoUpdateFile(const std::string& path, const std::string& bytes) override {
+    return DoWriteFile(path, bytes, false);
   }
-  SbResult<GlobResult> Glob(const std::string& path, const std::string& pattern, bool,
+  SbResult<GlobResult> DoGlob(const std::string& path, const std::string& pattern, bool,
                             int max_results) override {
     RETURN_SB_IF_ERROR(Check(path));
     GlobResult result;
@@ -72,7 +72,7 @@ class MemorySandbox : public Sandbox {
     }
     return result;
   }
-  SbResult<GrepResult> Grep(const std::string& path, const std::string& pattern,
+  SbResult<GrepResult> DoGrep(const std::string& path, const std::string& pattern,
                             const GrepOptions& options) override;
 
  private:
@@ -96,7 +96,7 @@ class MemorySandbox : public Sandbox {
   std::map<std::string, std::string> files_;
 };
 
-SbResult<GrepResult> MemorySandbox::Grep(const std::string& path, const std::string& pattern,
+SbResult<GrepResult> MemorySandbox::DoGrep(const std::string& path, const std::string& pattern,
                                          const GrepOptions& options) {
   RETURN_SB_IF_ERROR(Check(path));
   auto matcher = LineMatcher::Create(pattern, options.literal, options.case_sensitive);

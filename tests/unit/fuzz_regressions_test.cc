@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <nlohmann/json.hpp>
 
 #include "base/files.h"
+#include "jail/seccomp_profile_parse.h"
+#include "runtime/pool/pool_protocol.h"
 #include "runtime/pool/pool_request.h"
 #include "runtime/spec/config.h"
 #include "runtime/spec/provider_config.h"
@@ -70,6 +73,35 @@ TEST(FuzzRegressions, ConfigTextThatIsNotUtf8IsRefusedWithItsLine) {
   Status tools = runtime::LoadToolConfigFile(dir.Join("c.yaml"), &config, &spec);
   ASSERT_FALSE(tools);
   EXPECT_THAT(tools.error().message(), HasSubstr("c.yaml:2: not valid UTF-8"));
+}
+
+// A number too large for a double made nlohmann throw out_of_range, which the profile
+// parser did not catch (only parse_error): `corral run --seccomp FILE` ended in
+// std::terminate.
+TEST(FuzzRegressions, SeccompProfileWithAnOverflowingNumberIsAnError) {
+  for (const char* text : {"{\"defaultAction\": 1e99999}", "3330e333333333337"}) {
+    auto profile = jail::ParseSeccompProfile(text);
+    ASSERT_FALSE(profile) << text;
+    EXPECT_THAT(profile.error().message(), HasSubstr("invalid JSON")) << text;
+  }
+}
+
+// nlohmann casts a floating-point number to an integer field, undefined behaviour when it
+// is out of range ("status": 1e123 in a pool reply; UBSan in the fuzzer).
+TEST(FuzzRegressions, PoolReplyWithAFloatWhereAnIntegerBelongsIsAnError) {
+  runtime::RunOutcome outcome;
+  auto wire = nlohmann::json::parse(runtime::OutcomeToWire(outcome));
+  for (const char* key : {"status", "exit_code"}) {
+    auto bad = wire;
+    bad[key] = 1.11e123;
+    auto parsed = runtime::OutcomeFromWire(bad.dump());
+    ASSERT_FALSE(parsed) << key;
+    EXPECT_THAT(parsed.error().message(), HasSubstr(std::string(key) + ": expected an integer"));
+  }
+  auto bytes = wire;
+  bytes["stdout"]["bytes"] = 1e300;
+  EXPECT_FALSE(runtime::OutcomeFromWire(bytes.dump()));
+  EXPECT_TRUE(runtime::OutcomeFromWire(wire.dump()));
 }
 
 // A key of the wrong type made nlohmann's value() throw out of the pool server's
