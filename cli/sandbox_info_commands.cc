@@ -206,7 +206,8 @@ void AddSandboxInfoCommands(CLI::App& app, int* exit_code) {
   CLI::App* ps = app.add_subcommand("ps", "list persistent sandboxes");
   ps->add_flag("--json", *ps_json, "JSON array");
   ps->add_flag("-a,--all", *ps_all, "accepted for docker's sake: ps lists dead sandboxes too");
-  ps->callback([ps_json, exit_code] { *exit_code = Ps(*ps_json); });
+  // ps_all is kept alive by the callback: CLI11 writes the flag at parse time.
+  ps->callback([ps_json, ps_all, exit_code] { *exit_code = Ps(*ps_json); });
 
   auto stats_name = std::make_shared<std::string>();
   auto stats_json = std::make_shared<bool>(false);

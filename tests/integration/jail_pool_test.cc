@@ -91,7 +91,8 @@ TEST_F(JailPoolTest, APoolWhoseSpawnerDiedClonesItsJailsItself) {
   ASSERT_EQ(::kill(spawner, SIGKILL), 0);  // reaped by the pool's destructor
   for (int i = 0; i < 3; ++i) {
     runtime::RunOutcome out = RunOk(**pool, Command({"sh", "-c", "echo $$"}));
-    EXPECT_EQ(out.status, RunStatus::kExited) << "run " << i;
+    EXPECT_EQ(out.status, RunStatus::kExited)
+        << "run " << i << ", signal " << out.signal.value_or(0) << ", stderr " << out.stderr_stream.text;
     EXPECT_EQ(out.stdout_stream.text, "2\n") << "run " << i;
   }
 }
