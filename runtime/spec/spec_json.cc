@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_integers.h"
 #include "base/json_nul.h"
 
 namespace corral::runtime {
@@ -45,14 +46,14 @@ nlohmann::json LimitsToJson(const LimitsSpec& l) {
 
 LimitsSpec LimitsFromJson(const nlohmann::json& j) {
   LimitsSpec l;
-  j.at("memory_bytes").get_to(l.memory_bytes);
+  GetInteger(j, "memory_bytes", &l.memory_bytes);
   j.at("cpus").get_to(l.cpus);
-  j.at("pids").get_to(l.pids);
+  GetInteger(j, "pids", &l.pids);
   j.at("timeout_seconds").get_to(l.timeout_seconds);
-  j.at("output_limit_bytes").get_to(l.output_limit_bytes);
-  j.at("tmp_size_bytes").get_to(l.tmp_size_bytes);
-  j.at("file_size_bytes").get_to(l.file_size_bytes);
-  j.at("open_files").get_to(l.open_files);
+  GetInteger(j, "output_limit_bytes", &l.output_limit_bytes);
+  GetInteger(j, "tmp_size_bytes", &l.tmp_size_bytes);
+  GetInteger(j, "file_size_bytes", &l.file_size_bytes);
+  GetInteger(j, "open_files", &l.open_files);
   j.at("kill_grace_seconds").get_to(l.kill_grace_seconds);
   GetOptional(j, "cpu_time_seconds", &l.cpu_time_seconds);
   return l;
@@ -91,8 +92,8 @@ Result<JailSpec> SpecFromJson(const std::string& text) {
     j.at("env").get_to(s.env);
     j.at("mounts").get_to(s.mounts);
     j.at("hostname").get_to(s.hostname);
-    j.at("uid").get_to(s.uid);
-    j.at("gid").get_to(s.gid);
+    GetInteger(j, "uid", &s.uid);
+    GetInteger(j, "gid", &s.gid);
     j.at("namespaces").get_to(s.namespaces);
     j.at("seccomp_profile").get_to(s.seccomp_profile);
     s.limits = LimitsFromJson(j.at("limits"));

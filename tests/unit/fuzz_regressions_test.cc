@@ -9,6 +9,7 @@
 #include "base/files.h"
 #include "jail/seccomp_profile_parse.h"
 #include "runtime/pool/pool_protocol.h"
+#include "runtime/spec/spec_json.h"
 #include "runtime/pool/pool_request.h"
 #include "runtime/spec/config.h"
 #include "runtime/spec/provider_config.h"
@@ -102,6 +103,24 @@ TEST(FuzzRegressions, PoolReplyWithAFloatWhereAnIntegerBelongsIsAnError) {
   bytes["stdout"]["bytes"] = 1e300;
   EXPECT_FALSE(runtime::OutcomeFromWire(bytes.dump()));
   EXPECT_TRUE(runtime::OutcomeFromWire(wire.dump()));
+}
+
+// The same class in the spec's JSON form (a persistent sandbox's state file, the pool's
+// run frames): "gid": 6.5e96 was cast to uint32_t (UBSan in fuzz_spec_json).
+TEST(FuzzRegressions, SpecJsonWithAFloatOrOutOfRangeIntegerFieldIsAnError) {
+  auto good = nlohmann::json::parse(runtime::SpecToJson(runtime::JailSpec()));
+  EXPECT_TRUE(runtime::SpecFromJson(good.dump()));
+  for (auto [key, value] : {std::pair<const char*, nlohmann::json>{"gid", 6.5e96},
+                            {"uid", -1}, {"uid", 4294967296LL}, {"uid", 1000.0}}) {
+    auto bad = good;
+    bad[key] = value;
+    auto spec = runtime::SpecFromJson(bad.dump());
+    ASSERT_FALSE(spec) << key << "=" << value;
+    EXPECT_THAT(spec.error().message(), HasSubstr(std::string(key) + ": expected an integer"));
+  }
+  auto limits = good;
+  limits["limits"]["pids"] = 1e300;
+  EXPECT_FALSE(runtime::SpecFromJson(limits.dump()));
 }
 
 // A key of the wrong type made nlohmann's value() throw out of the pool server's
