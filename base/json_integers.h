@@ -21,15 +21,16 @@ void GetInteger(const nlohmann::json& j, const char* key, T* out) {
     fits = v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
   } else if (v.is_number_integer()) {
     int64_t x = v.get<int64_t>();
+    const auto max = static_cast<uint64_t>(std::numeric_limits<T>::max());
     fits = x >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
-           (x < 0 || static_cast<uint64_t>(x) <= static_cast<uint64_t>(std::numeric_limits<T>::max()));
+           (x < 0 || static_cast<uint64_t>(x) <= max);
   }
   if (!fits) {
     throw nlohmann::json::type_error::create(
         302, std::string(key) + ": expected an integer that fits its field", nullptr);
   }
-  *out = static_cast<T>(v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>())
-                                               : static_cast<T>(v.get<int64_t>()));
+  *out = v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>())
+                                : static_cast<T>(v.get<int64_t>());
 }
 
 }  // namespace corral

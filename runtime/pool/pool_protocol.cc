@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <cstring>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 
+#include "base/json_integers.h"
 #include "runtime/run/runtime_dir.h"
 
 namespace corral::runtime {
@@ -22,25 +22,11 @@ nlohmann::json StreamToJson(const StreamOutcome& s) {
   return {{"text", s.text}, {"bytes", s.bytes}, {"dropped_bytes", s.dropped_bytes}};
 }
 
-// A field that must be an integer. nlohmann converts a floating-point number to an
-// integer type with a plain cast, undefined behaviour when it is out of range (found by
-// tests/fuzz/fuzz_pool_protocol: "status": 1e123), so only integers are taken.
-struct NotAnInteger : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-template <typename T>
-T Integer(const nlohmann::json& j, const char* key) {
-  const nlohmann::json& v = j.at(key);
-  if (!v.is_number_integer()) throw NotAnInteger(std::string(key) + ": expected an integer");
-  return v.get<T>();
-}
-
 StreamOutcome StreamFromJson(const nlohmann::json& j) {
   StreamOutcome s;
   j.at("text").get_to(s.text);
-  s.bytes = Integer<decltype(s.bytes)>(j, "bytes");
-  s.dropped_bytes = Integer<decltype(s.dropped_bytes)>(j, "dropped_bytes");
+  GetInteger(j, "bytes", &s.bytes);
+  GetInteger(j, "dropped_bytes", &s.dropped_bytes);
   return s;
 }
 
@@ -52,7 +38,9 @@ nlohmann::json OrNull(const std::optional<T>& v) {
 template <typename T>
 std::optional<T> Optional(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-  return Integer<T>(j, key);
+  T v;
+  GetInteger(j, key, &v);
+  return v;
 }
 
 }  // namespace
@@ -99,12 +87,13 @@ Result<RunOutcome> OutcomeFromWire(const std::string& text) {
   try {
     nlohmann::json j = nlohmann::json::parse(text);
     RunOutcome o;
-    int status = Integer<int>(j, "status");
+    int status;
+    GetInteger(j, "status", &status);
     if (status < 0 || status > static_cast<int>(RunStatus::kSetupFailed)) {
       return Error(ErrorCode::kIo, "pool reply: unknown status");
     }
     o.status = static_cast<RunStatus>(status);
-    o.exit_code = Integer<int>(j, "exit_code");
+    GetInteger(j, "exit_code", &o.exit_code);
     o.signal = Optional<int>(j, "signal");
     if (auto limit = Optional<int>(j, "limit")) {
       if (*limit < 0 || *limit > static_cast<int>(LimitKind::kFileSize)) {
@@ -125,7 +114,8 @@ Result<RunOutcome> OutcomeFromWire(const std::string& text) {
         std::vector<uint8_t> raw;
         for (const nlohmann::json& byte : s.at("raw")) {
           if (!byte.is_number_unsigned() || byte.get<uint64_t>() > 255) {
-            throw NotAnInteger(std::string(key) + ".raw: expected bytes");
+            throw nlohmann::json::type_error::create(
+                302, std::string(key) + ".raw: expected bytes", nullptr);
           }
           raw.push_back(static_cast<uint8_t>(byte.get<uint64_t>()));
         }
@@ -142,14 +132,15 @@ Result<RunOutcome> OutcomeFromWire(const std::string& text) {
     j.at("warnings").get_to(o.warnings);
     if (!j.at("setup_error").is_null()) {
       const nlohmann::json& e = j.at("setup_error");
-      o.setup_error =
-          jail::SetupFailure{static_cast<jail::SetupStep>(Integer<uint32_t>(e, "step")),
-                             Integer<int>(e, "err"), e.at("message").get<std::string>()};
+      uint32_t step;
+      int err;
+      GetInteger(e, "step", &step);
+      GetInteger(e, "err", &err);
+      o.setup_error = jail::SetupFailure{static_cast<jail::SetupStep>(step), err,
+                                         e.at("message").get<std::string>()};
     }
     return o;
   } catch (const nlohmann::json::exception& e) {
-    return Error(ErrorCode::kIo, std::string("pool reply: ") + e.what());
-  } catch (const NotAnInteger& e) {
     return Error(ErrorCode::kIo, std::string("pool reply: ") + e.what());
   }
 }
