@@ -16,6 +16,9 @@ packages=(
   clang libclang-rt-14-dev
   # RE2: grep patterns in linear time (tools/providers/sandbox_search)
   libre2-dev
+  # the daemon (server/): HTTP on Boost.Beast/Asio, sd_notify readiness; the aio provider's
+  # HTTP client (libcurl)
+  libboost-dev libsystemd-dev libcurl4-openssl-dev curl
   # tests
   libgtest-dev libgmock-dev busybox-static iproute2 procps util-linux python3
   # peers that `corral bench` compares against (skipped when absent)
