@@ -15,6 +15,8 @@
 //   - then it is moved into the destination entry by entry with renameat on directory
 //     fds opened O_NOFOLLOW, so a symlink the sandbox planted in a destination it can
 //     write (a shared `-v DIR:...:rw` mount) is replaced, never followed.
+// Not covered: the host source of a copy in is read as the caller (root) and followed as
+// given, so a path through a directory the sandbox can write is the caller's risk.
 // Ownership follows docker cp: what is copied in belongs to the sandbox user, what is
 // copied out to the user who ran corral (root). Modes are kept (less set-uid/set-gid on
 // the host; less the umask in the sandbox).
