@@ -56,9 +56,9 @@ class ServeTest : public LeakCheckedTest {
     ::unsetenv("CORRAL_RUNTIME_DIR");
   }
 
-  // The config of the daemon; `extra_server` lines go under `server:`.
-  std::string Config(const std::string& extra_server = "") const {
-    return "server:\n  listen: 127.0.0.1:0\n  api_key: " + std::string(kKey) +
+ // The config of the daemon; `extra_server` lines go under `server:`.
+  std::string Config(const std::string& extra_server = "", int port = 0) const {
+    return "server:\n  listen: 127.0.0.1:" + std::to_string(port) + "\n  api_key: " + std::string(kKey) +
            "\n  header_timeout: 2\n  keepalive_timeout: 2\n  body_timeout: 3\n"
            "  max_body_bytes: 1m\n  access_log: " + dir_.Join("access.log") + "\n" + extra_server +
            "sandbox:\n  base_dir: " + dir_.Join("base") + "\n  idle_timeout: 0\n  replicas: 50\n"

@@ -223,9 +223,10 @@ TEST_F(ServeTest, KillNineThenRestartAdoptsTheSandbox) {
   auto exec = RunCorral({"exec", "df-k9", "--", "sh", "-c",
                          "echo kept > /tmp/state; echo data > /mnt/user-data/workspace/f"});
   ASSERT_TRUE(exec && exec->exit_code == 0) << (exec ? exec->Describe() : "");
+  const int port = port_;
   StopDaemon(SIGKILL);
 
-  StartDaemon(Config());
+  StartDaemon(Config("", port));  // the same address: the same URLs
   EXPECT_NE(DaemonLog().find("(1 sandboxes adopted)"), std::string::npos) << DaemonLog();
   auto got = Api("GET", "/api/sandboxes/k9");
   ASSERT_EQ(got.status, 200) << got.body;
