@@ -189,7 +189,7 @@ void AioApi::Impl::BashRoute(const AioSandboxRef& ref, const std::string& rest,
     cr.hard_timeout = hard;
     size_t limit = static_cast<size_t>(max_output.value_or(kDefaultMaxOutput));
     const bool has_id = session_id && !session_id->empty();
-    if (!has_id && !async) {
+    if (!has_id && !async && !timeout) {  // nothing to poll later: a one-shot exec
       {
         std::lock_guard lock(mu);
         if (shutting_down) return reply(aio::Fail("the server is shutting down"));

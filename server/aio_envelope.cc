@@ -69,7 +69,10 @@ HttpResponse Fail(const std::string& message, json data, int status) {
   return HttpResponse::Json(status, Envelope(false, message, std::move(data)));
 }
 
-HttpResponse SessionNotFound() { return Fail("Session not found", nullptr, 404); }
+HttpResponse SessionNotFound() {
+  // Exactly the body DeerFlow matches (contract §5, issue #1768).
+  return HttpResponse::Json(404, {{"success", false}, {"message", "Session not found"}, {"data", nullptr}});
+}
 HttpResponse RouteNotFound() { return HttpResponse::Json(404, {{"detail", "Not Found"}}); }
 HttpResponse MethodNotAllowed() {
   return HttpResponse::Json(405, {{"detail", "Method Not Allowed"}});

@@ -254,7 +254,11 @@ void SessionCore::CheckMarker() {
 }
 
 void SessionCore::KillTree() {
-  if (procs && ready) (void)procs->KillCommandTree(shell_pid, keep);
+  if (procs && ready) {
+    // The trap returns from the command's function once its foreground job is gone.
+    (void)procs->Signal({shell_pid, shell_start}, SIGUSR1);
+    (void)procs->KillCommandTree(shell_pid, keep);
+  }
   ++kill_rounds;
   escalate_at = Clock::now() + kEscalateEvery;
 }
@@ -471,17 +475,26 @@ CommandState SessionCore::Latest() const {
 
 bool SessionCore::KillRunning() {
   std::lock_guard lock(mu);
-  if (!running) return false;
-  if (!ending || *ending != CmdStatus::kTerminated) ending = CmdStatus::kTerminated;
-  KillTree();
+  // Commands not started yet (the control thread may not have picked up the newest) end
+  // without running; the running one is killed.
+  const bool had_queued = !queue.empty();
+  for (const auto& p : queue) {
+    if (CommandState* s = Find(p.id)) s->status = CmdStatus::kTerminated;
+  }
+  queue.clear();
+  if (running) {
+    ending = CmdStatus::kTerminated;
+    KillTree();
+  }
   Wake();
-  return true;
+  return running || had_queued;
 }
 
 void SessionCore::SetNoChangeTimeout(double seconds) {
   std::lock_guard lock(mu);
   opt.no_change_timeout = seconds;
   if (running) cmd_no_change = seconds;
+  for (auto& p : queue) p.request.no_change_timeout = seconds;  // newer than their own
   Wake();
 }
 

@@ -16,10 +16,15 @@ namespace corral::server::aio {
 
 // The shell's loop (see the header). $1 is the handshake nonce: the first line says
 // "<nonce> <$$> <cwd>" so we learn the shell's pid in the sandbox and where it started.
+// The command runs in a function so that a timeout can abort the rest of it: SIGUSR1's
+// trap returns from the function (bash runs it once the killed foreground job is gone,
+// or between two builtins of a loop), and the loop prints the marker as usual.
 const char* const kSessionScript = R"SH(exec 3<&0 4>&1 0</dev/null
+__corral_run() { eval "$__corral_c"; }
+trap 'return 130 2>/dev/null' USR1
 printf '%s %s %s\n' "$1" "$$" "$PWD" >&4
 while IFS= read -r -d '' -u 3 __corral_m && IFS= read -r -d '' -u 3 __corral_c; do
-  eval "$__corral_c" 3<&- 4>&-
+  __corral_run 3<&- 4>&-
   printf '\n%s %d %s\n' "$__corral_m" "$?" "$PWD" >&4
 done
 )SH";

@@ -4,8 +4,10 @@
 //
 // Protocol. The shell runs a small loop (kSessionScript) that reads, from its stdin pipe,
 // a random per-command marker and the command, each NUL-terminated (commands cannot hold
-// NUL: the request layer refuses it), runs the command with `eval` (stdin /dev/null, the
-// control fds closed), then prints "\n<marker> <status> <cwd>\n" on its own saved stdout.
+// NUL: the request layer refuses it), runs the command with `eval` in a function (stdin
+// /dev/null, the control fds closed; a SIGUSR1 trap returns from that function, which is
+// how a timeout aborts the rest of a command list or a builtin loop), then prints
+// "\n<marker> <status> <cwd>\n" on its own saved stdout.
 // Output is read until that line; the marker is 128 random bits, so a command's output
 // cannot end a call by accident. stderr joins stdout on one pipe (as a terminal shows it),
 // or has a pipe of its own (bash sessions: stdout and stderr are reported apart).

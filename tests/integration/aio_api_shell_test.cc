@@ -83,7 +83,7 @@ TEST_F(AioApiTest, SessionsKeepCdAndExportAndSurviveExit) {
 
 TEST_F(AioApiTest, BackgroundProcessesSurviveAndNeverBlock) {
   auto t0 = Clock::now();
-  std::string pid = Shell("sleep 300 > /dev/null 2>&1 & echo $!");
+  std::string pid = Shell("sleep 300 > /dev/null 2>&1 & printf %s $!");
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3));
   t0 = Clock::now();
   EXPECT_EQ(Shell("sleep 30 & echo started"), "started\n") << "no redirect: still returns";
@@ -106,7 +106,7 @@ TEST_F(AioApiTest, BackgroundProcessesSurviveAndNeverBlock) {
 TEST_F(AioApiTest, TimeoutsKillTheCommandTreeOnly) {
   const std::string id = "timeouts";
   Post("v1/shell/sessions/create", {{"id", id}});
-  std::string bg = Shell("sleep 300 > /dev/null 2>&1 & echo $!", id);
+  std::string bg = Shell("sleep 300 > /dev/null 2>&1 & printf %s $!", id);
   auto t0 = Clock::now();
   AioAnswer a = Post("v1/shell/exec", {{"command", "sleep 100 | cat; echo never"}, {"id", id}, {"no_change_timeout", 1}});
   EXPECT_EQ(a.data()["status"], "no_change_timeout") << a.raw;
