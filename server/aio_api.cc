@@ -89,6 +89,7 @@ void AioApi::Handle(const AioSandboxRef& sandbox, std::string_view subpath, Http
   {
     std::lock_guard lock(impl_->mu);
     impl_->DropFinished();
+    impl_->CloseIdleImplicit();
   }
   auto [area, rest] = SplitRoute(subpath);
   const std::string& method = request.method;
@@ -246,6 +247,29 @@ void AioApi::Impl::DropFinished() {
       retired.erase(retired.begin() + static_cast<long>(i));
     } else {
       ++i;
+    }
+  }
+}
+
+void AioApi::Impl::CloseIdleImplicit() {
+  auto tick = std::chrono::steady_clock::now();
+  if (tick - last_sweep < std::chrono::seconds(10)) return;  // cheap enough, not per call
+  last_sweep = tick;
+  auto now = std::chrono::system_clock::now();
+  for (auto& [sandbox_id, sb] : sandboxes) {
+    for (auto it = sb.implicit.begin(); it != sb.implicit.end();) {
+      auto& m = it->first == SessionKind::kShell ? sb.shell : sb.bash;
+      auto found = m.find(it->second);
+      if (found != m.end() && (found->second->busy() || now - found->second->last_used_at() < kImplicitIdle)) {
+        ++it;
+        continue;
+      }
+      if (found != m.end()) {
+        found->second->Close(false);
+        Retire(found->second);
+        m.erase(found);
+      }
+      it = sb.implicit.erase(it);
     }
   }
 }

@@ -32,7 +32,9 @@ struct AioApi::Impl {
   // Sessions made by calls without an id (DeerFlow's snapshot sends none, so every call
   // makes one): the oldest idle ones beyond this many per sandbox are closed (their
   // background jobs live on).
-  static constexpr size_t kImplicitKeep = 8;
+  static constexpr size_t kImplicitKeep = 4;
+  // ...and idle ones older than this are closed too.
+  static constexpr std::chrono::minutes kImplicitIdle{10};
 
   explicit Impl(AioApiOptions o) : options(std::move(o)) {}
 
@@ -47,6 +49,7 @@ struct AioApi::Impl {
   std::map<std::string, SandboxSessions> sandboxes;  // by sandbox_id
   std::vector<std::shared_ptr<aio::ShellSession>> retired;  // closing; destroyed when finished
   bool shutting_down = false;
+  std::chrono::steady_clock::time_point last_sweep{};
 
   // One-shot bash execs in flight: their interrupt sockets (a byte stops one).
   std::map<uint64_t, int> oneshots;
@@ -67,6 +70,7 @@ struct AioApi::Impl {
                                                       SessionKind kind);
   void Retire(std::shared_ptr<aio::ShellSession> s);  // mu held
   void DropFinished();                               // mu held
+  void CloseIdleImplicit();                          // mu held
 
   // --- routes ---
   void SandboxInfo(const AioSandboxRef& ref, Reply reply);
