@@ -223,6 +223,13 @@ TEST_F(ServeTest, KillNineThenRestartAdoptsTheSandbox) {
   auto exec = RunCorral({"exec", "df-k9", "--", "sh", "-c",
                          "echo kept > /tmp/state; echo data > /mnt/user-data/workspace/f"});
   ASSERT_TRUE(exec && exec->exit_code == 0) << (exec ? exec->Describe() : "");
+  // Through the AIO API too: a file and a shell session.
+  auto wrote = Curl("POST", url + "/v1/file/write",
+                    json({{"file", "/tmp/aio.txt"}, {"content", "via aio"}}).dump(), {}, false);
+  ASSERT_EQ(wrote.status, 200) << wrote.body;
+  auto shell = Curl("POST", url + "/v1/shell/exec", json({{"command", "cd /tmp"}}).dump(), {}, false);
+  ASSERT_EQ(shell.status, 200) << shell.body;
+  const std::string session = shell.Json()["data"]["session_id"];
   const int port = port_;
   StopDaemon(SIGKILL);
 
@@ -235,6 +242,13 @@ TEST_F(ServeTest, KillNineThenRestartAdoptsTheSandbox) {
   auto cat = RunCorral({"exec", "df-k9", "--", "cat", "/tmp/state", "/mnt/user-data/workspace/f"});
   ASSERT_TRUE(cat);
   EXPECT_EQ(cat->out, "kept\ndata\n");
+  auto read = Curl("POST", url + "/v1/file/read", json({{"file", "/tmp/aio.txt"}}).dump(), {}, false);
+  EXPECT_EQ(read.Json()["data"]["content"], "via aio") << read.body;
+  // The session died with the old daemon: DeerFlow's "recreate the session" answer.
+  auto old = Curl("POST", url + "/v1/shell/exec",
+                  json({{"command", "pwd"}, {"id", session}}).dump(), {}, false);
+  EXPECT_EQ(old.status, 404) << old.body;
+  EXPECT_EQ(old.Json(), json({{"success", false}, {"message", "Session not found"}, {"data", nullptr}}));
 
   // A sandbox that died while no daemon ran is forgotten by the next one.
   StopDaemon(SIGKILL);
@@ -242,6 +256,22 @@ TEST_F(ServeTest, KillNineThenRestartAdoptsTheSandbox) {
   StartDaemon(Config());
   EXPECT_EQ(Api("GET", "/api/sandboxes/k9").status, 404);
   EXPECT_EQ(Curl("GET", Url(path + "/v1/sandbox"), "", {}, false).status, 404);
+}
+
+TEST_F(ServeTest, AioCallsReachTheSandboxAndDeleteEndsTheirSessions) {
+  StartDaemon(Config());
+  auto created = Api("POST", "/api/sandboxes", CreateBody("aio1", "t-aio"));
+  ASSERT_EQ(created.status, 200) << created.body;
+  const std::string url = created.Json()["sandbox_url"];
+  auto shell = Curl("POST", url + "/v1/shell/exec",
+                    json({{"command", "echo hi; id -u; pwd"}}).dump(), {}, false);
+  ASSERT_EQ(shell.status, 200) << shell.body;
+  EXPECT_EQ(shell.Json()["data"]["output"], "hi\n1000\n/mnt/user-data/workspace\n") << shell.body;
+  EXPECT_NE(Api("GET", "/metrics").body.find("corral_aio_live_sessions 1"), std::string::npos);
+  EXPECT_EQ(Api("DELETE", "/api/sandboxes/aio1").status, 200);
+  EXPECT_NE(Api("GET", "/metrics").body.find("corral_aio_live_sessions 0"), std::string::npos);
+  EXPECT_EQ(Curl("POST", url + "/v1/shell/exec", json({{"command", "true"}}).dump(), {}, false).status,
+            404);
 }
 
 TEST_F(ServeTest, SigtermExitsCleanlyAndKeepsSandboxes) {
