@@ -2,6 +2,7 @@
 // persistent sandboxes. The provisioner flow, auth, tokens, Host checks, bad input, limits,
 // restart adoption after kill -9, and SIGTERM. Root only; leak-checked.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "runtime/sandboxes/persistent.h"
 #include "server/listen_address.h"
@@ -283,6 +284,89 @@ TEST_F(ServeTest, SigtermExitsCleanlyAndKeepsSandboxes) {
   auto info = runtime::InspectSandbox("df-st1");
   ASSERT_TRUE(info);
   EXPECT_TRUE(info->alive) << "SIGTERM keeps sandboxes";
+}
+
+TEST_F(ServeTest, RequestsInFlightAndConnectionsPerClientAreBounded) {
+  StartDaemon(Config("  max_in_flight: 1\n  max_connections_per_client: 3\n"));
+  auto created = Api("POST", "/api/sandboxes", CreateBody("fl1", "t-fl"));
+  ASSERT_EQ(created.status, 200) << created.body;
+  const std::string url = created.Json()["sandbox_url"];
+  std::thread slow([&] {
+    Curl("POST", url + "/v1/shell/exec", json({{"command", "sleep 3"}}).dump(), {}, false);
+  });
+  std::this_thread::sleep_for(milliseconds(1000));
+  auto busy = Curl("GET", Url("/api/capabilities"), "", {}, true, {"-D", dir_.Join("headers")});
+  EXPECT_EQ(busy.status, 429) << busy.body;
+  std::ifstream in(dir_.Join("headers"));
+  std::stringstream headers;
+  headers << in.rdbuf();
+  EXPECT_NE(server::ToLower(headers.str()).find("retry-after: 1"), std::string::npos) << headers.str();
+  EXPECT_EQ(Curl("GET", Url("/health"), "", {}, false).status, 200) << "/health is exempt";
+  slow.join();
+  EXPECT_EQ(Api("GET", "/api/capabilities").status, 200);
+  // Three idle connections of this client are allowed; the fourth is refused.
+  std::vector<UniqueFd> held;
+  for (int i = 0; i < 3; ++i) {
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(port_));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    held.push_back(std::move(fd));
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+  auto fourth = Raw("GET /health HTTP/1.1\r\nHost: " + Authority() + "\r\n\r\n", milliseconds(3000));
+  EXPECT_EQ(fourth.received.rfind("HTTP/1.1 429", 0), 0u) << fourth.received;
+  held.clear();
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(Curl("GET", Url("/health"), "", {}, false).status, 200);
+  EXPECT_EQ(Api("DELETE", "/api/sandboxes/fl1").status, 200);
+}
+
+TEST_F(ServeTest, IdleSandboxesAreReaped) {
+  std::string config = Config();
+  config.replace(config.find("idle_timeout: 0"), 15, "idle_timeout: 2");
+  StartDaemon(config);
+  ASSERT_EQ(Api("POST", "/api/sandboxes", CreateBody("idle1", "t-idle")).status, 200);
+  ASSERT_TRUE(runtime::InspectSandbox("df-idle1"));
+  bool gone = false;
+  for (int i = 0; i < 80 && !gone; ++i) {
+    std::this_thread::sleep_for(milliseconds(100));
+    gone = Api("GET", "/api/sandboxes/idle1").status == 404;
+  }
+  // Each GET above is a provisioner call, not use of the sandbox: it still idles out.
+  EXPECT_TRUE(gone) << "an idle sandbox outlived sandbox.idle_timeout";
+  EXPECT_FALSE(runtime::InspectSandbox("df-idle1"));
+}
+
+TEST_F(ServeTest, ServesOnAUnixSocket) {
+  const std::string sock = dir_.Join("api.sock");
+  std::string config = Config();
+  config.replace(config.find("127.0.0.1:0"), 11, "'unix:" + sock + "'");
+  ASSERT_TRUE(dir_.WriteFile("corral.yaml", config));
+  auto pid = StartProgram({CorralBinary(), "serve", "--config", dir_.Join("corral.yaml")});
+  ASSERT_TRUE(pid);
+  daemon_ = *pid;
+  HttpAnswer health;
+  for (int i = 0; i < 100 && health.status != 200; ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+    health = Curl("GET", "http://localhost/health", "", {}, false, {"--unix-socket", sock});
+  }
+  ASSERT_EQ(health.status, 200);
+  struct stat st;
+  ASSERT_EQ(::stat(sock.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  auto created = Curl("POST", "http://localhost/api/sandboxes", CreateBody("u1", "t-u"), {}, true,
+                      {"--unix-socket", sock});
+  ASSERT_EQ(created.status, 200) << created.body;
+  const std::string url = created.Json()["sandbox_url"];
+  EXPECT_EQ(url.rfind("http://localhost/sandboxes/u1/", 0), 0u) << url;
+  EXPECT_EQ(Curl("GET", url + "/v1/sandbox", "", {}, false, {"--unix-socket", sock}).status, 200);
+  EXPECT_EQ(Curl("DELETE", "http://localhost/api/sandboxes/u1", "", {}, true, {"--unix-socket", sock}).status,
+            200);
+  int status = StopDaemon(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 TEST_F(ServeTest, RefusesToStartUnsafely) {
