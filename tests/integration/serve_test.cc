@@ -276,11 +276,24 @@ TEST_F(ServeTest, AioCallsReachTheSandboxAndDeleteEndsTheirSessions) {
 }
 
 TEST_F(ServeTest, SigtermExitsCleanlyAndKeepsSandboxes) {
-  StartDaemon(Config());
-  ASSERT_EQ(Api("POST", "/api/sandboxes", CreateBody("st1", "t-st")).status, 200);
+  StartDaemon(Config("  shutdown_grace: 2\n"));
+  auto created = Api("POST", "/api/sandboxes", CreateBody("st1", "t-st"));
+  ASSERT_EQ(created.status, 200) << created.body;
+  const std::string url = created.Json()["sandbox_url"];
+  // A call still running at SIGTERM gets its answer by the grace deadline.
+  HttpAnswer slow;
+  std::thread caller([&] {
+    slow = Curl("POST", url + "/v1/shell/exec", json({{"command", "sleep 30"}}).dump(), {}, false);
+  });
+  std::this_thread::sleep_for(milliseconds(1000));
+  const auto start = std::chrono::steady_clock::now();
   int status = StopDaemon(SIGTERM);
+  caller.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   ASSERT_TRUE(WIFEXITED(status)) << status << DaemonLog();
   EXPECT_EQ(WEXITSTATUS(status), 0) << DaemonLog();
+  EXPECT_EQ(slow.status, 200) << slow.body;
+  EXPECT_NE(slow.Json()["data"]["status"], "completed") << slow.body;
   auto info = runtime::InspectSandbox("df-st1");
   ASSERT_TRUE(info);
   EXPECT_TRUE(info->alive) << "SIGTERM keeps sandboxes";
