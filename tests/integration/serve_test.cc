@@ -3,6 +3,7 @@
 // restart adoption after kill -9, and SIGTERM. Root only; leak-checked.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include "runtime/sandboxes/persistent.h"
 #include "server/listen_address.h"
@@ -380,6 +381,34 @@ TEST_F(ServeTest, ServesOnAUnixSocket) {
             200);
   int status = StopDaemon(SIGTERM);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// sd_notify through dlopen'ed libsystemd: READY=1 once listening, STOPPING=1 at SIGTERM.
+TEST_F(ServeTest, NotifiesSystemd) {
+  if (::access("/usr/lib/x86_64-linux-gnu/libsystemd.so.0", F_OK) != 0 &&
+      ::access("/lib/x86_64-linux-gnu/libsystemd.so.0", F_OK) != 0) {
+    GTEST_SKIP() << "no libsystemd.so.0 on this host";
+  }
+  const std::string path = dir_.Join("notify.sock");
+  UniqueFd sock(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path.c_str());
+  ASSERT_EQ(::bind(sock.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  auto receive = [&] {
+    pollfd p{sock.get(), POLLIN, 0};
+    if (::poll(&p, 1, 10000) <= 0) return std::string("(nothing)");
+    char buf[512];
+    ssize_t n = ::recv(sock.get(), buf, sizeof buf, 0);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("(error)");
+  };
+  ::setenv("NOTIFY_SOCKET", path.c_str(), 1);
+  StartDaemon(Config());
+  ::unsetenv("NOTIFY_SOCKET");
+  EXPECT_EQ(receive(), "READY=1");
+  int status = StopDaemon(SIGTERM);
+  EXPECT_EQ(receive(), "STOPPING=1");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST_F(ServeTest, RefusesToStartUnsafely) {
