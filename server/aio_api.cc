@@ -180,7 +180,8 @@ Result<std::shared_ptr<aio::ShellSession>> AioApi::Impl::Open(const AioSandboxRe
     if (!over) break;
     auto& mm = it->first == SessionKind::kShell ? sb.shell : sb.bash;
     auto found = mm.find(it->second);
-    if (found == mm.end() || !found->second->busy()) {
+    // Not one that was just made for a call that has yet to submit its command.
+    if (found == mm.end() || (!found->second->busy() && found->second->Latest().exists)) {
       if (found != mm.end()) {
         found->second->Close(false);
         Retire(found->second);

@@ -198,9 +198,11 @@ void SessionCore::StartNext() {
   if (s == nullptr) return;  // trimmed away: cannot happen while queued
   keep = procs ? procs->ChildrenOf(shell_pid) : std::set<ProcId>{};
   marker = RandomHex();
-  write_buf += marker;
-  write_buf.push_back('\0');
+  // The command first, then its marker: the shell reads the marker only once the command
+  // is done (with fd 3 closed while it ran), so the command can never see it.
   write_buf += BuildScript(p.request);
+  write_buf.push_back('\0');
+  write_buf += marker;
   write_buf.push_back('\0');
   running = true;
   running_id = p.id;

@@ -23,9 +23,12 @@ const char* const kSessionScript = R"SH(exec 3<&0 4>&1 0</dev/null
 __corral_run() { eval "$__corral_c"; }
 trap 'return 130 2>/dev/null' USR1
 printf '%s %s %s\n' "$1" "$$" "$PWD" >&4
-while IFS= read -r -d '' -u 3 __corral_m && IFS= read -r -d '' -u 3 __corral_c; do
+while IFS= read -r -d '' -u 3 __corral_c; do
   __corral_run 3<&- 4>&-
-  printf '\n%s %d %s\n' "$__corral_m" "$?" "$PWD" >&4
+  __corral_s=$?
+  IFS= read -r -d '' -u 3 __corral_m
+  printf '\n%s %d %s\n' "$__corral_m" "$__corral_s" "$PWD" >&4
+  unset __corral_m
 done
 )SH";
 

@@ -59,6 +59,7 @@ TEST_F(AioApiTest, ShellExecWithoutIdIsExactlyTheOutput) {
             "/mnt/user-data/workspace\n/mnt/user-data/workspace/d\n/mnt/user-data/workspace/d/f\n");
   // Output that looks like a marker line does not end the call.
   EXPECT_EQ(Shell("printf '\\nabc 0 /\\n'; echo after"), "\nabc 0 /\nafter\n");
+  EXPECT_EQ(Shell("echo \"[$__corral_m]\""), "[]\n") << "the command can see its marker";
 }
 
 TEST_F(AioApiTest, SessionsKeepCdAndExportAndSurviveExit) {
@@ -233,7 +234,8 @@ TEST_F(AioApiTest, ConcurrentCallsOnOneSandbox) {
         if (Shell("echo s" + n, shared) != "s" + n + "\n") ++bad;
         std::string file = "/mnt/user-data/workspace/c" + n;
         if (!Post("v1/file/write", {{"file", file}, {"content", n}}).body.value("success", false)) ++bad;
-        if (Post("v1/file/read", {{"file", file}}).data().value("content", "") != n) ++bad;
+        json read = Post("v1/file/read", {{"file", file}}).data();
+        if (!read.is_object() || read.value("content", "") != n) ++bad;
       }
     });
   }
@@ -289,8 +291,10 @@ TEST_F(AioApiTest, FiftyParallelCallsOverFiveSandboxes) {
         return Call("POST", path, body.dump(), &ref);
       };
       if (!post("v1/file/write", {{"file", file}, {"content", "v" + n}}).body.value("success", false)) ++bad;
-      if (post("v1/shell/exec", {{"command", "cat " + file}}).data().value("output", "") != "v" + n) ++bad;
-      if (post("v1/bash/exec", {{"command", "echo $N"}, {"env", {{"N", n}}}}).data().value("stdout", "") != n + "\n") ++bad;
+      json out = post("v1/shell/exec", {{"command", "cat " + file}}).data();
+      if (!out.is_object() || out.value("output", "") != "v" + n) ++bad;
+      json sep = post("v1/bash/exec", {{"command", "echo $N"}, {"env", {{"N", n}}}}).data();
+      if (!sep.is_object() || sep.value("stdout", "") != n + "\n") ++bad;
     });
   }
   for (auto& t : threads) t.join();
