@@ -37,6 +37,7 @@ void AddSandboxCommands(CLI::App& app, int* exit_code);      // create exec rm r
 void AddSandboxInfoCommands(CLI::App& app, int* exit_code);  // ps stats inspect logs
 void AddToolCommands(CLI::App& app, int* exit_code);         // tool, threads
 void AddBenchCommand(CLI::App& app, int* exit_code);
+void AddServeCommand(CLI::App& app, int* exit_code);  // the HTTP daemon
 void AddVersionCommand(CLI::App& app, int* exit_code);
 
 // "corral 0.1.0 (<commit>, <build type>)": `corral --version`.
