@@ -3,6 +3,8 @@
 // sandbox_url (tests/integration/data/aio_http_client.py).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "tests/integration/serve_fixture.h"
 #include "tests/support/run_corral.h"
 
@@ -20,6 +22,9 @@ TEST_F(ServeTest, AioApiOverHttpWithDeerFlowsRequests) {
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->exit_code, 0) << r->Describe() << DaemonLog();
   EXPECT_NE(r->out.find("ALL OK"), std::string::npos) << r->out;
+  for (size_t at = r->out.find("[figure]"); at != std::string::npos; at = r->out.find("[figure]", at + 1)) {
+    std::printf("%s\n", r->out.substr(at, r->out.find('\n', at) - at).c_str());
+  }
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/aiohttp01").status, 200);
 }
 

@@ -116,6 +116,18 @@ check("missing read envelope", st == 200 and r["success"] is False and r["data"]
 st, r, _, _ = call("POST", "v1/shell/exec", raw="{not json")
 check("malformed json 422", st == 422 and r["detail"], (st, r))
 
+# A figure (printed, never checked): shell/exec of `true` over HTTP, in a session and fresh.
+lat_id = str(uuid.uuid4())
+call("POST", "v1/shell/sessions/create", {"id": lat_id})
+for label, body in (("session", {"command": "true", "id": lat_id}), ("fresh", {"command": "true"})):
+    times = []
+    for _ in range(30):
+        t0 = time.perf_counter()
+        call("POST", "v1/shell/exec", body)
+        times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    print("[figure] shell/exec true over HTTP, %s: median %.2f ms" % (label, times[len(times) // 2]))
+
 if failures:
     print(len(failures), "FAILED")
     sys.exit(1)
