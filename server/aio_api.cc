@@ -73,6 +73,7 @@ AioApi::~AioApi() {
       for (auto* m : {&s.shell, &s.bash}) {
         for (auto& [sid, session] : *m) all.push_back(session);
       }
+      if (s.spare) all.push_back(s.spare);
     }
     impl_->sandboxes.clear();
     for (auto& r : impl_->retired) all.push_back(std::move(r));
@@ -180,7 +181,8 @@ Result<std::shared_ptr<aio::ShellSession>> AioApi::Impl::Open(const AioSandboxRe
     if (!over) break;
     auto& mm = it->first == SessionKind::kShell ? sb.shell : sb.bash;
     auto found = mm.find(it->second);
-    if (found == mm.end() || !found->second->busy()) {
+    // Not one that was just made for a call that has yet to submit its command.
+    if (found == mm.end() || (!found->second->busy() && found->second->Latest().exists)) {
       if (found != mm.end()) {
         found->second->Close(false);
         Retire(found->second);
@@ -199,7 +201,17 @@ Result<std::shared_ptr<aio::ShellSession>> AioApi::Impl::Open(const AioSandboxRe
   base.corral_name = ref.corral_name;
   base.id = implicit ? aio::RandomUuid() : id;
   base.separate_stderr = kind == SessionKind::kBash;
-  auto session = aio::ShellSession::Start(std::move(base));
+  std::shared_ptr<aio::ShellSession> session;
+  const bool spare_fits = implicit && kind == SessionKind::kShell && !base.workdir;
+  if (spare_fits) {
+    if (sb.spare && !sb.spare->closed()) session = std::move(sb.spare);
+    if (sb.spare) Retire(std::move(sb.spare));
+    sb.spare.reset();
+    aio::SessionOptions next = base;
+    next.id = aio::RandomUuid();
+    sb.spare = aio::ShellSession::Start(std::move(next));
+  }
+  if (!session) session = aio::ShellSession::Start(std::move(base));
   m[session->id()] = session;
   if (implicit) sb.implicit.emplace_back(kind, session->id());
   if (created) *created = true;
@@ -286,6 +298,10 @@ void AioApi::ForgetSandbox(const std::string& sandbox_id) {
       impl_->Retire(s);
     }
   }
+  if (it->second.spare) {
+    it->second.spare->Close(true);
+    impl_->Retire(std::move(it->second.spare));
+  }
   impl_->sandboxes.erase(it);
 }
 
@@ -298,6 +314,7 @@ void AioApi::Shutdown(std::chrono::steady_clock::time_point deadline) {
       for (auto* m : {&s.shell, &s.bash}) {
         for (auto& [sid, session] : *m) all.push_back(session);
       }
+      if (s.spare) all.push_back(s.spare);
     }
     return all;
   };

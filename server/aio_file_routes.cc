@@ -327,7 +327,7 @@ void AioApi::Impl::FileRoute(const AioSandboxRef& ref, const std::string& op, Ht
     bool fixed = f.Bool("fixed_strings").value_or(false);
     auto max_results = f.Integer("max_results");
     auto max_file_size = f.String("max_file_size");
-    (void)f.Bool("recursive");
+    bool recursive = f.Bool("recursive").value_or(true);
     (void)f.Bool("multiline");
     (void)f.Integer("context_before");
     (void)f.Integer("context_after");
@@ -348,7 +348,7 @@ void AioApi::Impl::FileRoute(const AioSandboxRef& ref, const std::string& op, Ht
     auto excludes = exclude.value_or(std::vector<std::string>{});
     return WithSandbox(files, ref, root, "grep", [=](runtime::JailSandbox& sb) {
       runtime::GrepOptions o = opts;
-      if (includes.size() > 1) o.max_results = 10000;  // filtered below
+      if (includes.size() > 1 || !excludes.empty() || !recursive) o.max_results = 10000;  // filtered below
       auto r = sb.Grep(root, pat, o);
       if (!r) return FileFail(r.error(), root, "grep");
       json matches = json::array();
@@ -362,6 +362,7 @@ void AioApi::Impl::FileRoute(const AioSandboxRef& ref, const std::string& op, Ht
         bool out = false;
         for (const auto& g : excludes) out = out || runtime::GlobMatches(g, rel);
         if (!in || out) continue;
+        if (!recursive && rel.find('/') != std::string::npos) continue;  // files right in `path`
         if (static_cast<int>(matches.size()) >= opts.max_results) {
           truncated = true;
           break;

@@ -44,6 +44,9 @@ struct AioApi::Impl {
   struct SandboxSessions {
     std::map<std::string, std::shared_ptr<aio::ShellSession>> shell, bash;
     std::deque<std::pair<SessionKind, std::string>> implicit;  // oldest first
+    // A shell started ahead for the next call without an id (DeerFlow's snapshot sends
+    // none): that call then skips the shell's start. Made on the first such call.
+    std::shared_ptr<aio::ShellSession> spare;
   };
   mutable std::mutex mu;
   std::map<std::string, SandboxSessions> sandboxes;  // by sandbox_id

@@ -20,7 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kHistoryMax = 100;
 constexpr double kNoTimeoutSeconds = 3e8;  // "forever" for the shell's own exec
 constexpr auto kEscalateEvery = std::chrono::seconds(1);
 constexpr int kTreeKillRounds = 3;  // then the shell itself (a builtin loop will not stop)
@@ -198,9 +197,11 @@ void SessionCore::StartNext() {
   if (s == nullptr) return;  // trimmed away: cannot happen while queued
   keep = procs ? procs->ChildrenOf(shell_pid) : std::set<ProcId>{};
   marker = RandomHex();
-  write_buf += marker;
-  write_buf.push_back('\0');
+  // The command first, then its marker: the shell reads the marker only once the command
+  // is done (with fd 3 closed while it ran), so the command can never see it.
   write_buf += BuildScript(p.request);
+  write_buf.push_back('\0');
+  write_buf += marker;
   write_buf.push_back('\0');
   running = true;
   running_id = p.id;
@@ -418,101 +419,6 @@ void SessionCore::ControlLoop() {
     }
     lock.lock();
   }
-}
-
-// ---- calls from other threads --------------------------------------------------------
-
-Result<std::string> SessionCore::Submit(CommandRequest request) {
-  std::lock_guard lock(mu);
-  if (closing) return Error(ErrorCode::kNotFound, "the session was closed");
-  if (!dead_reason.empty()) return Error(ErrorCode::kIo, "the shell cannot run: " + dead_reason);
-  std::string id = RandomUuid();
-  CommandState s;
-  s.command_id = id;
-  s.command = request.command;
-  s.cwd = cwd;
-  s.exists = true;
-  history.push_back(std::move(s));
-  while (history.size() > kHistoryMax && history.front().status != CmdStatus::kRunning) {
-    history.pop_front();
-  }
-  queue.push_back({id, std::move(request)});
-  last_used_at = std::chrono::system_clock::now();
-  Wake();
-  return id;
-}
-
-void SessionCore::Await(const std::string& command_id, SteadyTime deadline,
-                        ShellSession::Callback cb) {
-  std::unique_lock lock(mu);
-  CommandState* s = command_id.empty() ? (history.empty() ? nullptr : &history.back())
-                                       : Find(command_id);
-  if (s == nullptr || s->status != CmdStatus::kRunning || shell_done ||
-      deadline <= Clock::now()) {
-    CommandState snap = s != nullptr ? *s : CommandState{};
-    if (s != nullptr && running && s->command_id == running_id) {
-      snap.output = out_buf;
-      snap.errors = err_buf;
-    }
-    lock.unlock();
-    cb(snap);
-    return;
-  }
-  waiters.push_back({s->command_id, deadline, std::move(cb)});
-  Wake();
-}
-
-CommandState SessionCore::Latest() const {
-  std::lock_guard lock(mu);
-  if (history.empty()) return CommandState{};
-  CommandState snap = history.back();
-  if (running && snap.command_id == running_id) {
-    snap.output = out_buf;
-    snap.errors = err_buf;
-  }
-  return snap;
-}
-
-bool SessionCore::KillRunning() {
-  std::lock_guard lock(mu);
-  // Commands not started yet (the control thread may not have picked up the newest) end
-  // without running; the running one is killed.
-  const bool had_queued = !queue.empty();
-  for (const auto& p : queue) {
-    if (CommandState* s = Find(p.id)) s->status = CmdStatus::kTerminated;
-  }
-  queue.clear();
-  if (running) {
-    ending = CmdStatus::kTerminated;
-    KillTree();
-  }
-  Wake();
-  return running || had_queued;
-}
-
-void SessionCore::SetNoChangeTimeout(double seconds) {
-  std::lock_guard lock(mu);
-  opt.no_change_timeout = seconds;
-  if (running) cmd_no_change = seconds;
-  for (auto& p : queue) p.request.no_change_timeout = seconds;  // newer than their own
-  Wake();
-}
-
-void SessionCore::Close(bool hard) {
-  std::lock_guard lock(mu);
-  if (closing) {
-    if (hard && !hard_close) hard_close = true;
-    Wake();
-    return;
-  }
-  closing = true;
-  hard_close = hard;
-  if (running && !ending) {
-    ending = CmdStatus::kTerminated;
-    KillTree();
-  }
-  shell_cv.notify_all();
-  Wake();
 }
 
 }  // namespace corral::server::aio

@@ -20,6 +20,7 @@
 namespace corral::server::aio {
 
 extern const char* const kSessionScript;
+inline constexpr size_t kHistoryMax = 100;  // commands remembered per session
 std::string ShellQuote(const std::string& s);
 // The text handed to the shell's eval for `r` (exec_dir and env folded in).
 std::string BuildScript(const CommandRequest& r);

@@ -23,9 +23,12 @@ const char* const kSessionScript = R"SH(exec 3<&0 4>&1 0</dev/null
 __corral_run() { eval "$__corral_c"; }
 trap 'return 130 2>/dev/null' USR1
 printf '%s %s %s\n' "$1" "$$" "$PWD" >&4
-while IFS= read -r -d '' -u 3 __corral_m && IFS= read -r -d '' -u 3 __corral_c; do
+while IFS= read -r -d '' -u 3 __corral_c; do
   __corral_run 3<&- 4>&-
-  printf '\n%s %d %s\n' "$__corral_m" "$?" "$PWD" >&4
+  __corral_s=$?
+  IFS= read -r -d '' -u 3 __corral_m
+  printf '\n%s %d %s\n' "$__corral_m" "$__corral_s" "$PWD" >&4
+  unset __corral_m
 done
 )SH";
 
@@ -94,6 +97,102 @@ std::string BuildScript(const CommandRequest& r) {
   if (r.exec_dir) script = "cd -- " + ShellQuote(*r.exec_dir) + " 2>/dev/null\n" + script;
   return script;
 }
+
+// ---- calls from other threads --------------------------------------------------------
+
+Result<std::string> SessionCore::Submit(CommandRequest request) {
+  std::lock_guard lock(mu);
+  if (closing) return Error(ErrorCode::kNotFound, "the session was closed");
+  if (!dead_reason.empty()) return Error(ErrorCode::kIo, "the shell cannot run: " + dead_reason);
+  std::string id = RandomUuid();
+  CommandState s;
+  s.command_id = id;
+  s.command = request.command;
+  s.cwd = cwd;
+  s.exists = true;
+  history.push_back(std::move(s));
+  while (history.size() > kHistoryMax && history.front().status != CmdStatus::kRunning) {
+    history.pop_front();
+  }
+  queue.push_back({id, std::move(request)});
+  last_used_at = std::chrono::system_clock::now();
+  Wake();
+  return id;
+}
+
+void SessionCore::Await(const std::string& command_id, SteadyTime deadline,
+                        ShellSession::Callback cb) {
+  std::unique_lock lock(mu);
+  CommandState* s = command_id.empty() ? (history.empty() ? nullptr : &history.back())
+                                       : Find(command_id);
+  if (s == nullptr || s->status != CmdStatus::kRunning || shell_done ||
+      deadline <= std::chrono::steady_clock::now()) {
+    CommandState snap = s != nullptr ? *s : CommandState{};
+    if (s != nullptr && running && s->command_id == running_id) {
+      snap.output = out_buf;
+      snap.errors = err_buf;
+    }
+    lock.unlock();
+    cb(snap);
+    return;
+  }
+  waiters.push_back({s->command_id, deadline, std::move(cb)});
+  Wake();
+}
+
+CommandState SessionCore::Latest() const {
+  std::lock_guard lock(mu);
+  if (history.empty()) return CommandState{};
+  CommandState snap = history.back();
+  if (running && snap.command_id == running_id) {
+    snap.output = out_buf;
+    snap.errors = err_buf;
+  }
+  return snap;
+}
+
+bool SessionCore::KillRunning() {
+  std::lock_guard lock(mu);
+  // Commands not started yet (the control thread may not have picked up the newest) end
+  // without running; the running one is killed.
+  const bool had_queued = !queue.empty();
+  for (const auto& p : queue) {
+    if (CommandState* s = Find(p.id)) s->status = CmdStatus::kTerminated;
+  }
+  queue.clear();
+  if (running) {
+    ending = CmdStatus::kTerminated;
+    KillTree();
+  }
+  Wake();
+  return running || had_queued;
+}
+
+void SessionCore::SetNoChangeTimeout(double seconds) {
+  std::lock_guard lock(mu);
+  opt.no_change_timeout = seconds;
+  if (running) cmd_no_change = seconds;
+  for (auto& p : queue) p.request.no_change_timeout = seconds;  // newer than their own
+  Wake();
+}
+
+void SessionCore::Close(bool hard) {
+  std::lock_guard lock(mu);
+  if (closing) {
+    if (hard && !hard_close) hard_close = true;
+    Wake();
+    return;
+  }
+  closing = true;
+  hard_close = hard;
+  if (running && !ending) {
+    ending = CmdStatus::kTerminated;
+    KillTree();
+  }
+  shell_cv.notify_all();
+  Wake();
+}
+
 
 // ---- ShellSession: the public face over Impl ------------------------------------------
 

@@ -2,9 +2,10 @@
 // echo) inside the sandbox's persistent corral jail, so `cd` and `export` in one command
 // hold in the next.
 //
-// Protocol. The shell runs a small loop (kSessionScript) that reads, from its stdin pipe,
-// a random per-command marker and the command, each NUL-terminated (commands cannot hold
-// NUL: the request layer refuses it), runs the command with `eval` in a function (stdin
+// Protocol. The shell runs a small loop (kSessionScript) that reads, from its stdin socket,
+// the command and then a random per-command marker, each NUL-terminated (commands cannot
+// hold NUL: the request layer refuses it; the marker is read only after the command ran,
+// so the command never sees it), runs the command with `eval` in a function (stdin
 // /dev/null, the control fds closed; a SIGUSR1 trap returns from that function, which is
 // how a timeout aborts the rest of a command list or a builtin loop), then prints
 // "\n<marker> <status> <cwd>\n" on its own saved stdout.

@@ -137,6 +137,9 @@ TEST_F(AioApiTest, ListFindGrepSearchShapes) {
   AioAnswer one = Post("v1/file/grep", {{"path", kWs + "/src/main.py"}, {"pattern", "hello"}, {"fixed_strings", true}});
   ASSERT_EQ(one.data()["matches"].size(), 1u) << one.raw;
   EXPECT_EQ(one.data()["matches"][0]["line_number"], 3);
+  AioAnswer shallow = Post("v1/file/grep", {{"path", kWs}, {"pattern", "hello"}, {"case_insensitive", true}, {"recursive", false}});
+  ASSERT_EQ(shallow.data()["matches"].size(), 1u) << shallow.raw;
+  EXPECT_EQ(shallow.data()["matches"][0]["file"], kWs + "/README.md");
   AioAnswer trunc = Post("v1/file/grep", {{"path", kWs}, {"pattern", "hello"}, {"case_insensitive", true}, {"max_results", 1}});
   EXPECT_EQ(trunc.data()["truncated"], true);
   EXPECT_EQ(trunc.data()["matches"].size(), 1u);

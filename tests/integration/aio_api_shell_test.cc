@@ -59,6 +59,7 @@ TEST_F(AioApiTest, ShellExecWithoutIdIsExactlyTheOutput) {
             "/mnt/user-data/workspace\n/mnt/user-data/workspace/d\n/mnt/user-data/workspace/d/f\n");
   // Output that looks like a marker line does not end the call.
   EXPECT_EQ(Shell("printf '\\nabc 0 /\\n'; echo after"), "\nabc 0 /\nafter\n");
+  EXPECT_EQ(Shell("echo \"[$__corral_m]\""), "[]\n") << "the command can see its marker";
 }
 
 TEST_F(AioApiTest, SessionsKeepCdAndExportAndSurviveExit) {
@@ -233,7 +234,8 @@ TEST_F(AioApiTest, ConcurrentCallsOnOneSandbox) {
         if (Shell("echo s" + n, shared) != "s" + n + "\n") ++bad;
         std::string file = "/mnt/user-data/workspace/c" + n;
         if (!Post("v1/file/write", {{"file", file}, {"content", n}}).body.value("success", false)) ++bad;
-        if (Post("v1/file/read", {{"file", file}}).data().value("content", "") != n) ++bad;
+        json read = Post("v1/file/read", {{"file", file}}).data();
+        if (!read.is_object() || read.value("content", "") != n) ++bad;
       }
     });
   }
@@ -289,8 +291,10 @@ TEST_F(AioApiTest, FiftyParallelCallsOverFiveSandboxes) {
         return Call("POST", path, body.dump(), &ref);
       };
       if (!post("v1/file/write", {{"file", file}, {"content", "v" + n}}).body.value("success", false)) ++bad;
-      if (post("v1/shell/exec", {{"command", "cat " + file}}).data().value("output", "") != "v" + n) ++bad;
-      if (post("v1/bash/exec", {{"command", "echo $N"}, {"env", {{"N", n}}}}).data().value("stdout", "") != n + "\n") ++bad;
+      json out = post("v1/shell/exec", {{"command", "cat " + file}}).data();
+      if (!out.is_object() || out.value("output", "") != "v" + n) ++bad;
+      json sep = post("v1/bash/exec", {{"command", "echo $N"}, {"env", {{"N", n}}}}).data();
+      if (!sep.is_object() || sep.value("stdout", "") != n + "\n") ++bad;
     });
   }
   for (auto& t : threads) t.join();
@@ -324,9 +328,10 @@ TEST_F(AioApiTest, ShutdownAnswersRunningCommands) {
 TEST_F(AioApiTest, PrintsExecLatency) {
   Post("v1/shell/sessions/create", {{"id", "lat"}});
   Shell("true", "lat");
-  auto median_ms = [&](const std::string& id) {
+  auto median_ms = [&](const std::string& id, int gap_ms) {
     std::vector<double> ms;
     for (int i = 0; i < 30; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));  // an agent thinks
       auto t0 = Clock::now();
       EXPECT_EQ(Shell("true", id), "");
       ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
@@ -334,10 +339,12 @@ TEST_F(AioApiTest, PrintsExecLatency) {
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];
   };
-  double in_session = median_ms("lat");
-  double fresh = median_ms("");
-  std::printf("[figure] shell/exec `true` median: %.2f ms in a session, %.2f ms fresh session\n",
-              in_session, fresh);
+  double in_session = median_ms("lat", 0);
+  double fresh = median_ms("", 50);
+  double fresh_back_to_back = median_ms("", 0);
+  std::printf("[figure] shell/exec `true` median: %.2f ms in a session, %.2f ms without id (calls "
+              "50 ms apart: the spare shell is ready), %.2f ms without id back to back\n",
+              in_session, fresh, fresh_back_to_back);
 }
 
 }  // namespace
