@@ -1,0 +1,90 @@
+// The daemon's request handling before a sandbox is touched (server/): raw HTTP/1.1 bytes
+// through Boost.Beast's parser with the daemon's limits, then what corral's own code does
+// with the parts — percent-decoding the target, the route template that logs and metrics
+// use (it must never carry an id or any text of the request), the Host check, and the
+// provisioner's create-body validation (a body it accepts must hold valid ids).
+#include <boost/beast/http.hpp>
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "server/http_server.h"
+#include "server/listen_address.h"
+#include "server/provision_request.h"
+#include "server/router.h"
+#include "tests/fuzz/fuzz_util.h"
+
+namespace {
+
+namespace http = boost::beast::http;
+using namespace corral::server;
+
+bool IsWord(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || c == '_')) return false;
+  }
+  return true;
+}
+
+void CheckTemplate(const std::string& rest) {
+  std::string tmpl = Router::RouteTemplate(rest);
+  size_t start = 0;
+  while (start <= tmpl.size()) {
+    size_t end = tmpl.find('/', start);
+    if (end == std::string::npos) end = tmpl.size();
+    std::string seg = tmpl.substr(start, end - start);
+    if (!seg.empty() && seg != "{x}" && !IsWord(seg)) {
+      corral::fuzz::Fail("route template carries request text", rest + " -> " + tmpl);
+    }
+    start = end + 1;
+  }
+}
+
+void CheckCreateBody(const std::string& body) {
+  auto parsed = ParseCreateRequest(body, "/nonexistent-corral-fuzz-base");
+  if (const auto* p = std::get_if<CreateParams>(&parsed)) {
+    if (!SandboxIdProblem(p->sandbox_id).empty()) {
+      corral::fuzz::Fail("accepted a create body with a bad sandbox_id", body);
+    }
+    if (p->extra_mounts.size() > kMaxExtraMounts) {
+      corral::fuzz::Fail("accepted more extra mounts than allowed", body);
+    }
+  } else if (std::get<RequestError>(parsed).status < 400) {
+    corral::fuzz::Fail("a refusal without a 4xx status", body);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const auto* host_check = [] {
+    auto address = ParseListenAddress("127.0.0.1:8002");
+    return new HostCheck(*address, 8002, {});
+  }();
+  const std::string input = corral::fuzz::AsString(data, size);
+  CheckCreateBody(input);  // the body alone, too: most inputs never parse as HTTP
+
+  http::request_parser<http::string_body> parser;
+  parser.header_limit(16 * 1024);
+  parser.body_limit(1 << 20);
+  parser.eager(true);
+  boost::beast::error_code ec;
+  size_t offset = 0;
+  while (offset < input.size() && !parser.is_done()) {
+    size_t used = parser.put(boost::asio::buffer(input.data() + offset, input.size() - offset), ec);
+    if (ec || used == 0) break;
+    offset += used;
+  }
+  if (!ec && !parser.is_done()) parser.put_eof(ec);
+  if (ec || !parser.is_header_done()) return 0;
+  const auto& req = parser.get();
+  std::string target(req.target());
+  std::string path = PercentDecode(target.substr(0, target.find('?')), false);
+  (void)host_check->Accepts(std::string(req[http::field::host]));
+  CheckTemplate(path);
+  const std::string prefix = "/sandboxes/";
+  if (path.rfind(prefix, 0) == 0) CheckTemplate(path.substr(prefix.size()));
+  if (parser.is_done()) CheckCreateBody(req.body());
+  return 0;
+}
