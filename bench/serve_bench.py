@@ -5,7 +5,8 @@
 
 Starts a daemon on 127.0.0.1 (port 0) with a temp base dir and runtime dir, then:
   - POST /api/sandboxes -> first 200 of GET {sandbox_url}/v1/sandbox, per sandbox (median, p90);
-  - GET {sandbox_url}/v1/sandbox round trip on one keep-alive connection (median);
+  - POST /api/sandboxes -> first successful POST {sandbox_url}/v1/shell/exec of `true`;
+  - GET v1/sandbox and POST v1/shell/exec `true` round trips on one keep-alive connection;
   - the daemon's RSS with 0 and N idle sandboxes.
 Deletes every sandbox and stops the daemon (SIGTERM) at the end. Figures, not assertions.
 """
@@ -27,6 +28,17 @@ KEY = "bench-key-0123456789abcdef"
 def rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def shell(conn, path, command):
+    conn.request("POST", path + "/v1/shell/exec", json.dumps({"command": command}),
+                 {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    body = r.read()
+    try:
+        return r.status, json.loads(body)
+    except ValueError:
+        return r.status, {}
 
 
 def main():
@@ -58,7 +70,7 @@ def main():
     sb = http.client.HTTPConnection("127.0.0.1", port)
     headers = {"X-API-Key": KEY, "Content-Type": "application/json"}
     rss0 = rss_kib(daemon.pid)
-    ready_ms, urls = [], []
+    ready_ms, exec_ms, urls = [], [], []
     try:
         for i in range(n):
             t0 = time.perf_counter()
@@ -76,6 +88,10 @@ def main():
                 if r.status == 200:
                     break
             ready_ms.append((time.perf_counter() - t0) * 1000)
+            status, out = shell(sb, path, "true")
+            if status != 200 or not out.get("success", False):
+                sys.exit(f"shell/exec failed: {status} {out}")
+            exec_ms.append((time.perf_counter() - t0) * 1000)
             urls.append(path)
         rt = []
         for _ in range(500):
@@ -83,13 +99,20 @@ def main():
             sb.request("GET", urls[0] + "/v1/sandbox")
             sb.getresponse().read()
             rt.append((time.perf_counter() - t0) * 1000)
+        ex = []
+        for _ in range(100):
+            t0 = time.perf_counter()
+            shell(sb, urls[0], "true")
+            ex.append((time.perf_counter() - t0) * 1000)
         time.sleep(1)
         rssn = rss_kib(daemon.pid)
         q = statistics.quantiles(ready_ms, n=10)
         print(f"sandboxes: {n}")
         print(f"POST /api/sandboxes -> first 200 of v1/sandbox: median {statistics.median(ready_ms):.1f} ms, "
               f"p90 {q[-1]:.1f} ms, total {sum(ready_ms) / 1000:.1f} s")
+        print(f"POST /api/sandboxes -> first shell/exec `true` answered: median {statistics.median(exec_ms):.1f} ms")
         print(f"GET v1/sandbox round trip (keep-alive): median {statistics.median(rt):.3f} ms")
+        print(f"POST v1/shell/exec `true` round trip (fresh session each): median {statistics.median(ex):.1f} ms")
         print(f"daemon RSS: {rss0 / 1024:.1f} MiB at start, {rssn / 1024:.1f} MiB with {n} idle sandboxes "
               f"({(rssn - rss0) / max(n, 1):.1f} KiB each)")
     finally:

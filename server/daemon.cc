@@ -111,6 +111,77 @@ void Every(asio::io_context& io, Clock::duration period, std::function<bool()> t
   std::make_shared<Periodic>(io, period, std::move(tick))->Arm();
 }
 
+GaugeSource MakeGauges(SandboxManager& manager, HttpServer& server, AioApi& aio) {
+  return [manager_p = &manager, server_p = &server, aio_p = &aio] {
+    SandboxManager& manager = *manager_p;
+    HttpServer& server = *server_p;
+    AioApi& aio = *aio_p;
+    ManagerCounts c = manager.Counts();
+    std::vector<std::pair<std::string, double>> g = {
+        {"corral_sandboxes{state=\"running\"}", static_cast<double>(c.running)},
+        {"corral_sandbox_events_total{event=\"created\"}", static_cast<double>(c.created)},
+        {"corral_sandbox_events_total{event=\"deleted\"}", static_cast<double>(c.deleted)},
+        {"corral_sandbox_events_total{event=\"reaped_idle\"}", static_cast<double>(c.reaped_idle)},
+        {"corral_sandbox_events_total{event=\"evicted\"}", static_cast<double>(c.evicted)},
+        {"corral_sandbox_events_total{event=\"found_dead\"}", static_cast<double>(c.found_dead)},
+        {"corral_sandbox_calls_in_flight", static_cast<double>(c.calls_in_flight)},
+        {"corral_http_requests_in_flight", static_cast<double>(server.in_flight())},
+        {"corral_http_connections", static_cast<double>(server.connections())},
+        {"corral_aio_live_sessions", static_cast<double>(aio.live_sessions())},
+    };
+    std::vector<std::string> help = {
+        "# TYPE corral_sandboxes gauge", "# TYPE corral_sandbox_events_total counter",
+        "# TYPE corral_sandbox_calls_in_flight gauge", "# TYPE corral_http_requests_in_flight gauge",
+        "# TYPE corral_http_connections gauge", "# TYPE corral_aio_live_sessions gauge"};
+    return std::make_pair(g, help);
+  };
+}
+
+// Idle reaper: often enough to honour sandbox.idle_timeout within ~10 %; one run at a time,
+// off the I/O threads.
+void StartReaper(asio::io_context& io, asio::thread_pool& blocking, SandboxManager& manager,
+                 double idle_timeout) {
+  const double period = idle_timeout > 0 ? std::clamp(idle_timeout / 10, 1.0, 30.0) : 10.0;
+  auto reaping = std::make_shared<std::atomic<bool>>(false);
+  Every(io, std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(period)),
+        [blocking_p = &blocking, manager_p = &manager, reaping] {
+          if (!reaping->exchange(true)) {
+            asio::post(*blocking_p, [manager_p, reaping] {
+              manager_p->Reap();
+              reaping->store(false);
+            });
+          }
+          return true;
+        });
+}
+
+// SIGTERM/SIGINT: stop accepting, give calls in flight until `grace` (AioApi::Shutdown
+// answers running commands by then), then stop the I/O loop. A second signal stops at once.
+void OnSignals(asio::signal_set& signals, asio::io_context& io, HttpServer& server, AioApi& aio,
+               double grace, std::thread* aio_shutdown) {
+  // Pointers, not references to the parameters: the handler runs after this returns.
+  signals.async_wait([signals_p = &signals, io_p = &io, server_p = &server, aio_p = &aio, grace,
+                      aio_shutdown](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    spdlog::info("signal {}: stopping; sandboxes are kept", sig);
+    SdNotify("STOPPING=1");
+    server_p->StopAccepting();
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(grace));
+    *aio_shutdown = std::thread([aio_p, deadline] { aio_p->Shutdown(deadline); });
+    Every(*io_p, std::chrono::milliseconds(50), [server_p, io_p, deadline] {
+      if (server_p->in_flight() == 0 || Clock::now() >= deadline + std::chrono::seconds(1)) {
+        io_p->stop();
+        return false;
+      }
+      return true;
+    });
+    signals_p->async_wait([io_p](boost::system::error_code again, int) {
+      if (!again) io_p->stop();
+    });
+  });
+}
+
 }  // namespace
 
 int RunServe(const ServeOptions& options) {
@@ -146,26 +217,7 @@ int RunServe(const ServeOptions& options) {
       });
   if (Status st = server.Listen(cfg.address); !st) return Fail(st.error().message());
   HostCheck host_check(cfg.address, server.bound_port(), cfg.server.allowed_hosts);
-  GaugeSource gauges = [&] {
-    ManagerCounts c = manager.Counts();
-    std::vector<std::pair<std::string, double>> g = {
-        {"corral_sandboxes{state=\"running\"}", static_cast<double>(c.running)},
-        {"corral_sandbox_events_total{event=\"created\"}", static_cast<double>(c.created)},
-        {"corral_sandbox_events_total{event=\"deleted\"}", static_cast<double>(c.deleted)},
-        {"corral_sandbox_events_total{event=\"reaped_idle\"}", static_cast<double>(c.reaped_idle)},
-        {"corral_sandbox_events_total{event=\"evicted\"}", static_cast<double>(c.evicted)},
-        {"corral_sandbox_events_total{event=\"found_dead\"}", static_cast<double>(c.found_dead)},
-        {"corral_sandbox_calls_in_flight", static_cast<double>(c.calls_in_flight)},
-        {"corral_http_requests_in_flight", static_cast<double>(server.in_flight())},
-        {"corral_http_connections", static_cast<double>(server.connections())},
-        {"corral_aio_live_sessions", static_cast<double>(aio.live_sessions())},
-    };
-    std::vector<std::string> help = {
-        "# TYPE corral_sandboxes gauge", "# TYPE corral_sandbox_events_total counter",
-        "# TYPE corral_sandbox_calls_in_flight gauge", "# TYPE corral_http_requests_in_flight gauge",
-        "# TYPE corral_http_connections gauge", "# TYPE corral_aio_live_sessions gauge"};
-    return std::make_pair(g, help);
-  };
+  GaugeSource gauges = MakeGauges(manager, server, aio);
   router = std::make_unique<Router>(
       RouterOptions{cfg.key, cfg.server.no_auth, cfg.server.metrics_need_key,
                     cfg.provider.base_dir},
@@ -175,48 +227,11 @@ int RunServe(const ServeOptions& options) {
   router->SetCorralApi(&corral_api);
   server.Start();
 
-  // Idle reaper: often enough to honour sandbox.idle_timeout within ~10 %.
-  const double idle = cfg.provider.idle_timeout;
-  const double period = idle > 0 ? std::clamp(idle / 10, 1.0, 30.0) : 10.0;
-  auto reaping = std::make_shared<std::atomic<bool>>(false);
-  Every(io, std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(period)),
-        [&, reaping] {
-          if (!reaping->exchange(true)) {
-            asio::post(blocking, [&manager, reaping] {
-              manager.Reap();
-              reaping->store(false);
-            });
-          }
-          return true;
-        });
+  StartReaper(io, blocking, manager, cfg.provider.idle_timeout);
 
   std::thread aio_shutdown;
   asio::signal_set signals(io, SIGTERM, SIGINT);
-  auto stopping = std::make_shared<bool>(false);
-  std::function<void(boost::system::error_code, int)> on_signal =
-      [&](boost::system::error_code ec, int sig) {
-        if (ec) return;
-        if (*stopping) {  // a second signal: stop now
-          io.stop();
-          return;
-        }
-        *stopping = true;
-        spdlog::info("signal {}: stopping; sandboxes are kept", sig);
-        SdNotify("STOPPING=1");
-        server.StopAccepting();
-        const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                 std::chrono::duration<double>(cfg.server.shutdown_grace));
-        aio_shutdown = std::thread([&aio, deadline] { aio.Shutdown(deadline); });
-        Every(io, std::chrono::milliseconds(50), [&server, &io, deadline] {
-          if (server.in_flight() == 0 || Clock::now() >= deadline + std::chrono::seconds(1)) {
-            io.stop();
-            return false;
-          }
-          return true;
-        });
-        signals.async_wait(on_signal);
-      };
-  signals.async_wait(on_signal);
+  OnSignals(signals, io, server, aio, cfg.server.shutdown_grace, &aio_shutdown);
 
   std::fprintf(stderr, "corral serve: listening on %s (%zu sandboxes adopted)\n",
                cfg.address.is_unix ? cfg.address.ToString().c_str()

@@ -102,7 +102,7 @@ void Router::Handle(HttpRequest request, Reply reply) {
   const std::string& path = request.path;
   if (path == "/health") {
     ctx->route = "/health";
-    if (request.method != "GET" && request.method != "HEAD") {
+    if (request.method != "GET") {
       return logged(Detail(405, "Method Not Allowed"));
     }
     return logged(HttpResponse::Json(200, {{"status", "ok"}}));

@@ -2,6 +2,8 @@
 // persistent sandboxes. The provisioner flow, auth, tokens, Host checks, bad input, limits,
 // restart adoption after kill -9, and SIGTERM. Root only; leak-checked.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include "runtime/sandboxes/persistent.h"
 #include "server/listen_address.h"
@@ -223,6 +225,13 @@ TEST_F(ServeTest, KillNineThenRestartAdoptsTheSandbox) {
   auto exec = RunCorral({"exec", "df-k9", "--", "sh", "-c",
                          "echo kept > /tmp/state; echo data > /mnt/user-data/workspace/f"});
   ASSERT_TRUE(exec && exec->exit_code == 0) << (exec ? exec->Describe() : "");
+  // Through the AIO API too: a file and a shell session.
+  auto wrote = Curl("POST", url + "/v1/file/write",
+                    json({{"file", "/tmp/aio.txt"}, {"content", "via aio"}}).dump(), {}, false);
+  ASSERT_EQ(wrote.status, 200) << wrote.body;
+  auto shell = Curl("POST", url + "/v1/shell/exec", json({{"command", "cd /tmp"}}).dump(), {}, false);
+  ASSERT_EQ(shell.status, 200) << shell.body;
+  const std::string session = shell.Json()["data"]["session_id"];
   const int port = port_;
   StopDaemon(SIGKILL);
 
@@ -235,6 +244,13 @@ TEST_F(ServeTest, KillNineThenRestartAdoptsTheSandbox) {
   auto cat = RunCorral({"exec", "df-k9", "--", "cat", "/tmp/state", "/mnt/user-data/workspace/f"});
   ASSERT_TRUE(cat);
   EXPECT_EQ(cat->out, "kept\ndata\n");
+  auto read = Curl("POST", url + "/v1/file/read", json({{"file", "/tmp/aio.txt"}}).dump(), {}, false);
+  EXPECT_EQ(read.Json()["data"]["content"], "via aio") << read.body;
+  // The session died with the old daemon: DeerFlow's "recreate the session" answer.
+  auto old = Curl("POST", url + "/v1/shell/exec",
+                  json({{"command", "pwd"}, {"id", session}}).dump(), {}, false);
+  EXPECT_EQ(old.status, 404) << old.body;
+  EXPECT_EQ(old.Json(), json({{"success", false}, {"message", "Session not found"}, {"data", nullptr}}));
 
   // A sandbox that died while no daemon ran is forgotten by the next one.
   StopDaemon(SIGKILL);
@@ -244,15 +260,155 @@ TEST_F(ServeTest, KillNineThenRestartAdoptsTheSandbox) {
   EXPECT_EQ(Curl("GET", Url(path + "/v1/sandbox"), "", {}, false).status, 404);
 }
 
-TEST_F(ServeTest, SigtermExitsCleanlyAndKeepsSandboxes) {
+TEST_F(ServeTest, AioCallsReachTheSandboxAndDeleteEndsTheirSessions) {
   StartDaemon(Config());
-  ASSERT_EQ(Api("POST", "/api/sandboxes", CreateBody("st1", "t-st")).status, 200);
+  auto created = Api("POST", "/api/sandboxes", CreateBody("aio1", "t-aio"));
+  ASSERT_EQ(created.status, 200) << created.body;
+  const std::string url = created.Json()["sandbox_url"];
+  auto shell = Curl("POST", url + "/v1/shell/exec",
+                    json({{"command", "echo hi; id -u; pwd"}}).dump(), {}, false);
+  ASSERT_EQ(shell.status, 200) << shell.body;
+  EXPECT_EQ(shell.Json()["data"]["output"], "hi\n1000\n/mnt/user-data/workspace\n") << shell.body;
+  EXPECT_NE(Api("GET", "/metrics").body.find("corral_aio_live_sessions 1"), std::string::npos);
+  EXPECT_EQ(Api("DELETE", "/api/sandboxes/aio1").status, 200);
+  EXPECT_NE(Api("GET", "/metrics").body.find("corral_aio_live_sessions 0"), std::string::npos);
+  EXPECT_EQ(Curl("POST", url + "/v1/shell/exec", json({{"command", "true"}}).dump(), {}, false).status,
+            404);
+}
+
+TEST_F(ServeTest, SigtermExitsCleanlyAndKeepsSandboxes) {
+  StartDaemon(Config("  shutdown_grace: 2\n"));
+  auto created = Api("POST", "/api/sandboxes", CreateBody("st1", "t-st"));
+  ASSERT_EQ(created.status, 200) << created.body;
+  const std::string url = created.Json()["sandbox_url"];
+  // A call still running at SIGTERM gets its answer by the grace deadline.
+  HttpAnswer slow;
+  std::thread caller([&] {
+    slow = Curl("POST", url + "/v1/shell/exec", json({{"command", "sleep 30"}}).dump(), {}, false);
+  });
+  std::this_thread::sleep_for(milliseconds(1000));
+  const auto start = std::chrono::steady_clock::now();
   int status = StopDaemon(SIGTERM);
+  caller.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   ASSERT_TRUE(WIFEXITED(status)) << status << DaemonLog();
   EXPECT_EQ(WEXITSTATUS(status), 0) << DaemonLog();
+  EXPECT_EQ(slow.status, 200) << slow.body;
+  EXPECT_NE(slow.Json()["data"]["status"], "completed") << slow.body;
   auto info = runtime::InspectSandbox("df-st1");
   ASSERT_TRUE(info);
   EXPECT_TRUE(info->alive) << "SIGTERM keeps sandboxes";
+}
+
+TEST_F(ServeTest, RequestsInFlightAndConnectionsPerClientAreBounded) {
+  StartDaemon(Config("  max_in_flight: 1\n  max_connections_per_client: 3\n"));
+  auto created = Api("POST", "/api/sandboxes", CreateBody("fl1", "t-fl"));
+  ASSERT_EQ(created.status, 200) << created.body;
+  const std::string url = created.Json()["sandbox_url"];
+  std::thread slow([&] {
+    Curl("POST", url + "/v1/shell/exec", json({{"command", "sleep 3"}}).dump(), {}, false);
+  });
+  std::this_thread::sleep_for(milliseconds(1000));
+  auto busy = Curl("GET", Url("/api/capabilities"), "", {}, true, {"-D", dir_.Join("headers")});
+  EXPECT_EQ(busy.status, 429) << busy.body;
+  std::ifstream in(dir_.Join("headers"));
+  std::stringstream headers;
+  headers << in.rdbuf();
+  EXPECT_NE(server::ToLower(headers.str()).find("retry-after: 1"), std::string::npos) << headers.str();
+  EXPECT_EQ(Curl("GET", Url("/health"), "", {}, false).status, 200) << "/health is exempt";
+  slow.join();
+  EXPECT_EQ(Api("GET", "/api/capabilities").status, 200);
+  // Three idle connections of this client are allowed; the fourth is refused.
+  std::vector<UniqueFd> held;
+  for (int i = 0; i < 3; ++i) {
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(port_));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    held.push_back(std::move(fd));
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+  auto fourth = Raw("GET /health HTTP/1.1\r\nHost: " + Authority() + "\r\n\r\n", milliseconds(3000));
+  EXPECT_EQ(fourth.received.rfind("HTTP/1.1 429", 0), 0u) << fourth.received;
+  held.clear();
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(Curl("GET", Url("/health"), "", {}, false).status, 200);
+  EXPECT_EQ(Api("DELETE", "/api/sandboxes/fl1").status, 200);
+}
+
+TEST_F(ServeTest, IdleSandboxesAreReaped) {
+  std::string config = Config();
+  config.replace(config.find("idle_timeout: 0"), 15, "idle_timeout: 2");
+  StartDaemon(config);
+  ASSERT_EQ(Api("POST", "/api/sandboxes", CreateBody("idle1", "t-idle")).status, 200);
+  ASSERT_TRUE(runtime::InspectSandbox("df-idle1"));
+  bool gone = false;
+  for (int i = 0; i < 80 && !gone; ++i) {
+    std::this_thread::sleep_for(milliseconds(100));
+    gone = Api("GET", "/api/sandboxes/idle1").status == 404;
+  }
+  // Each GET above is a provisioner call, not use of the sandbox: it still idles out.
+  EXPECT_TRUE(gone) << "an idle sandbox outlived sandbox.idle_timeout";
+  EXPECT_FALSE(runtime::InspectSandbox("df-idle1"));
+}
+
+TEST_F(ServeTest, ServesOnAUnixSocket) {
+  const std::string sock = dir_.Join("api.sock");
+  std::string config = Config();
+  config.replace(config.find("127.0.0.1:0"), 11, "'unix:" + sock + "'");
+  ASSERT_TRUE(dir_.WriteFile("corral.yaml", config));
+  auto pid = StartProgram({CorralBinary(), "serve", "--config", dir_.Join("corral.yaml")});
+  ASSERT_TRUE(pid);
+  daemon_ = *pid;
+  HttpAnswer health;
+  for (int i = 0; i < 100 && health.status != 200; ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+    health = Curl("GET", "http://localhost/health", "", {}, false, {"--unix-socket", sock});
+  }
+  ASSERT_EQ(health.status, 200);
+  struct stat st;
+  ASSERT_EQ(::stat(sock.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  auto created = Curl("POST", "http://localhost/api/sandboxes", CreateBody("u1", "t-u"), {}, true,
+                      {"--unix-socket", sock});
+  ASSERT_EQ(created.status, 200) << created.body;
+  const std::string url = created.Json()["sandbox_url"];
+  EXPECT_EQ(url.rfind("http://localhost/sandboxes/u1/", 0), 0u) << url;
+  EXPECT_EQ(Curl("GET", url + "/v1/sandbox", "", {}, false, {"--unix-socket", sock}).status, 200);
+  EXPECT_EQ(Curl("DELETE", "http://localhost/api/sandboxes/u1", "", {}, true, {"--unix-socket", sock}).status,
+            200);
+  int status = StopDaemon(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// sd_notify through dlopen'ed libsystemd: READY=1 once listening, STOPPING=1 at SIGTERM.
+TEST_F(ServeTest, NotifiesSystemd) {
+  if (::access("/usr/lib/x86_64-linux-gnu/libsystemd.so.0", F_OK) != 0 &&
+      ::access("/lib/x86_64-linux-gnu/libsystemd.so.0", F_OK) != 0) {
+    GTEST_SKIP() << "no libsystemd.so.0 on this host";
+  }
+  const std::string path = dir_.Join("notify.sock");
+  UniqueFd sock(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path.c_str());
+  ASSERT_EQ(::bind(sock.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  auto receive = [&] {
+    pollfd p{sock.get(), POLLIN, 0};
+    if (::poll(&p, 1, 10000) <= 0) return std::string("(nothing)");
+    char buf[512];
+    ssize_t n = ::recv(sock.get(), buf, sizeof buf, 0);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("(error)");
+  };
+  ::setenv("NOTIFY_SOCKET", path.c_str(), 1);
+  StartDaemon(Config());
+  ::unsetenv("NOTIFY_SOCKET");
+  EXPECT_EQ(receive(), "READY=1");
+  int status = StopDaemon(SIGTERM);
+  EXPECT_EQ(receive(), "STOPPING=1");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST_F(ServeTest, RefusesToStartUnsafely) {
