@@ -56,9 +56,23 @@ std::vector<std::pair<std::string, std::string>> CorralApi::Routes() {
 }
 
 CorralApi::CorralApi(CorralApiOptions options)
-    : options_(std::move(options)), workers_(static_cast<size_t>(options_.workers)) {}
+    : options_(std::move(options)), workers_(static_cast<size_t>(options_.workers)) {
+  reaper_ = std::jthread([this](std::stop_token stop) {
+    const auto period = std::chrono::duration<double>(options_.reap_period_seconds);
+    std::unique_lock<std::mutex> lock(reaper_mu_);
+    while (!reaper_cv_.wait_for(lock, stop, period, [] { return false; })) {
+      if (stop.stop_requested()) break;
+      lock.unlock();
+      (void)runtime::ReapIdleSandboxes();
+      ReapChildren();
+      lock.lock();
+    }
+  });
+}
 
 CorralApi::~CorralApi() {
+  reaper_.request_stop();
+  if (reaper_.joinable()) reaper_.join();
   {
     std::lock_guard<std::mutex> lock(gate_->mu);
     gate_->closed = true;

@@ -12,18 +12,22 @@
 // operations run on a small pool of long-lived workers. Each exec runs on a thread of its
 // own that ends when the exec has returned: the exec's jail process gets a parent-death
 // signal tied to the thread that cloned it, so that thread must outlive the exec. At most
-// max_execs at once (429 + Retry-After beyond). Destroying the CorralApi drops the replies
+// max_execs at once (429 + Retry-After beyond). A reaper thread removes sandboxes past
+// their idle_timeout every reap_period_seconds (runtime::ReapIdleSandboxes: any
+// persistent sandbox's, as `corral reap` would). Destroying the CorralApi drops the replies
 // of execs still running (their threads end with the process). Thread-safe. Parent side.
 #pragma once
 
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -42,6 +46,7 @@ struct CorralApiOptions {
   std::string base_dir;         // sandbox.base_dir: host mounts must lie below it
   int max_execs = 64;           // execs running at once
   int workers = 4;              // threads for creates, removals, stats, files
+  double reap_period_seconds = 10;  // how often sandboxes past their idle_timeout go
 };
 
 // The embedded server/openapi.json.
@@ -89,6 +94,9 @@ class CorralApi {
   std::mutex children_mu_;
   std::set<pid_t> children_;
   boost::asio::thread_pool workers_;
+  std::mutex reaper_mu_;
+  std::condition_variable_any reaper_cv_;
+  std::jthread reaper_;  // last: stopped and joined first
 };
 
 }  // namespace corral::server

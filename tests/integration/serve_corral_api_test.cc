@@ -243,6 +243,18 @@ TEST_F(CorralApiTest, ProvisionerSandboxesAndParallelExecs) {
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/p1").status, 200);
 }
 
+TEST_F(CorralApiTest, IdleTimeoutRemovesTheSandbox) {
+  StartDaemon(Config());
+  auto created = Post("/sandboxes", {{"name", "idle1"}, {"idle_timeout", 1}});
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(created.Json()["idle_timeout_seconds"], 1.0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Past its idle timeout: gone from the list (and so from the host) the next time anyone
+  // looks, as with `corral ps`; the daemon's reaper thread also removes it on its own.
+  EXPECT_EQ(Get("/sandboxes").Json()["count"], 0);
+  EXPECT_EQ(Get("/sandboxes/idle1").status, 404);
+}
+
 // Every operation of the OpenAPI document reaches a handler of the running daemon (not the
 // router's unknown-route 404, not 405), and every route CorralApi serves is documented.
 TEST_F(CorralApiTest, OpenApiDocumentMatchesTheRoutes) {
