@@ -22,6 +22,7 @@
 #include "server/access_log.h"
 #include "server/aio_api.h"
 #include "server/auth.h"
+#include "server/corral_api.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/router.h"
@@ -221,6 +222,9 @@ int RunServe(const ServeOptions& options) {
       RouterOptions{cfg.key, cfg.server.no_auth, cfg.server.metrics_need_key,
                     cfg.provider.base_dir},
       host_check, &manager, &aio, &metrics, access_log->get(), &blocking, gauges);
+  // After the server: destroyed before it, so no exec's reply reaches a server that is gone.
+  CorralApi corral_api(CorralApiOptions{cfg.spec, cfg.provider.base_dir});
+  router->SetCorralApi(&corral_api);
   server.Start();
 
   StartReaper(io, blocking, manager, cfg.provider.idle_timeout);

@@ -132,6 +132,9 @@ void Router::Handle(HttpRequest request, Reply reply) {
 void Router::HandleApi(HttpRequest request, Reply reply, std::string* route) {
   const std::string& path = request.path;
   const std::string& method = request.method;
+  if (corral_api_ != nullptr && path.rfind(kCorralApiPrefix, 0) == 0) {
+    return corral_api_->Handle(std::move(request), std::move(reply), route);
+  }
   if (path == "/api/capabilities") {
     *route = "/api/capabilities";
     if (method != "GET") return reply(Detail(405, "Method Not Allowed"));

@@ -22,6 +22,7 @@
 
 #include "server/access_log.h"
 #include "server/aio_api.h"
+#include "server/corral_api.h"
 #include "server/http_message.h"
 #include "server/listen_address.h"
 #include "server/metrics.h"
@@ -47,6 +48,8 @@ class Router {
          GaugeSource gauges);
 
   void Handle(HttpRequest request, Reply reply);
+  // corral's own API (/api/corral/v1/...), served once set; set before Start.
+  void SetCorralApi(CorralApi* corral_api) { corral_api_ = corral_api; }
 
   // "v1/shell/sessions/1f2e..." -> "v1/shell/sessions/{x}": segments other than
   // [a-z_]+ words become {x}, so labels and logs never carry ids or user data.
@@ -67,6 +70,7 @@ class Router {
   AccessLog* access_log_;
   boost::asio::thread_pool* blocking_;
   GaugeSource gauges_;
+  CorralApi* corral_api_ = nullptr;
 };
 
 }  // namespace corral::server

@@ -194,6 +194,7 @@ JailSpec ExecSpec(const SandboxRecord& record, const ExecRequest& request) {
   for (const auto& kv : request.env) spec.env.push_back(kv);
   if (request.workdir) spec.workdir = request.workdir;
   if (request.timeout_seconds) spec.limits.timeout_seconds = *request.timeout_seconds;
+  if (request.output_limit_bytes) spec.limits.output_limit_bytes = *request.output_limit_bytes;
   return spec;
 }
 

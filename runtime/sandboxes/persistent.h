@@ -44,6 +44,8 @@ struct ExecRequest {
   std::vector<std::pair<std::string, std::string>> env;  // this exec only
   std::optional<std::string> workdir;
   std::optional<double> timeout_seconds;  // default: the sandbox's limits.timeout
+  std::optional<int64_t> output_limit_bytes;  // captured stdout/stderr, each; default: the
+                                              // sandbox's limits.output
   RunOptions io;
 };
 

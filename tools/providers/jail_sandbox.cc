@@ -129,6 +129,12 @@ SbResult<std::vector<FileEntry>> JailSandbox::ListEntries(const std::string& pat
   return OpsListEntries(*rp, max_depth);
 }
 
+SbResult<std::string> JailSandbox::ReadBytes(const std::string& path, int64_t max_bytes) {
+  auto rp = Resolve(path);  // refuses a NUL byte first
+  if (!rp) return rp.error();
+  return OpsReadBytes(*rp, max_bytes);
+}
+
 SbStatus JailSandbox::DoWriteFile(const std::string& path, const std::string& content,
                                   bool append) {
   auto rp = Resolve(path);

@@ -26,6 +26,10 @@ class JailSandbox : public Sandbox {
   // For the AIO API's file list (server/): entries below the directory `path` down to
   // max_depth, with sizes, times and modes; nothing skipped. Same resolution as the rest.
   SbResult<std::vector<FileEntry>> ListEntries(const std::string& path, int max_depth);
+  // For corral's own API (server/): the raw bytes of any file the sandbox user may read,
+  // anywhere in the sandbox (DownloadFile keeps DeerFlow's /mnt/user-data restriction);
+  // kTooLarge beyond max_bytes. Same resolution as the rest.
+  SbResult<std::string> ReadBytes(const std::string& path, int64_t max_bytes);
 
  protected:
   SbResult<CommandResult> DoExecuteCommand(const std::string& command, const EnvList& env,
