@@ -42,8 +42,14 @@ struct Pipe {
 struct OutputRelay {
   int dest = -1;
   std::optional<TerminalFilter> filter;
+  // A raw relay moves the bytes from the pipe with splice(2), without copying them
+  // through corral; cleared when the destination cannot take it (O_APPEND, some devices).
+  bool splice = false;
   // Writes all of it (blocking, as the command's own write would have).
   void Write(const char* data, size_t size);
+  // One splice from `pipe` to dest: true while there may be more, false at EOF or a hard
+  // error, nullopt when splice does not work here (then read and Write instead).
+  std::optional<bool> Splice(int pipe);
   void Finish();  // end of stream: the filter's last bytes
 };
 

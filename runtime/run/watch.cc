@@ -19,6 +19,10 @@ namespace {
 // Drains `fd` once into `capture`, or into `relay` when the output is relayed; false at
 // EOF or on a hard error (EIO: a pty whose slave is closed everywhere).
 bool DrainOnce(int fd, OutputCapture& capture, OutputRelay* relay) {
+  if (relay != nullptr && relay->splice) {
+    std::optional<bool> spliced = relay->Splice(fd);
+    if (spliced) return *spliced;
+  }
   char buf[65536];
   ssize_t n = ::read(fd, buf, sizeof buf);
   if (n > 0) {

@@ -169,6 +169,22 @@ TEST_F(PoolServerTest, CtrlCOnTheClientStopsThePooledCommand) {
 }
 
 // A sandbox for exec tests, removed at the end of the test.
+class PooledSandbox {
+ public:
+  explicit PooledSandbox(std::string name, std::vector<std::string> flags = {})
+      : name_(std::move(name)) {
+    std::vector<std::string> args = {"create", "--name", name_};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto created = RunCorral(args);
+    EXPECT_TRUE(created && created->exit_code == 0) << (created ? created->Describe() : "");
+  }
+  ~PooledSandbox() { (void)RunCorral({"rm", name_}); }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+};
+
 // A pooled run (served by the front program itself) and a pooled exec hand the server the
 // client's fds: the server relays a terminal through the filter and a file raw, as a cold
 // run does (runtime/run/stdio.h).
@@ -201,22 +217,6 @@ TEST_F(PoolServerTest, PooledOutputToATerminalIsFilteredAndFilesShowNoHostPath) 
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
-
-class PooledSandbox {
- public:
-  explicit PooledSandbox(std::string name, std::vector<std::string> flags = {})
-      : name_(std::move(name)) {
-    std::vector<std::string> args = {"create", "--name", name_};
-    args.insert(args.end(), flags.begin(), flags.end());
-    auto created = RunCorral(args);
-    EXPECT_TRUE(created && created->exit_code == 0) << (created ? created->Describe() : "");
-  }
-  ~PooledSandbox() { (void)RunCorral({"rm", name_}); }
-  const std::string& name() const { return name_; }
-
- private:
-  std::string name_;
-};
 
 TEST_F(PoolServerTest, ExecsIntoASandboxUseAnExecSlotAfterTheFirst) {
   PooledSandbox sandbox("pool-test-" + std::to_string(::getpid()));
