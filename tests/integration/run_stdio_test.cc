@@ -202,6 +202,23 @@ TEST_F(RunStdioTest, ExecItIsARealInteractiveTerminal) {
   EXPECT_TRUE(j.value("restored", false)) << output;
 }
 
+// SIGTERM to corral mid-session: the jail is stopped and the terminal restored.
+TEST_F(RunStdioTest, ATerminalIsRestoredWhenCorralIsStopped) {
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
+  std::string driver = SourceDir() + "/tests/integration/tty_driver.py";
+  auto r = RunProgram("/usr/bin/python3", {driver, "--sigterm", CorralBinary(), "run", "-it",
+                                           "--", "bash", "--norc", "--noprofile", "-i"});
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_EQ(r->exit_code, 0) << r->Describe();
+  auto j = nlohmann::json::parse(r->out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r->Describe();
+  std::string output = j.value("output", "");
+  EXPECT_TRUE(j.value("first", false)) << output;
+  EXPECT_TRUE(j.value("raw_while_running", false)) << output;
+  EXPECT_EQ(j.value("exit_code", -1), 143) << output;  // stopped by SIGTERM, as corral says
+  EXPECT_TRUE(j.value("restored", false)) << output;
+}
+
 TEST_F(RunStdioTest, TtyAndJsonAreRefusedTogether) {
   auto r = RunCorral({"run", "-t", "--json", "--", "true"});
   ASSERT_TRUE(r) << r.error().message();

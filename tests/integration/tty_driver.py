@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Drives `corral exec -it` / `corral run -it` as an operator's terminal would.
 
-Usage: tty_driver.py CORRAL_ARGS...   (argv[1] is the corral binary)
+Usage: tty_driver.py [--sigterm] CORRAL_ARGS...   (the first is the corral binary)
 
 Runs corral on a pty of our own (its controlling terminal, stdin, stdout, stderr) at a
 window size of 31x101, then types into the shell that corral started in the jail:
@@ -10,6 +10,8 @@ window size of 31x101, then types into the shell that corral started in the jail
   - `exit 7` -> the exit status corral passes through.
 While the shell runs, the operator's terminal (our slave) must be raw; afterwards it must
 be exactly as before. Prints one JSON object with what was observed (the C++ test asserts).
+With --sigterm, corral gets SIGTERM after the first answer instead of the rest: the
+terminal must be restored on that way out too.
 """
 import fcntl
 import json
@@ -46,7 +48,20 @@ def read_until(master, marker, out):
     return True
 
 
+def talk(master, slave, out, result):
+    set_size(slave, 41, 121)
+    # The size reaches corral as SIGWINCH; give it a moment before asking.
+    time.sleep(0.3)
+    os.write(master, b"echo \"<\"R2; stty size; echo R2\">\"\r")
+    result["second"] = read_until(master, b"R2>", out)
+    os.write(master, b"exit 7\r")
+
+
 def main():
+    args = sys.argv[1:]
+    sigterm = args[0] == "--sigterm"
+    if sigterm:
+        args = args[1:]
     master, slave = pty.openpty()
     set_size(slave, 31, 101)
     before = termios.tcgetattr(slave)
@@ -59,7 +74,7 @@ def main():
             os.dup2(slave, fd)
         if slave > 2:
             os.close(slave)
-        os.execv(sys.argv[1], sys.argv[1:])
+        os.execv(args[0], args)
     out = [b""]
     result = {}
     # Mark each answer so the echo of the typed line (which holds the same words) is not
@@ -67,12 +82,10 @@ def main():
     os.write(master, b"echo \"<\"R1; tty; stty size; test -t 0 && echo ISATTY; echo R1\">\"\r")
     result["first"] = read_until(master, b"R1>", out)
     result["raw_while_running"] = not (termios.tcgetattr(slave)[3] & (termios.ECHO | termios.ICANON))
-    set_size(slave, 41, 121)
-    # The size reaches corral as SIGWINCH; give it a moment before asking.
-    time.sleep(0.3)
-    os.write(master, b"echo \"<\"R2; stty size; echo R2\">\"\r")
-    result["second"] = read_until(master, b"R2>", out)
-    os.write(master, b"exit 7\r")
+    if sigterm:
+        os.kill(pid, 15)
+    else:
+        talk(master, slave, out, result)
     status = None
     while time.monotonic() < DEADLINE:
         r, _, _ = select.select([master], [], [], 0.2)
