@@ -260,6 +260,9 @@ Result<Stdio> MakeStdio(const RunOptions& options) {
   io.caller_stdout = options.stdout_fd;
   io.caller_stderr = options.stderr_fd;
   if (options.tty) {
+    if (options.capture_output) {
+      return Error(ErrorCode::kInvalidArgument, "a terminal's output cannot be captured");
+    }
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
       return Error::FromErrno(errno, "socketpair");
