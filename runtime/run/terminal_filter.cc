@@ -21,7 +21,21 @@ void Caret(unsigned char c, std::string* out) {
 
 void TerminalFilter::Feed(const char* data, size_t size, std::string* out) {
   out->reserve(out->size() + size);
-  for (size_t i = 0; i < size; ++i) Byte(static_cast<unsigned char>(data[i]), out);
+  for (size_t i = 0; i < size;) {
+    // Plain text, the bulk of any output, is copied a run at a time.
+    if (state_ == State::kGround && utf8_need_ == 0) {
+      size_t run = i;
+      while (run < size) {
+        auto c = static_cast<unsigned char>(data[run]);
+        if (!((c >= 0x20 && c < 0x7f) || Kept(c))) break;
+        ++run;
+      }
+      out->append(data + i, run - i);
+      if (run == size) return;
+      i = run;
+    }
+    Byte(static_cast<unsigned char>(data[i++]), out);
+  }
 }
 
 void TerminalFilter::Finish(std::string* out) {
