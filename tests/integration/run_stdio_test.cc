@@ -225,6 +225,32 @@ TEST_F(RunStdioTest, ATerminalIsRestoredWhenCorralIsStopped) {
   EXPECT_TRUE(j.value("restored", false)) << output;
 }
 
+// `corral tool` prints what the sandbox wrote (a file's content here): on a terminal
+// through the same filter, elsewhere byte for byte.
+TEST_F(RunStdioTest, ToolOutputOnATerminalIsFilteredToo) {
+  TempDir base;
+  TempDir runtime;
+  RunOptions options;
+  options.env = {"CORRAL_RUNTIME_DIR=" + runtime.path()};
+  auto tool = [&](const std::string& name, const std::string& args, bool on_pty) {
+    RunOptions o = options;
+    o.use_pty = on_pty;
+    return RunCorral({"tool", name, "--provider", "local", "--base-dir", base.path(), "--thread",
+                      "t1", "--args", args},
+                     o);
+  };
+  const std::string file = R"("path":"/mnt/user-data/workspace/f.txt")";
+  auto w = tool("write_file", "{" + file + R"(,"content":"a\u001b]52;c;QQ==\u0007b\n"})", false);
+  ASSERT_TRUE(w && w->exit_code == 0) << (w ? w->Describe() : w.error().message());
+  auto raw = tool("read_file", "{" + file + "}", false);
+  ASSERT_TRUE(raw) << raw.error().message();
+  EXPECT_NE(raw->out.find("a\x1b]52;c;QQ==\x07" "b"), std::string::npos) << raw->Describe();
+  auto shown = tool("read_file", "{" + file + "}", true);
+  ASSERT_TRUE(shown) << shown.error().message();
+  EXPECT_NE(shown->out.find("ab"), std::string::npos) << shown->Describe();
+  EXPECT_EQ(shown->out.find("\x1b]"), std::string::npos) << shown->Describe();
+}
+
 TEST_F(RunStdioTest, TtyAndJsonAreRefusedTogether) {
   auto r = RunCorral({"run", "-t", "--json", "--", "true"});
   ASSERT_TRUE(r) << r.error().message();
