@@ -11,9 +11,9 @@ struct Hint {
   std::string_view text;
 };
 
-constexpr std::string_view kCommands[] = {"run",     "create", "exec",    "ps",    "stats",
-                                          "inspect", "logs",   "rm",      "reap",  "pool",
-                                          "check",   "tool",   "threads", "bench", "version"};
+constexpr std::string_view kCommands[] = {"run",     "create",  "exec",  "cp",     "ps",   "stats",
+                                          "inspect", "logs",    "rm",    "reap",   "pool", "check",
+                                          "tool",    "threads", "bench", "version"};
 
 constexpr std::string_view kNoImages =
     "corral has no images: it runs the host's binaries, or a directory tree given with "
@@ -21,9 +21,6 @@ constexpr std::string_view kNoImages =
 
 // Docker verbs, each with the corral form of what it is used for.
 const Hint kVerbHints[] = {
-    {{"cp"},
-     "copy a file out with corral exec NAME -- cat FILE > out, or in with corral exec -i NAME "
-     "-- sh -c 'cat > FILE' < in (or share a host dir: create -v HOST:DIR:rw)"},
     {{"stop", "kill"}, "corral rm NAME kills everything in the sandbox and removes it"},
     {{"start", "restart"},
      "a removed sandbox cannot be started again; make a new one: corral create --name NAME"},

@@ -30,6 +30,7 @@ void AddCommands(CLI::App& app, std::string_view first_arg, int* exit_code) {
       {{"pool"}, AddPoolCommand},
       {{"check"}, AddCheckCommand},
       {{"create", "exec", "ps", "stats", "inspect", "logs", "rm", "reap"}, AddSandboxCommands},
+      {{"cp"}, AddCpCommand},
       {{"tool", "threads"}, AddToolCommands},
       {{"bench"}, AddBenchCommand},
       {{"version"}, AddVersionCommand},
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
                  "command, or 'corral --help' for every command.\n");
     return 125;
   }
-  // A word that is no corral command (a Docker verb: cp, stop, ...) gets its corral form,
+  // A word that is no corral command (a Docker verb: stop, pull, ...) gets its corral form,
   // not CLI11's "A subcommand is required".
   if (std::string_view first = argv[1];
       !first.empty() && first[0] != '-' && !corral::cli::IsCorralCommand(first)) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -22,6 +23,7 @@ struct CommonFlags {
   std::string config;
   std::string base_dir;
   std::string provider;  // overrides sandbox.use
+  std::string provisioner_url, aio_url;  // aio provider
 };
 
 struct ToolFlags {
@@ -47,9 +49,23 @@ bool LoadConfig(const CommonFlags& f, runtime::ProviderConfig* config, runtime::
   if (!f.base_dir.empty()) config->base_dir = f.base_dir;
   if (f.provider == "local") config->use = runtime::ProviderKind::kLocal;
   if (f.provider == "jail") config->use = runtime::ProviderKind::kJail;
-  if (!f.provider.empty() && f.provider != "local" && f.provider != "jail") {
-    std::fprintf(stderr, "corral: --provider: expected local or jail (got \"%s\")\n",
+  if (f.provider == "aio") config->use = runtime::ProviderKind::kAio;
+  if (!f.provider.empty() && f.provider != "local" && f.provider != "jail" && f.provider != "aio") {
+    std::fprintf(stderr, "corral: --provider: expected local, jail or aio (got \"%s\")\n",
                  f.provider.c_str());
+    return false;
+  }
+  if (!f.provisioner_url.empty()) config->provisioner_url = f.provisioner_url;
+  if (!f.aio_url.empty()) config->aio_url = f.aio_url;
+  if (const char* key = std::getenv("CORRAL_API_KEY");
+      key != nullptr && config->provisioner_api_key.empty()) {
+    config->provisioner_api_key = key;
+  }
+  if (config->use == runtime::ProviderKind::kAio && config->provisioner_url.empty() &&
+      config->aio_url.empty()) {
+    std::fprintf(stderr,
+                 "corral: the aio provider needs --provisioner-url (or sandbox.provisioner_url) "
+                 "or --aio-url\n");
     return false;
   }
   return true;
@@ -58,7 +74,11 @@ bool LoadConfig(const CommonFlags& f, runtime::ProviderConfig* config, runtime::
 void AddCommon(CLI::App* cmd, CommonFlags* f) {
   cmd->add_option("--config", f->config, "YAML config file (sandbox:, skills: and jail keys)");
   cmd->add_option("--base-dir", f->base_dir, "thread data directory (default /var/lib/corral)");
-  cmd->add_option("--provider", f->provider, "local or jail (overrides sandbox.use)");
+  cmd->add_option("--provider", f->provider, "local, jail or aio (overrides sandbox.use)");
+  cmd->add_option("--provisioner-url", f->provisioner_url,
+                  "aio: provisioner API that makes each thread's sandbox (key: "
+                  "sandbox.provisioner_api_key or $CORRAL_API_KEY)");
+  cmd->add_option("--aio-url", f->aio_url, "aio: one AIO server shared by every thread");
 }
 
 int RunToolCommand(const ToolFlags& f) {

@@ -34,8 +34,6 @@ const std::set<std::string> kIgnoredSandboxKeys = {"image",
                                                    "container_prefix",
                                                    "thread_data_mounts",
                                                    "ownership",
-                                                   "provisioner_url",
-                                                   "provisioner_api_key",
                                                    "overflow_policy",
                                                    "acquire_timeout",
                                                    "burst_limit",
@@ -84,8 +82,8 @@ ProviderKind ParseUse(const std::string& use, Problems* p, ProviderKind fallback
     return ProviderKind::kLocal;
   }
   if (use == "jail" || use.find("corral") != std::string::npos) return ProviderKind::kJail;
-  p->Add("sandbox.use", "unsupported provider \"" + use +
-                            "\" (corral serves local and jail; aio is not implemented yet)");
+  if (use == "aio" || use.find("AioSandboxProvider") != std::string::npos) return ProviderKind::kAio;
+  p->Add("sandbox.use", "unsupported provider \"" + use + "\" (corral serves local, jail and aio)");
   return fallback;
 }
 
@@ -197,6 +195,17 @@ void ParseSandboxKey(const std::string& key, const YAML::Node& v, Problems* p, P
     }
   } else if (key == "audit_log") {
     ParseAudit(v, p, &c->audit_log);
+  } else if (key == "provisioner_url" || key == "aio_url") {
+    std::string* url = key == "aio_url" ? &c->aio_url : &c->provisioner_url;
+    if (Read(v, w, p, url) && url->rfind("http://", 0) != 0 && url->rfind("https://", 0) != 0) {
+      p->Add(w, "must be an http:// or https:// URL");
+    }
+  } else if (key == "provisioner_api_key") {
+    if (Read(v, w, p, &c->provisioner_api_key) && !c->provisioner_api_key.empty() &&
+        c->provisioner_api_key[0] == '$') {
+      const char* host = std::getenv(c->provisioner_api_key.c_str() + 1);
+      c->provisioner_api_key = host ? host : "";
+    }
   } else if (!kIgnoredSandboxKeys.count(key)) {
     p->Add(w, "unknown key");
   }
@@ -235,6 +244,10 @@ Status LoadProviderConfig(const YAML::Node& sandbox, const YAML::Node& skills, P
         }
       }
     }
+  }
+  if (c->use == ProviderKind::kAio && c->provisioner_url.empty() && c->aio_url.empty()) {
+    p.Add("sandbox.provisioner_url",
+          "the aio provider needs provisioner_url (or aio_url, one server for every thread)");
   }
   return p.ToStatus();
 }

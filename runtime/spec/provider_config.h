@@ -22,7 +22,7 @@ class Node;
 
 namespace corral::runtime {
 
-enum class ProviderKind { kLocal, kJail };
+enum class ProviderKind { kLocal, kJail, kAio };
 
 struct AuditLogConfig {
   std::string path;               // empty: {base_dir}/audit.jsonl
@@ -32,7 +32,7 @@ struct AuditLogConfig {
 };
 
 struct ProviderConfig {
-  ProviderKind use = ProviderKind::kJail;  // `use: local | jail` (or a DeerFlow class path)
+  ProviderKind use = ProviderKind::kJail;  // `use: local | jail | aio` (or a DeerFlow class path)
   bool allow_host_bash = false;            // local provider only
   std::vector<MountSpec> mounts;           // read_only defaults to true (corral's default)
   int bash_output_max_chars = 20000;       // 0 disables the truncation
@@ -44,6 +44,12 @@ struct ProviderConfig {
   std::vector<std::pair<std::string, std::string>> environment;  // injected, redacted
   std::string base_dir = "/var/lib/corral";
   AuditLogConfig audit_log;
+  // aio only: a provisioner API (`corral serve`, DeerFlow's provisioner) that makes each
+  // thread's sandbox, and its key ('$NAME' reads the host environment); or, without one,
+  // the single AIO server every thread shares.
+  std::string provisioner_url;
+  std::string provisioner_api_key;
+  std::string aio_url;
   std::optional<std::string> skills_path;  // host dir of skills
   std::string skills_container_path = "/mnt/skills";
 };

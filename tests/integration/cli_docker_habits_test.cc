@@ -30,7 +30,6 @@ void ExpectRefused(const std::vector<std::string>& args, const std::string& need
 }
 
 TEST(CliDockerHabitsTest, DockerVerbsGetTheCorralForm) {
-  ExpectRefused({"cp", "t1:/etc/hosts", "."}, "corral exec NAME -- cat FILE > out");
   ExpectRefused({"stop", "t1"}, "corral rm NAME");
   ExpectRefused({"kill", "t1"}, "corral rm NAME");
   ExpectRefused({"attach", "t1"}, "corral exec -it NAME -- bash");

@@ -5,6 +5,7 @@
 
 #include "tools/audit_log.h"
 #include "runtime/spec/provider_config.h"
+#include "tools/providers/aio_sandbox.h"
 #include "tools/providers/sandbox.h"
 #include "tools/providers/sandbox_fileops.h"
 #include "tools/providers/sandbox_search.h"
@@ -171,7 +172,7 @@ skills:
 TEST(ProviderConfig, BadValuesNamed) {
   YAML::Node root = YAML::Load(R"(
 sandbox:
-  use: aio
+  use: docker
   replicas: 0
   colour: blue
   mounts:
@@ -187,6 +188,47 @@ sandbox:
         "sandbox.mounts[0].container_path: is reserved"}) {
     EXPECT_NE(m.find(want), std::string::npos) << want << "\n" << m;
   }
+}
+
+TEST(ProviderConfig, AioNeedsAServerAndReadsItsKeyFromTheEnvironment) {
+  YAML::Node missing = YAML::Load("sandbox: {use: deerflow.community.aio_sandbox:AioSandboxProvider}");
+  runtime::ProviderConfig c;
+  auto st = runtime::LoadProviderConfig(missing["sandbox"], missing["skills"], &c);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message().find("sandbox.provisioner_url: the aio provider needs"),
+            std::string::npos)
+      << st.error().message();
+
+  ::setenv("CORRAL_TEST_PROVISIONER_KEY", "k-123", 1);
+  YAML::Node ok = YAML::Load(R"(
+sandbox:
+  use: deerflow.community.aio_sandbox:AioSandboxProvider
+  provisioner_url: http://127.0.0.1:8002
+  provisioner_api_key: $CORRAL_TEST_PROVISIONER_KEY
+)");
+  runtime::ProviderConfig d;
+  st = runtime::LoadProviderConfig(ok["sandbox"], ok["skills"], &d);
+  ::unsetenv("CORRAL_TEST_PROVISIONER_KEY");
+  ASSERT_TRUE(st) << st.error().message();
+  EXPECT_EQ(d.use, runtime::ProviderKind::kAio);
+  EXPECT_EQ(d.provisioner_url, "http://127.0.0.1:8002");
+  EXPECT_EQ(d.provisioner_api_key, "k-123");
+
+  YAML::Node bad = YAML::Load("sandbox: {use: aio, aio_url: 'ftp://x'}");
+  runtime::ProviderConfig e;
+  st = runtime::LoadProviderConfig(bad["sandbox"], bad["skills"], &e);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message().find("sandbox.aio_url: must be an http:// or https:// URL"),
+            std::string::npos);
+}
+
+TEST(AioProvider, Base64MatchesRfc4648) {
+  EXPECT_EQ(runtime::Base64Encode(""), "");
+  EXPECT_EQ(runtime::Base64Encode("f"), "Zg==");
+  EXPECT_EQ(runtime::Base64Encode("fo"), "Zm8=");
+  EXPECT_EQ(runtime::Base64Encode("foo"), "Zm9v");
+  EXPECT_EQ(runtime::Base64Encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(runtime::Base64Encode(std::string("\xff\x00\xfe", 3)), "/wD+");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "tools/providers/sandbox_provider.h"
 
+#include "tools/providers/aio_sandbox.h"
 #include "tools/providers/jail_sandbox.h"
 #include "tools/providers/local_sandbox.h"
 
@@ -89,6 +90,9 @@ Result<std::unique_ptr<SandboxProvider>> MakeProvider(const ProviderConfig& conf
                                                       const JailSpec& jail_spec) {
   if (config.use == ProviderKind::kLocal) {
     return std::unique_ptr<SandboxProvider>(new LocalSandboxProvider(config));
+  }
+  if (config.use == ProviderKind::kAio) {
+    return std::unique_ptr<SandboxProvider>(new AioSandboxProvider(config));
   }
   return std::unique_ptr<SandboxProvider>(new JailSandboxProvider(config, jail_spec));
 }

@@ -1,0 +1,215 @@
+#include "runtime/sandboxes/copy.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "base/unique_fd.h"
+#include "runtime/sandboxes/copy_host.h"
+#include "runtime/sandboxes/persistent.h"
+
+namespace corral::runtime {
+
+namespace {
+
+using copy_internal::StartHostTar;
+using copy_internal::WaitHostTar;
+
+// The sandbox's side is a short sh script run by an exec, with the paths as arguments
+// (never in the script text). Its own failures are exit codes, worded by Explain().
+enum ScriptExit {
+  kMissing = 3,     // the source does not exist
+  kNotDir = 4,      // a path that must be a directory is not (or does not exist)
+  kNoAccess = 5,    // the sandbox user may not go there (sh said why)
+  kDirOntoFile = 6  // a directory cannot replace a file
+};
+
+// $1 directory, $2 entry ("." for the directory's contents), $3 "d" if $2 must be a dir.
+constexpr char kPackScript[] =
+    "[ -d \"$1\" ] || exit 3\n"
+    "cd \"$1\" || exit 5\n"
+    "if [ \"$2\" != . ]; then [ -e \"$2\" ] || [ -L \"$2\" ] || exit 3; fi\n"
+    "if [ \"$3\" = d ] && [ ! -d \"$2\" ]; then exit 4; fi\n"
+    "exec tar -c -f - -- \"$2\"\n";
+
+// A tar stream on stdin, extracted into the existing directory $1.
+constexpr char kUnpackStreamScript[] =
+    "[ -d \"$1\" ] || exit 4\n"
+    "cd \"$1\" || exit 5\n"
+    "exec tar -x -f - --no-same-owner --no-overwrite-dir\n";
+
+// $1 destination, $2 its directory, $3 its name, $4 the archive's entry ("." for a
+// directory's contents), $5 "d" when that is a directory, $6 "1" when $1 ended in '/'.
+// Into $1 when it is a directory; else as $1, through a temporary directory beside it.
+constexpr char kUnpackScript[] =
+    "if [ -d \"$1\" ]; then cd \"$1\" || exit 5\n"
+    "  exec tar -x -f - --no-same-owner --no-overwrite-dir; fi\n"
+    "[ \"$6\" = 1 ] && exit 4\n"
+    "if [ -e \"$1\" ] || [ -L \"$1\" ]; then [ \"$5\" = d ] && exit 6; fi\n"
+    "[ -d \"$2\" ] || exit 4\n"
+    "cd \"$2\" || exit 5\n"
+    "t=$(mktemp -d ./.corral-cp-XXXXXX) || exit 5\n"
+    "if ! (cd \"$t\" && tar -x -f - --no-same-owner --no-overwrite-dir); then\n"
+    "  rm -rf \"$t\"; exit 7; fi\n"
+    "if [ \"$4\" = . ]; then mv -T \"$t\" \"./$3\" || { rm -rf \"$t\"; exit 7; }; exit 0; fi\n"
+    "mv -T \"$t/$4\" \"./$3\"; s=$?; rm -rf \"$t\"; exit $s\n";
+
+// Words a failed exec of one of the scripts. `shown` is NAME:PATH as the user typed it;
+// `not_dir` what exit 4 means.
+Status Explain(const RunOutcome& outcome, const std::string& shown, const std::string& not_dir) {
+  if (outcome.status == RunStatus::kExited && outcome.exit_code == 0) return Ok();
+  if (outcome.status == RunStatus::kSetupFailed && outcome.setup_error) {
+    return Error(ErrorCode::kSetupFailed, shown + ": " + outcome.setup_error->ToString());
+  }
+  if (outcome.status == RunStatus::kTimedOut) {
+    return Error(ErrorCode::kIo, shown + ": the copy hit the sandbox's timeout");
+  }
+  if (outcome.status != RunStatus::kExited) {
+    return Error(ErrorCode::kIo,
+                 shown + ": tar in the sandbox was killed (" + RunStatusName(outcome.status) + ")");
+  }
+  switch (outcome.exit_code) {
+    case kMissing:
+      return Error(ErrorCode::kNotFound, shown + ": no such file or directory in the sandbox");
+    case kNotDir:
+      return Error(ErrorCode::kNotFound, shown + ": " + not_dir);
+    case kNoAccess:
+      return Error(ErrorCode::kPermissionDenied,
+                   shown + ": the sandbox user may not go there (see the message above)");
+    case kDirOntoFile:
+      return Error(ErrorCode::kAlreadyExists, shown + ": cannot copy a directory onto a file");
+    case 126:
+    case 127:
+      return Error(ErrorCode::kUnsupported,
+                   shown + ": corral cp needs /bin/sh and tar inside the sandbox");
+    default:
+      return Error(ErrorCode::kIo, shown + ": tar in the sandbox failed (exit " +
+                                       std::to_string(outcome.exit_code) +
+                                       "; its message is above)");
+  }
+}
+
+Result<RunOutcome> ExecScript(const std::string& sandbox, const char* script,
+                              std::vector<std::string> args, int stdin_fd, int stdout_fd) {
+  ExecRequest exec;
+  exec.sandbox = sandbox;
+  exec.argv = {"/bin/sh", "-c", script, "corral-cp"};
+  for (auto& a : args) exec.argv.push_back(std::move(a));
+  exec.workdir = "/";
+  if (stdin_fd >= 0) {
+    exec.io.pass_stdin = true;
+    exec.io.stdin_fd = stdin_fd;
+  }
+  if (stdout_fd >= 0) exec.io.stdout_fd = stdout_fd;
+  return ExecInSandbox(exec);
+}
+
+Status CheckSandboxPath(const CopyRequest& request) {
+  if (request.sandbox_path.empty() || request.sandbox_path[0] != '/') {
+    return Error(ErrorCode::kInvalidArgument, request.sandbox + ":" + request.sandbox_path +
+                                                  ": the path in the sandbox must be absolute");
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Result<CopyPath> SplitCopyPath(const std::string& path, const std::string& what) {
+  if (path.empty()) return Error(ErrorCode::kInvalidArgument, what + ": empty path");
+  if (path.find('\0') != std::string::npos) {
+    return Error(ErrorCode::kInvalidArgument, what + ": must not contain a NUL byte");
+  }
+  CopyPath p;
+  std::string s = path;
+  p.trailing_slash = s.size() > 1 && s.back() == '/';
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  if (s == "/") {  // the whole root: its contents
+    p.dir = "/";
+    p.base = ".";
+    p.contents = true;
+    return p;
+  }
+  size_t slash = s.rfind('/');
+  p.dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : s.substr(0, slash));
+  p.base = slash == std::string::npos ? s : s.substr(slash + 1);
+  if (p.base == "..") {
+    return Error(ErrorCode::kInvalidArgument, what + ": a path ending in '..' is not supported");
+  }
+  p.contents = p.base == ".";  // DIR/. : what is in DIR
+  return p;
+}
+
+Status CopyFromSandbox(const CopyRequest& request) {
+  RETURN_IF_ERROR(CheckSandboxPath(request));
+  std::string shown = request.sandbox + ":" + request.sandbox_path;
+  ASSIGN_OR_RETURN(CopyPath source, SplitCopyPath(request.sandbox_path, shown));
+  auto pack = [&](int out_fd) -> Status {
+    ASSIGN_OR_RETURN(
+        RunOutcome outcome,
+        ExecScript(request.sandbox, kPackScript,
+                   {source.dir, source.base, source.trailing_slash ? "d" : "-"}, -1, out_fd));
+    return Explain(outcome, shown, "not a directory in the sandbox");
+  };
+  if (request.host_path == "-") return pack(request.stream_fd);
+  return copy_internal::ExtractToHost(source, request.host_path, pack, -1);
+}
+
+Status CopyToSandbox(const CopyRequest& request) {
+  RETURN_IF_ERROR(CheckSandboxPath(request));
+  std::string shown = request.sandbox + ":" + request.sandbox_path;
+  ASSIGN_OR_RETURN(CopyPath dst, SplitCopyPath(request.sandbox_path, shown));
+  if (request.host_path == "-") {
+    ASSIGN_OR_RETURN(RunOutcome outcome, ExecScript(request.sandbox, kUnpackStreamScript,
+                                                    {request.sandbox_path}, request.stream_fd, -1));
+    return Explain(outcome, shown, "no such directory in the sandbox");
+  }
+  ASSIGN_OR_RETURN(CopyPath source, SplitCopyPath(request.host_path, request.host_path));
+  struct stat st {};
+  if (::stat(request.host_path.c_str(), &st) != 0)
+    return Error::FromErrno(errno, request.host_path);
+  bool is_dir = S_ISDIR(st.st_mode);
+  if ((source.contents || source.trailing_slash) && !is_dir) {
+    return Error(ErrorCode::kInvalidArgument, request.host_path + ": not a directory");
+  }
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe");
+  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  // tar's stderr is shown once the sandbox's side succeeded (else: "Broken pipe").
+  UniqueFd tar_errors(::memfd_create("corral-cp-tar-stderr", MFD_CLOEXEC));
+  if (!tar_errors) return Error::FromErrno(errno, "memfd_create");
+  // The host's files are read as the user who runs corral, as docker cp does.
+  ASSIGN_OR_RETURN(pid_t tar, StartHostTar({"-c", "-f", "-", "-C", source.dir, "--", source.base},
+                                           -1, write_end.get(), -1, false, tar_errors.get()));
+  write_end.Reset();
+  // A directory's contents into a missing destination: the destination is made.
+  std::string entry = source.contents ? "." : source.base;
+  std::string dst_path = dst.contents ? dst.dir : request.sandbox_path;
+  Result<RunOutcome> outcome = ExecScript(request.sandbox, kUnpackScript,
+                                          {dst_path, dst.dir, dst.contents ? "." : dst.base, entry,
+                                           is_dir ? "d" : "f", dst.trailing_slash ? "1" : "0"},
+                                          read_end.get(), -1);
+  read_end.Reset();  // a tar still writing gets EPIPE
+  ASSIGN_OR_RETURN(int tar_status, WaitHostTar(tar));
+  if (!outcome) return outcome.error();
+  Status explained =
+      Explain(*outcome, shown,
+              "destination directory " + (dst.trailing_slash ? request.sandbox_path : dst.dir) +
+                  " does not exist in the sandbox");
+  RETURN_IF_ERROR(explained);
+  copy_internal::CopyToStderr(tar_errors.get());
+  if (tar_status != 0) {
+    return Error(ErrorCode::kIo, request.host_path + ": reading it failed (tar exited with " +
+                                     std::to_string(tar_status) + ", its message is above)");
+  }
+  return Ok();
+}
+
+Status ExtractUntrustedArchive(int archive_fd, const CopyPath& source,
+                               const std::string& host_dst) {
+  return copy_internal::ExtractToHost(source, host_dst, nullptr, archive_fd);
+}
+
+}  // namespace corral::runtime
