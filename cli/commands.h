@@ -38,6 +38,7 @@ void AddSandboxInfoCommands(CLI::App& app, int* exit_code);  // ps stats inspect
 void AddCpCommand(CLI::App& app, int* exit_code);            // cp (cp_command.cc)
 void AddToolCommands(CLI::App& app, int* exit_code);         // tool, threads
 void AddBenchCommand(CLI::App& app, int* exit_code);
+void AddServeCommand(CLI::App& app, int* exit_code);  // the HTTP daemon
 void AddVersionCommand(CLI::App& app, int* exit_code);
 
 // "corral 0.1.0 (<commit>, <build type>)": `corral --version`.

@@ -33,6 +33,7 @@ void AddCommands(CLI::App& app, std::string_view first_arg, int* exit_code) {
       {{"cp"}, AddCpCommand},
       {{"tool", "threads"}, AddToolCommands},
       {{"bench"}, AddBenchCommand},
+      {{"serve"}, AddServeCommand},
       {{"version"}, AddVersionCommand},
   };
   for (const CommandGroup& group : kGroups) {

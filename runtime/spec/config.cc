@@ -13,6 +13,7 @@
 #include "base/files.h"
 #include "runtime/spec/sizes.h"
 #include "runtime/spec/provider_config.h"
+#include "runtime/spec/server_config.h"
 #include "runtime/spec/utf8_text.h"
 #include "runtime/spec/yaml_documents.h"
 
@@ -454,6 +455,11 @@ const Table<UnsafeSpec>& UnsafeTable() {
       BoolKey("allow_missing_limits", &UnsafeSpec::allow_missing_limits),
       BoolKey("allow_unconfined_seccomp", &UnsafeSpec::allow_unconfined_seccomp),
       BoolKey("host_network", &UnsafeSpec::host_network),
+      // `corral serve` without an API key; checked here, read by LoadServerConfigFile.
+      {"no_auth", [](const YAML::Node& n, const Where& w, Reader& r, UnsafeSpec&) {
+         bool v;
+         (void)r.Bool(n, w, &v);
+       }},
   };
   return table;
 }
@@ -468,6 +474,14 @@ Rule<JailSpec> ProviderSectionKey(const char* key) {
             Status st = section == "sandbox" ? LoadProviderConfig(n, YAML::Node(), &scratch)
                                              : LoadProviderConfig(YAML::Node(), n, &scratch);
             if (!st) r.Report(w, st.error().message());
+          }};
+}
+
+// `server:` configures `corral serve` (runtime/spec/server_config.h); checked here too.
+Rule<JailSpec> ServerSectionKey() {
+  return {"server", [](const YAML::Node& n, const Where& w, Reader& r, JailSpec&) {
+            ServerConfig scratch;
+            if (Status st = LoadServerConfig(n, &scratch); !st) r.Report(w, st.error().message());
           }};
 }
 
@@ -489,6 +503,7 @@ const Table<JailSpec>& TopLevel() {
       SectionKey("unsafe", &JailSpec::unsafe, UnsafeTable()),
       ProviderSectionKey("sandbox"),
       ProviderSectionKey("skills"),
+      ServerSectionKey(),
   };
   return table;
 }

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -213,7 +214,18 @@ struct Walker {
     if (!fd) return;
     struct stat st;
     if (::fstat(fd->get(), &st) != 0) return;
-    out->push_back({rel, S_ISDIR(st.st_mode)});
+    out->push_back(EntryOf(rel, st, true));
+  }
+
+  TreeEntry EntryOf(const std::string& rel, const struct stat& st, bool symlink) const {
+    TreeEntry e{rel, S_ISDIR(st.st_mode)};
+    if (options.with_stat) {
+      e.is_symlink = symlink;
+      e.size = st.st_size;
+      e.mtime = st.st_mtim.tv_sec;
+      e.mode = st.st_mode;
+    }
+    return e;
   }
 
   void Walk(int dir_fd, const std::string& rel, int depth) {
@@ -246,7 +258,13 @@ struct Walker {
         AddSymlink(child);
         continue;
       }
-      out->push_back({child, t == DT_DIR});
+      struct stat st {};
+      if (options.with_stat && ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        continue;  // vanished meanwhile
+      }
+      TreeEntry entry = EntryOf(child, st, false);
+      entry.is_dir = t == DT_DIR;
+      out->push_back(std::move(entry));
       if (t == DT_DIR && depth < options.max_depth) {
         UniqueFd sub(
             ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -256,10 +274,14 @@ struct Walker {
   }
 };
 
+// One entry: type ('d'/'f', upper case for a symlink), "size mtime mode ", path, NUL.
 std::string EncodeEntries(const std::vector<TreeEntry>& entries) {
   std::string s;
   for (const auto& e : entries) {
-    s.push_back(e.is_dir ? 'd' : 'f');
+    char type = e.is_dir ? 'd' : 'f';
+    s.push_back(e.is_symlink ? static_cast<char>(type - 'a' + 'A') : type);
+    s += std::to_string(e.size) + " " + std::to_string(e.mtime) + " " + std::to_string(e.mode) +
+         " ";
     s += e.rel;
     s.push_back('\0');
   }
@@ -272,7 +294,21 @@ std::vector<TreeEntry> DecodeEntries(const std::string& s) {
   while (start < s.size()) {
     size_t end = s.find('\0', start);
     if (end == std::string::npos) break;
-    out.push_back({s.substr(start + 1, end - start - 1), s[start] == 'd'});
+    TreeEntry e;
+    char type = s[start];
+    e.is_dir = type == 'd' || type == 'D';
+    e.is_symlink = type == 'D' || type == 'F';
+    size_t pos = start + 1;
+    long long size = 0, mtime = 0;
+    unsigned long mode = 0;
+    int used = 0;
+    if (std::sscanf(s.c_str() + pos, "%lld %lld %lu%n", &size, &mtime, &mode, &used) < 3) break;
+    e.size = size;
+    e.mtime = mtime;
+    e.mode = static_cast<uint32_t>(mode);
+    pos += static_cast<size_t>(used) + 1;  // the one space before the path
+    e.rel = s.substr(pos, end - pos);
+    out.push_back(std::move(e));
     start = end + 1;
   }
   return out;

@@ -42,12 +42,18 @@ struct FileView {
 struct TreeEntry {
   std::string rel;  // relative to the view's root, no leading '/'
   bool is_dir = false;
+  // Filled only with WalkOptions::with_stat (for a symlink: its target's).
+  bool is_symlink = false;
+  int64_t size = 0;
+  int64_t mtime = 0;  // seconds since the epoch
+  uint32_t mode = 0;  // st_mode
 };
 
 struct WalkOptions {
   int max_depth = 2;            // 1 = children of the start only
   bool skip_ignored = true;     // DeerFlow's IGNORE_PATTERNS, per segment
   size_t max_entries = 200000;  // safety bound on huge trees
+  bool with_stat = false;       // fill TreeEntry's size, mtime, mode (the AIO file list)
 };
 
 // `rel` below is a path relative to the view's root ("" or "." is the root itself).

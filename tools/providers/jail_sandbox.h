@@ -23,6 +23,10 @@ class JailSandbox : public Sandbox {
 
   const SandboxRecord& record() const { return record_; }
 
+  // For the AIO API's file list (server/): entries below the directory `path` down to
+  // max_depth, with sizes, times and modes; nothing skipped. Same resolution as the rest.
+  SbResult<std::vector<FileEntry>> ListEntries(const std::string& path, int max_depth);
+
  protected:
   SbResult<CommandResult> DoExecuteCommand(const std::string& command, const EnvList& env,
                                            std::optional<double> timeout) override;

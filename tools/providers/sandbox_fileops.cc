@@ -100,6 +100,24 @@ SbResult<std::vector<std::string>> OpsListDir(const ResolvedPath& rp, int max_de
   return out;
 }
 
+SbResult<std::vector<FileEntry>> OpsListEntries(const ResolvedPath& rp, int max_depth) {
+  RETURN_SB_IF_ERROR(RequireDirectory(rp));
+  WalkOptions wo;
+  wo.max_depth = std::max(1, max_depth);
+  wo.skip_ignored = false;
+  wo.with_stat = true;
+  auto entries = WalkTree(rp.view, rp.rel, wo);
+  if (!entries) return entries.error();
+  std::vector<FileEntry> out;
+  out.reserve(entries->size());
+  for (const auto& e : *entries) {
+    out.push_back({VirtualOf(rp, e.rel), e.is_dir, e.is_symlink, e.size, e.mtime, e.mode});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const FileEntry& a, const FileEntry& b) { return a.path < b.path; });
+  return out;
+}
+
 SbResult<GlobResult> OpsGlob(const ResolvedPath& rp, const std::string& pattern, bool include_dirs,
                              int max_results) {
   RETURN_SB_IF_ERROR(RequireDirectory(rp));

@@ -33,6 +33,18 @@ SbResult<std::string> OpsReadText(const ResolvedPath& rp, std::optional<int> sta
                                   std::optional<int> end);
 SbResult<std::string> OpsReadBytes(const ResolvedPath& rp, int64_t max_bytes);
 SbStatus OpsWrite(const ResolvedPath& rp, const std::string& data, bool append);
+// One entry of a detailed listing: its virtual path, type, size, mtime and mode.
+struct FileEntry {
+  std::string path;
+  bool is_dir = false;
+  bool is_symlink = false;
+  int64_t size = 0;
+  int64_t mtime = 0;
+  uint32_t mode = 0;
+};
+// Entries below the directory `rp` down to max_depth (1 = children), sorted by path,
+// nothing skipped (no ignore patterns; hidden files are the caller's choice).
+SbResult<std::vector<FileEntry>> OpsListEntries(const ResolvedPath& rp, int max_depth);
 SbResult<std::vector<std::string>> OpsListDir(const ResolvedPath& rp, int max_depth);
 SbResult<GlobResult> OpsGlob(const ResolvedPath& rp, const std::string& pattern, bool include_dirs,
                              int max_results);

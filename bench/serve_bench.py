@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Figures for `corral serve` (issue: the daemon), measured over real HTTP on loopback.
+
+  sudo bench/serve_bench.py build/cli/corral-cli [N]
+
+Starts a daemon on 127.0.0.1 (port 0) with a temp base dir and runtime dir, then:
+  - POST /api/sandboxes -> first 200 of GET {sandbox_url}/v1/sandbox, per sandbox (median, p90);
+  - POST /api/sandboxes -> first successful POST {sandbox_url}/v1/shell/exec of `true`;
+  - GET v1/sandbox and POST v1/shell/exec `true` round trips on one keep-alive connection;
+  - the daemon's RSS with 0 and N idle sandboxes.
+Deletes every sandbox and stops the daemon (SIGTERM) at the end. Figures, not assertions.
+"""
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+KEY = "bench-key-0123456789abcdef"
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def shell(conn, path, command):
+    conn.request("POST", path + "/v1/shell/exec", json.dumps({"command": command}),
+                 {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    body = r.read()
+    try:
+        return r.status, json.loads(body)
+    except ValueError:
+        return r.status, {}
+
+
+def main():
+    binary = sys.argv[1]
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 50
+    tmp = tempfile.mkdtemp(prefix="corral-serve-bench-")
+    os.makedirs(f"{tmp}/base")
+    os.makedirs(f"{tmp}/run", mode=0o700)
+    with open(f"{tmp}/corral.yaml", "w") as f:
+        f.write(f"server: {{listen: '127.0.0.1:0', api_key: {KEY}, access_log: 'off', "
+                f"max_sandboxes: {n + 10}}}\n"
+                f"sandbox: {{base_dir: {tmp}/base, idle_timeout: 0, replicas: {n + 10}}}\n")
+    env = dict(os.environ, CORRAL_RUNTIME_DIR=f"{tmp}/run")
+    log = open(f"{tmp}/serve.log", "w+")
+    daemon = subprocess.Popen([binary, "serve", "--config", f"{tmp}/corral.yaml"], env=env,
+                              stderr=log, stdout=subprocess.DEVNULL)
+    port = None
+    for _ in range(200):
+        time.sleep(0.05)
+        log.seek(0)
+        m = re.search(r"listening on http://127.0.0.1:(\d+)", log.read())
+        if m:
+            port = int(m.group(1))
+            break
+    if port is None:
+        sys.exit("daemon did not start")
+    host = f"127.0.0.1:{port}"
+    api = http.client.HTTPConnection("127.0.0.1", port)
+    sb = http.client.HTTPConnection("127.0.0.1", port)
+    headers = {"X-API-Key": KEY, "Content-Type": "application/json"}
+    rss0 = rss_kib(daemon.pid)
+    ready_ms, exec_ms, urls = [], [], []
+    try:
+        for i in range(n):
+            t0 = time.perf_counter()
+            api.request("POST", "/api/sandboxes",
+                        json.dumps({"sandbox_id": f"b{i}", "thread_id": f"t{i}"}), headers)
+            r = api.getresponse()
+            body = json.loads(r.read())
+            if r.status != 200:
+                sys.exit(f"create failed: {r.status} {body}")
+            path = body["sandbox_url"].split(host, 1)[1]
+            while True:
+                sb.request("GET", path + "/v1/sandbox")
+                r = sb.getresponse()
+                r.read()
+                if r.status == 200:
+                    break
+            ready_ms.append((time.perf_counter() - t0) * 1000)
+            status, out = shell(sb, path, "true")
+            if status != 200 or not out.get("success", False):
+                sys.exit(f"shell/exec failed: {status} {out}")
+            exec_ms.append((time.perf_counter() - t0) * 1000)
+            urls.append(path)
+        rt = []
+        for _ in range(500):
+            t0 = time.perf_counter()
+            sb.request("GET", urls[0] + "/v1/sandbox")
+            sb.getresponse().read()
+            rt.append((time.perf_counter() - t0) * 1000)
+        ex = []
+        for _ in range(100):
+            t0 = time.perf_counter()
+            shell(sb, urls[0], "true")
+            ex.append((time.perf_counter() - t0) * 1000)
+        time.sleep(1)
+        rssn = rss_kib(daemon.pid)
+        q = statistics.quantiles(ready_ms, n=10)
+        print(f"sandboxes: {n}")
+        print(f"POST /api/sandboxes -> first 200 of v1/sandbox: median {statistics.median(ready_ms):.1f} ms, "
+              f"p90 {q[-1]:.1f} ms, total {sum(ready_ms) / 1000:.1f} s")
+        print(f"POST /api/sandboxes -> first shell/exec `true` answered: median {statistics.median(exec_ms):.1f} ms")
+        print(f"GET v1/sandbox round trip (keep-alive): median {statistics.median(rt):.3f} ms")
+        print(f"POST v1/shell/exec `true` round trip (fresh session each): median {statistics.median(ex):.1f} ms")
+        print(f"daemon RSS: {rss0 / 1024:.1f} MiB at start, {rssn / 1024:.1f} MiB with {n} idle sandboxes "
+              f"({(rssn - rss0) / max(n, 1):.1f} KiB each)")
+    finally:
+        for i in range(n):
+            api.request("DELETE", f"/api/sandboxes/b{i}", headers=headers)
+            api.getresponse().read()
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(30)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+#include "server/daemon.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "runtime/run/runtime_dir.h"
+#include "runtime/sandboxes/sandbox_store.h"
+#include "runtime/spec/provider_config.h"
+#include "runtime/spec/server_config.h"
+#include "server/access_log.h"
+#include "server/aio_api.h"
+#include "server/auth.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/router.h"
+#include "server/sandbox_manager.h"
+#include "server/sd_notify.h"
+
+namespace corral::server {
+namespace {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "corral serve: %s\n", message.c_str());
+  return 125;
+}
+
+// The daemon logs from several threads: the CLI's logger is single-threaded.
+void UseThreadSafeLogger() {
+  const auto level = spdlog::get_level();
+  auto logger = spdlog::stderr_color_mt("corral-serve");
+  logger->set_pattern("corral serve: %l: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(std::getenv("SPDLOG_LEVEL") ? level : spdlog::level::info);
+}
+
+struct Loaded {
+  runtime::ServerConfig server;
+  runtime::ProviderConfig provider;
+  runtime::JailSpec spec;
+  ListenAddress address;
+  std::string key;
+};
+
+// Everything that can refuse a start, before anything is bound or adopted.
+std::optional<std::string> Load(const ServeOptions& o, Loaded* l) {
+  if (!o.config_path.empty()) {
+    if (Status st = runtime::LoadToolConfigFile(o.config_path, &l->provider, &l->spec); !st) {
+      return st.error().message();
+    }
+    if (Status st = runtime::LoadServerConfigFile(o.config_path, &l->server); !st) {
+      return st.error().message();
+    }
+  }
+  if (o.listen) l->server.listen = *o.listen;
+  if (o.allow_remote) l->server.allow_remote = true;
+  auto address = ParseListenAddress(l->server.listen);
+  if (!address) return address.error().message();
+  l->address = *address;
+  if (!address->loopback && !l->server.allow_remote) {
+    return "--listen " + address->ToString() +
+           " is not a loopback address: the API would be reachable from the network. Pass "
+           "--allow-remote (or set server.allow_remote: true) if that is intended";
+  }
+  if (address->unspecified && l->server.allowed_hosts.empty()) {
+    return "--listen " + address->ToString() +
+           " needs server.allowed_hosts: the HOST:PORT names clients use to reach this server "
+           "(they are the only Host headers accepted, and the host of every sandbox_url)";
+  }
+  l->key = ResolveApiKey(l->server.api_key);
+  if (l->key.empty() && !l->server.no_auth) {
+    return "no API key: set server.api_key in the config (\"$VAR\" reads a variable) or "
+           "CORRAL_API_KEY in the environment. To serve /api/* without a key (anyone who can "
+           "connect may create sandboxes), set unsafe: {no_auth: true}";
+  }
+  return std::nullopt;
+}
+
+// A timer that runs `tick` every `period` until `tick` returns false. The pending wait
+// keeps it alive; the io_context's end drops it.
+struct Periodic : std::enable_shared_from_this<Periodic> {
+  Periodic(asio::io_context& io, Clock::duration p, std::function<bool()> t)
+      : timer(io), period(p), tick(std::move(t)) {}
+  void Arm() {
+    timer.expires_after(period);
+    timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec && self->tick()) self->Arm();
+    });
+  }
+  asio::steady_timer timer;
+  Clock::duration period;
+  std::function<bool()> tick;
+};
+
+void Every(asio::io_context& io, Clock::duration period, std::function<bool()> tick) {
+  std::make_shared<Periodic>(io, period, std::move(tick))->Arm();
+}
+
+GaugeSource MakeGauges(SandboxManager& manager, HttpServer& server, AioApi& aio) {
+  return [manager_p = &manager, server_p = &server, aio_p = &aio] {
+    SandboxManager& manager = *manager_p;
+    HttpServer& server = *server_p;
+    AioApi& aio = *aio_p;
+    ManagerCounts c = manager.Counts();
+    std::vector<std::pair<std::string, double>> g = {
+        {"corral_sandboxes{state=\"running\"}", static_cast<double>(c.running)},
+        {"corral_sandbox_events_total{event=\"created\"}", static_cast<double>(c.created)},
+        {"corral_sandbox_events_total{event=\"deleted\"}", static_cast<double>(c.deleted)},
+        {"corral_sandbox_events_total{event=\"reaped_idle\"}", static_cast<double>(c.reaped_idle)},
+        {"corral_sandbox_events_total{event=\"evicted\"}", static_cast<double>(c.evicted)},
+        {"corral_sandbox_events_total{event=\"found_dead\"}", static_cast<double>(c.found_dead)},
+        {"corral_sandbox_calls_in_flight", static_cast<double>(c.calls_in_flight)},
+        {"corral_http_requests_in_flight", static_cast<double>(server.in_flight())},
+        {"corral_http_connections", static_cast<double>(server.connections())},
+        {"corral_aio_live_sessions", static_cast<double>(aio.live_sessions())},
+    };
+    std::vector<std::string> help = {
+        "# TYPE corral_sandboxes gauge", "# TYPE corral_sandbox_events_total counter",
+        "# TYPE corral_sandbox_calls_in_flight gauge", "# TYPE corral_http_requests_in_flight gauge",
+        "# TYPE corral_http_connections gauge", "# TYPE corral_aio_live_sessions gauge"};
+    return std::make_pair(g, help);
+  };
+}
+
+// Idle reaper: often enough to honour sandbox.idle_timeout within ~10 %; one run at a time,
+// off the I/O threads.
+void StartReaper(asio::io_context& io, asio::thread_pool& blocking, SandboxManager& manager,
+                 double idle_timeout) {
+  const double period = idle_timeout > 0 ? std::clamp(idle_timeout / 10, 1.0, 30.0) : 10.0;
+  auto reaping = std::make_shared<std::atomic<bool>>(false);
+  Every(io, std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(period)),
+        [blocking_p = &blocking, manager_p = &manager, reaping] {
+          if (!reaping->exchange(true)) {
+            asio::post(*blocking_p, [manager_p, reaping] {
+              manager_p->Reap();
+              reaping->store(false);
+            });
+          }
+          return true;
+        });
+}
+
+// SIGTERM/SIGINT: stop accepting, give calls in flight until `grace` (AioApi::Shutdown
+// answers running commands by then), then stop the I/O loop. A second signal stops at once.
+void OnSignals(asio::signal_set& signals, asio::io_context& io, HttpServer& server, AioApi& aio,
+               double grace, std::thread* aio_shutdown) {
+  // Pointers, not references to the parameters: the handler runs after this returns.
+  signals.async_wait([signals_p = &signals, io_p = &io, server_p = &server, aio_p = &aio, grace,
+                      aio_shutdown](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    spdlog::info("signal {}: stopping; sandboxes are kept", sig);
+    SdNotify("STOPPING=1");
+    server_p->StopAccepting();
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(grace));
+    *aio_shutdown = std::thread([aio_p, deadline] { aio_p->Shutdown(deadline); });
+    Every(*io_p, std::chrono::milliseconds(50), [server_p, io_p, deadline] {
+      if (server_p->in_flight() == 0 || Clock::now() >= deadline + std::chrono::seconds(1)) {
+        io_p->stop();
+        return false;
+      }
+      return true;
+    });
+    signals_p->async_wait([io_p](boost::system::error_code again, int) {
+      if (!again) io_p->stop();
+    });
+  });
+}
+
+}  // namespace
+
+int RunServe(const ServeOptions& options) {
+  UseThreadSafeLogger();
+  Loaded cfg;
+  if (auto problem = Load(options, &cfg)) return Fail(*problem);
+  if (cfg.key.empty()) {
+    spdlog::warn("UNSAFE: unsafe.no_auth is set and no API key is configured: anyone who can "
+                 "connect to {} may create sandboxes and run commands in them",
+                 cfg.address.ToString());
+  }
+  ::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error code, not a signal
+  if (auto store = runtime::SandboxStore::Open(); !store) return Fail(store.error().message());
+  auto registry = SandboxRegistry::Open(runtime::RuntimeDir() + "/serve");
+  if (!registry) return Fail(registry.error().message());
+
+  AioApi aio(AioApiOptions{});
+  SandboxManager manager({cfg.provider, cfg.spec, cfg.server.max_sandboxes},
+                         std::move(*registry), &aio);
+  for (const std::string& line : manager.Adopt()) spdlog::info("registry: {}", line);
+  auto access_log = AccessLog::Open(cfg.server.access_log);
+  if (!access_log) return Fail(access_log.error().message());
+
+  asio::io_context io(cfg.server.io_threads);
+  asio::thread_pool blocking(4);
+  Metrics metrics;
+  std::unique_ptr<Router> router;
+  HttpServer server(
+      io, cfg.server, [&router](HttpRequest req, Reply reply) { router->Handle(std::move(req), std::move(reply)); },
+      [&metrics, log = access_log->get()](const std::string& client, int status, const char* why) {
+        metrics.Record("-", "-", status, 0);
+        log->Write({client, "-", std::string("- (") + why + ")", "", status, 0, 0});
+      });
+  if (Status st = server.Listen(cfg.address); !st) return Fail(st.error().message());
+  HostCheck host_check(cfg.address, server.bound_port(), cfg.server.allowed_hosts);
+  GaugeSource gauges = MakeGauges(manager, server, aio);
+  router = std::make_unique<Router>(
+      RouterOptions{cfg.key, cfg.server.no_auth, cfg.server.metrics_need_key,
+                    cfg.provider.base_dir},
+      host_check, &manager, &aio, &metrics, access_log->get(), &blocking, gauges);
+  server.Start();
+
+  StartReaper(io, blocking, manager, cfg.provider.idle_timeout);
+
+  std::thread aio_shutdown;
+  asio::signal_set signals(io, SIGTERM, SIGINT);
+  OnSignals(signals, io, server, aio, cfg.server.shutdown_grace, &aio_shutdown);
+
+  std::fprintf(stderr, "corral serve: listening on %s (%zu sandboxes adopted)\n",
+               cfg.address.is_unix ? cfg.address.ToString().c_str()
+                                   : ("http://" + cfg.address.host + ":" +
+                                      std::to_string(server.bound_port()))
+                                         .c_str(),
+               manager.Counts().running);
+  SdNotify("READY=1");
+
+  std::vector<std::thread> threads;
+  for (int i = 1; i < cfg.server.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
+  io.run();
+  for (auto& t : threads) t.join();
+  if (aio_shutdown.joinable()) aio_shutdown.join();
+  blocking.join();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace corral::server

@@ -1,0 +1,216 @@
+#include "server/router.h"
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <memory>
+
+#include "server/auth.h"
+#include "server/provision_request.h"
+
+namespace corral::server {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+HttpResponse Detail(int status, const std::string& detail) {
+  return HttpResponse::Json(status, {{"detail", detail}});
+}
+HttpResponse NotFound() { return Detail(404, "Not Found"); }
+
+struct CallContext {
+  Clock::time_point start = Clock::now();
+  std::string client, method, route = "-", sandbox_id;
+};
+
+bool IsWord(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || c == '_')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string Router::RouteTemplate(std::string_view rest) {
+  std::string out;
+  size_t start = 0;
+  while (start <= rest.size()) {
+    size_t slash = rest.find('/', start);
+    if (slash == std::string_view::npos) slash = rest.size();
+    std::string_view seg = rest.substr(start, slash - start);
+    if (!out.empty()) out += "/";
+    out += (IsWord(seg) || (seg == "v1" && start == 0)) ? std::string(seg) : "{x}";
+    start = slash + 1;
+  }
+  return out;
+}
+
+Router::Router(RouterOptions options, HostCheck host_check, SandboxManager* manager, AioApi* aio,
+               Metrics* metrics, AccessLog* access_log, boost::asio::thread_pool* blocking,
+               GaugeSource gauges)
+    : options_(std::move(options)),
+      host_check_(std::move(host_check)),
+      manager_(manager),
+      aio_(aio),
+      metrics_(metrics),
+      access_log_(access_log),
+      blocking_(blocking),
+      gauges_(std::move(gauges)) {}
+
+bool Router::KeyOk(const HttpRequest& request) const {
+  if (options_.no_auth && options_.api_key.empty()) return true;
+  const std::string* given = request.Header("x-api-key");
+  return given != nullptr && ConstantTimeEquals(*given, options_.api_key);
+}
+
+std::string Router::SandboxUrl(const HttpRequest& request, const SandboxView& view) const {
+  // The Host header has been checked against the names of this server by now.
+  const std::string* host = request.Header("host");
+  return "http://" + ToLower(host ? *host : host_check_.expected()) + "/sandboxes/" +
+         view.sandbox_id + "/" + view.token;
+}
+
+json Router::ViewJson(const HttpRequest& request, const SandboxView& view) const {
+  return {{"sandbox_id", view.sandbox_id},
+          {"sandbox_url", SandboxUrl(request, view)},
+          {"status", view.status}};
+}
+
+void Router::Handle(HttpRequest request, Reply reply) {
+  auto ctx = std::make_shared<CallContext>();
+  ctx->client = request.client;
+  ctx->method = request.method;
+  Reply logged = [this, ctx, reply = std::move(reply)](HttpResponse response) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - ctx->start).count();
+    metrics_->Record(ctx->method, ctx->route, response.status, seconds);
+    if (access_log_ != nullptr) {
+      access_log_->Write({ctx->client, ctx->method, ctx->route, ctx->sandbox_id, response.status,
+                          response.body.size(), seconds * 1000});
+    }
+    reply(std::move(response));
+  };
+  const std::string* host = request.Header("host");
+  if (host == nullptr || host->empty()) {
+    return logged(Detail(400, "missing Host header"));
+  }
+  if (!host_check_.Accepts(*host)) {
+    return logged(Detail(421, "the Host header does not name this server (expected " +
+                                  host_check_.expected() + ")"));
+  }
+  const std::string& path = request.path;
+  if (path == "/health") {
+    ctx->route = "/health";
+    if (request.method != "GET") {
+      return logged(Detail(405, "Method Not Allowed"));
+    }
+    return logged(HttpResponse::Json(200, {{"status", "ok"}}));
+  }
+  if (path == "/api" || path.rfind("/api/", 0) == 0) {
+    ctx->route = "/api/*";
+    if (!KeyOk(request)) return logged(HttpResponse::Text(401, "Unauthorized"));
+    return HandleApi(std::move(request), std::move(logged), &ctx->route);
+  }
+  if (path == "/metrics") {
+    ctx->route = "/metrics";
+    if (options_.metrics_need_key && !KeyOk(request)) {
+      return logged(HttpResponse::Text(401, "Unauthorized"));
+    }
+    auto [gauges, help] = gauges_();
+    HttpResponse r = HttpResponse::Text(200, metrics_->Render(gauges, help));
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return logged(std::move(r));
+  }
+  if (path.rfind("/sandboxes/", 0) == 0) {
+    ctx->route = "/sandboxes/*";
+    return HandleSandbox(std::move(request), std::move(logged), &ctx->route, &ctx->sandbox_id);
+  }
+  return logged(NotFound());
+}
+
+void Router::HandleApi(HttpRequest request, Reply reply, std::string* route) {
+  const std::string& path = request.path;
+  const std::string& method = request.method;
+  if (path == "/api/capabilities") {
+    *route = "/api/capabilities";
+    if (method != "GET") return reply(Detail(405, "Method Not Allowed"));
+    return reply(HttpResponse::Json(
+        200, {{"lark_cli_init_image", false}, {"lark_cli_broker_image", false}}));
+  }
+  if (path == "/api/sandboxes") {
+    *route = "/api/sandboxes";
+    if (method == "POST") {
+      return boost::asio::post(*blocking_, [this, request = std::move(request), reply] {
+        auto parsed = ParseCreateRequest(request.body, options_.base_dir);
+        if (auto* error = std::get_if<RequestError>(&parsed)) {
+          return reply(HttpResponse::Json(error->status, error->body));
+        }
+        CreateResult r = manager_->Create(std::get<CreateParams>(parsed));
+        if (r.status != 200) {
+          HttpResponse failure = Detail(r.status, r.detail);
+          if (r.status == 429) failure.headers.emplace_back("Retry-After", "5");
+          return reply(std::move(failure));
+        }
+        reply(HttpResponse::Json(200, ViewJson(request, r.view)));
+      });
+    }
+    if (method == "GET") {
+      return boost::asio::post(*blocking_, [this, request = std::move(request), reply] {
+        json list = json::array();
+        for (const SandboxView& v : manager_->List()) list.push_back(ViewJson(request, v));
+        const size_t count = list.size();
+        reply(HttpResponse::Json(200, {{"sandboxes", std::move(list)}, {"count", count}}));
+      });
+    }
+    return reply(Detail(405, "Method Not Allowed"));
+  }
+  if (path.rfind("/api/sandboxes/", 0) == 0) {
+    *route = "/api/sandboxes/{id}";
+    std::string id = path.substr(std::string("/api/sandboxes/").size());
+    if (std::string why = SandboxIdProblem(id); !why.empty()) return reply(Detail(400, why));
+    if (method == "GET") {
+      return boost::asio::post(*blocking_, [this, request = std::move(request), reply, id] {
+        auto view = manager_->Find(id);
+        if (!view) return reply(Detail(404, "Sandbox '" + id + "' not found"));
+        reply(HttpResponse::Json(200, ViewJson(request, *view)));
+      });
+    }
+    if (method == "DELETE") {
+      return boost::asio::post(*blocking_, [this, reply, id] {
+        Status st = manager_->Delete(id);
+        if (!st) return reply(Detail(500, "Partial cleanup: " + st.error().message()));
+        reply(HttpResponse::Json(200, {{"ok", true}, {"sandbox_id", id}}));
+      });
+    }
+    return reply(Detail(405, "Method Not Allowed"));
+  }
+  reply(NotFound());
+}
+
+void Router::HandleSandbox(HttpRequest request, Reply reply, std::string* route,
+                           std::string* sandbox_id) {
+  // /sandboxes/{id}/{token}[/<rest>]
+  const std::string tail = request.path.substr(std::string("/sandboxes/").size());
+  const size_t slash = tail.find('/');
+  const std::string id = tail.substr(0, slash);
+  std::string token, rest;
+  if (slash != std::string::npos) {
+    const size_t next = tail.find('/', slash + 1);
+    token = tail.substr(slash + 1, next == std::string::npos ? std::string::npos : next - slash - 1);
+    if (next != std::string::npos) rest = tail.substr(next + 1);
+  }
+  if (!SandboxIdProblem(id).empty()) return reply(NotFound());
+  auto ref = manager_->BeginCall(id, token, KeyOk(request) && !options_.api_key.empty());
+  if (!ref) return reply(NotFound());
+  // Only now: a caller without the token must not add label values to /metrics.
+  *route = "/sandboxes/{id}/{token}/" + RouteTemplate(rest);
+  *sandbox_id = id;
+  Reply done = [this, id, reply = std::move(reply)](HttpResponse response) {
+    manager_->EndCall(id);
+    reply(std::move(response));
+  };
+  aio_->Handle(*ref, rest, std::move(request), std::move(done));
+}
+
+}  // namespace corral::server

@@ -1,0 +1,72 @@
+// Where each request goes, and the checks made before it gets there, in this order:
+//   1. Host must name this server (server/listen_address.h): else 400 (none) / 421.
+//   2. GET /health: open, 200 {"status":"ok"}.
+//   3. /api/* (every path and method, known or not): X-API-Key must equal the configured
+//      key (constant time) else 401 "Unauthorized" — before any routing, as DeerFlow's
+//      reference provisioner does. Then the provisioner API (docs/deerflow-contract.md §7):
+//      GET /api/capabilities, POST/GET /api/sandboxes, GET/DELETE /api/sandboxes/{id}.
+//   4. GET /metrics: the key too, unless server.metrics_need_key is false.
+//   5. /sandboxes/{id}/{token}/<rest>: the token (or the key) must match, else the same
+//      404 {"detail":"Not Found"} as for an unknown id; then AioApi::Handle(rest).
+// No CORS headers are ever sent. Provisioner calls that create or remove sandboxes run on
+// a small pool of their own, never on the I/O threads. Every answer is access-logged and
+// counted under its route template (never a token). Thread-safe.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/thread_pool.hpp>
+
+#include "server/access_log.h"
+#include "server/aio_api.h"
+#include "server/http_message.h"
+#include "server/listen_address.h"
+#include "server/metrics.h"
+#include "server/sandbox_manager.h"
+
+namespace corral::server {
+
+struct RouterOptions {
+  std::string api_key;  // empty: every /api/* call is refused, unless no_auth
+  bool no_auth = false;  // unsafe.no_auth: /api/* without a key
+  bool metrics_need_key = true;
+  std::string base_dir;  // sandbox.base_dir, for the extra-mount checks
+};
+
+// (metric line, value) pairs filled in at scrape time, plus their # HELP/# TYPE lines.
+using GaugeSource = std::function<std::pair<std::vector<std::pair<std::string, double>>,
+                                            std::vector<std::string>>()>;
+
+class Router {
+ public:
+  Router(RouterOptions options, HostCheck host_check, SandboxManager* manager, AioApi* aio,
+         Metrics* metrics, AccessLog* access_log, boost::asio::thread_pool* blocking,
+         GaugeSource gauges);
+
+  void Handle(HttpRequest request, Reply reply);
+
+  // "v1/shell/sessions/1f2e..." -> "v1/shell/sessions/{x}": segments other than
+  // [a-z_]+ words become {x}, so labels and logs never carry ids or user data.
+  static std::string RouteTemplate(std::string_view rest);
+
+ private:
+  bool KeyOk(const HttpRequest& request) const;
+  void HandleApi(HttpRequest request, Reply reply, std::string* route);
+  void HandleSandbox(HttpRequest request, Reply reply, std::string* route, std::string* sandbox_id);
+  std::string SandboxUrl(const HttpRequest& request, const SandboxView& view) const;
+  nlohmann::json ViewJson(const HttpRequest& request, const SandboxView& view) const;
+
+  const RouterOptions options_;
+  const HostCheck host_check_;
+  SandboxManager* manager_;
+  AioApi* aio_;
+  Metrics* metrics_;
+  AccessLog* access_log_;
+  boost::asio::thread_pool* blocking_;
+  GaugeSource gauges_;
+};
+
+}  // namespace corral::server

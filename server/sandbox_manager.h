@@ -1,0 +1,122 @@
+// The sandboxes `corral serve` hands out: DeerFlow's sandbox_id -> a persistent corral
+// sandbox (runtime/sandboxes/persistent.h, named "df-<sandbox_id>", so `corral ps/exec/rm`
+// see it) plus its URL token, remembered in the registry (server/sandbox_registry.h).
+//
+// A thread's sandbox is made from the jail provider's spec (JailSandboxProvider::SpecFor:
+// the thread's user-data read-write at /mnt/user-data, acp-workspace and skills read-only,
+// sandbox.mounts) plus the request's allow-listed extra mounts. An anonymous sandbox
+// (thread_id null) gets the thread directory "anon-<sandbox_id>" of its user: a scratch
+// user-data of its own, kept after delete like every thread's data.
+//
+// Lifecycle: create is idempotent per sandbox_id; a sandbox found dead (its init gone) is
+// forgotten (record, cgroups, registry entry) the moment it is looked at and by the
+// periodic Reap(), which also removes sandboxes idle longer than sandbox.idle_timeout.
+// Beyond sandbox.replicas live sandboxes a create evicts the oldest ones idle for at least
+// kEvictMinIdleSeconds (never one with a call in flight); server.max_sandboxes is a hard
+// cap (429). The daemon's exit keeps every sandbox; the next daemon adopts them.
+// Thread-safe; calls that create or remove sandboxes block for milliseconds (run them off
+// the I/O threads). Parent side.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/spec/provider_config.h"
+#include "runtime/spec/spec.h"
+#include "server/aio_api.h"
+#include "server/provision_request.h"
+#include "server/sandbox_registry.h"
+
+namespace corral::server {
+
+inline constexpr double kEvictMinIdleSeconds = 60;
+
+struct ManagerOptions {
+  runtime::ProviderConfig provider;  // base_dir, skills, mounts, idle_timeout, replicas
+  runtime::JailSpec base_spec;       // limits, seccomp, namespaces of every sandbox
+  int max_sandboxes = 1000;
+};
+
+struct SandboxView {
+  std::string sandbox_id;
+  std::string token;
+  std::string status;  // "Running"
+};
+
+struct CreateResult {
+  int status = 200;    // 200, or the HTTP status of the failure
+  std::string detail;  // failure: what went wrong, for {"detail": ...}
+  SandboxView view;
+};
+
+struct ManagerCounts {
+  size_t running = 0;
+  size_t calls_in_flight = 0;
+  uint64_t created = 0, deleted = 0, reaped_idle = 0, evicted = 0, found_dead = 0;
+};
+
+class SandboxManager {
+ public:
+  SandboxManager(ManagerOptions options, SandboxRegistry registry, AioApi* aio);
+
+  // Start-up: takes over the registry's live sandboxes, forgets the dead ones. Returns
+  // one line per entry dropped, for the log.
+  std::vector<std::string> Adopt();
+
+  CreateResult Create(const CreateParams& params);
+  // nullopt when unknown or dead (a dead one is cleaned up here).
+  std::optional<SandboxView> Find(const std::string& sandbox_id);
+  std::vector<SandboxView> List();
+  // Idempotent: an unknown id is no error.
+  Status Delete(const std::string& sandbox_id);
+
+  // The routing check of /sandboxes/{id}/{token}/...: the sandbox when `token` is its
+  // token (constant-time) or `key_ok`; nullopt otherwise, with the same work done for an
+  // unknown id as for a wrong token. Success counts a call in flight until EndCall.
+  std::optional<AioSandboxRef> BeginCall(const std::string& sandbox_id, const std::string& token,
+                                         bool key_ok);
+  void EndCall(const std::string& sandbox_id);
+
+  // Periodic: dead and idle sandboxes go; zombies of inits this process made are reaped.
+  void Reap();
+  ManagerCounts Counts() const;
+
+ private:
+  struct Managed {
+    RegistryEntry entry;
+    pid_t init_pid = -1;
+    uint64_t start_ticks = 0;
+    double last_call = 0;  // unix seconds
+    int in_flight = 0;
+  };
+  bool Alive(const Managed& m) const;
+  double IdleSeconds(const Managed& m, double now) const;
+  // Removes the corral sandbox and the entry; create_mu_ must be held.
+  void RemoveLocked(const std::string& sandbox_id, const char* why);
+  void EvictForSoftCapLocked();
+  // waitpid(WNOHANG) on the inits this process spawned: a removed one is our zombie.
+  void ReapChildren();
+  CreateResult MakeLocked(const CreateParams& params);
+
+  const ManagerOptions options_;
+  SandboxRegistry registry_;
+  AioApi* aio_;
+  std::mutex create_mu_;  // create, delete and reap, one at a time
+  mutable std::mutex mu_;  // the map and counters
+  std::map<std::string, Managed> sandboxes_;
+  std::set<pid_t> children_;  // inits this process spawned, reaped once they die
+  ManagerCounts counts_;
+};
+
+// "df-<sandbox_id>", or "dfh-<32 hex digits>" of a hash when that would pass 64 characters.
+std::string CorralNameFor(const std::string& sandbox_id);
+
+}  // namespace corral::server
