@@ -26,7 +26,7 @@ const Hint kVerbHints[] = {
      "a removed sandbox cannot be started again; make a new one: corral create --name NAME"},
     {{"pause", "unpause"}, "corral cannot pause a sandbox; corral rm NAME ends it"},
     {{"attach"},
-     "a sandbox has no main process to attach to; start a shell in it: corral exec -i NAME -- "
+     "a sandbox has no main process to attach to; start a shell in it: corral exec -it NAME -- "
      "bash"},
     {{"top"}, "corral stats NAME, or corral exec NAME -- ps aux"},
     {{"images", "image", "pull", "push", "build", "commit", "save", "load", "import", "export",
@@ -47,7 +47,7 @@ const Hint kOptionHints[] = {
      "corral has no detached runs: corral create --name NAME, then start the command in the "
      "background in it: corral exec NAME -- bash -c 'nohup CMD >/tmp/out.log 2>&1 &'"},
     {{"-t", "--tty"},
-     "corral allocates no terminal; -i passes stdin through: corral run -i -- CMD"},
+     "a terminal is given per command: corral exec -it NAME -- bash, or corral run -it -- CMD"},
     {{"--name"},
      "a run's jail ends with its command; for a named sandbox that stays: corral create --name "
      "NAME, then corral exec NAME -- CMD"},

@@ -18,6 +18,7 @@ struct RunFlags {
   JailFlags jail;
   bool json = false;
   bool stdin_passthrough = false;
+  bool tty = false;
   std::string pool = "auto";
   bool rm = false;  // docker's --rm: what a run always does
 };
@@ -46,9 +47,15 @@ int Run(const RunFlags& flags, CLI::App* run) {
     std::fprintf(stderr, "corral: run: no command given (corral run [OPTIONS] -- CMD [ARGS...])\n");
     return 125;
   }
+  if (flags.tty && flags.json) {
+    return Refuse(Error(ErrorCode::kInvalidArgument,
+                        "-t and --json: a terminal's output is not captured; choose one"),
+                  flags.json);
+  }
   runtime::RunOptions options;
   options.capture_output = flags.json;
   options.pass_stdin = flags.stdin_passthrough;
+  options.tty = flags.tty;
   auto outcome = runtime::RunPooledOrCold(flags.pool, spec, options);
   if (!outcome) return Refuse(NameFlags(outcome.error(), names), flags.json);
   return ReportOutcome(*outcome, spec.limits, flags.json);
@@ -62,6 +69,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   AddJailFlags(run, &flags->jail);
   run->add_flag("--json", flags->json, "capture output and print one JSON outcome object");
   run->add_flag("-i,--stdin", flags->stdin_passthrough, "pass stdin through (default /dev/null)");
+  run->add_flag("-t,--tty", flags->tty,
+                "give the command a terminal (a pty of the jail's own); -it: interactive");
   run->add_option("--pool", flags->pool,
                   "auto (a `corral pool` at the default socket, if one runs) | off | SOCKET");
   run->add_flag("--rm", flags->rm, "accepted for docker's sake: a run's jail is always removed");

@@ -58,6 +58,7 @@ struct ExecFlags {
   std::optional<double> timeout;
   bool json = false;
   bool stdin_passthrough = false;
+  bool tty = false;
   std::string pool = "auto";
 };
 
@@ -81,8 +82,13 @@ int Exec(const ExecFlags& f, CLI::App* exec) {
   if (f.timeout) names.by_key.emplace_back("limits.timeout", "--timeout");
   request.workdir = f.workdir;
   request.timeout_seconds = f.timeout;
+  if (f.tty && f.json) {
+    return Fail(Error(ErrorCode::kInvalidArgument,
+                      "-t and --json: a terminal's output is not captured; choose one"));
+  }
   request.io.capture_output = f.json;
   request.io.pass_stdin = f.stdin_passthrough;
+  request.io.tty = f.tty;
   auto outcome = runtime::ExecPooledOrDirect(f.pool, request);
   if (!outcome) {
     Error e = NameFlags(outcome.error(), names);
@@ -154,6 +160,8 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   exec->add_option("--timeout", exec_flags->timeout, "wall-clock limit of this exec, seconds");
   exec->add_flag("--json", exec_flags->json, "capture output and print one JSON outcome");
   exec->add_flag("-i,--stdin", exec_flags->stdin_passthrough, "pass stdin through");
+  exec->add_flag("-t,--tty", exec_flags->tty,
+                 "give the command a terminal (a pty of the sandbox's own); -it: interactive");
   exec->add_option("--pool", exec_flags->pool,
                    "auto (a `corral pool`'s exec slot, if one is ready) | off | SOCKET");
   // After NAME, the first word that is no option starts the command (as for run).

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "runtime/run/terminal_filter.h"
 #include "runtime/spec/config.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/provider_config.h"
@@ -97,8 +98,18 @@ int RunToolCommand(const ToolFlags& f) {
   std::string audit_error;
   tools::ToolOutput out = (*service)->Call(f.user, f.thread, f.tool, args, &audit_error);
   if (!audit_error.empty()) std::fprintf(stderr, "corral: audit log: %s\n", audit_error.c_str());
-  std::fwrite(out.text.data(), 1, out.text.size(), stdout);
-  if (::isatty(1)) std::fputc('\n', stdout);
+  // The text holds what the sandbox printed or a file it wrote: on a terminal, through
+  // the same filter as a run's output (runtime/run/terminal_filter.h); elsewhere as it is.
+  if (::isatty(1)) {
+    runtime::TerminalFilter filter;
+    std::string shown;
+    filter.Feed(out.text.data(), out.text.size(), &shown);
+    filter.Finish(&shown);
+    std::fwrite(shown.data(), 1, shown.size(), stdout);
+    std::fputc('\n', stdout);
+  } else {
+    std::fwrite(out.text.data(), 1, out.text.size(), stdout);
+  }
   return out.ok ? 0 : 1;
 }
 

@@ -96,7 +96,7 @@ bool HardenIdentity(const JailPlan& plan, int report_fd) {
     ReportSetupFailure(report_fd, SetupStep::kNoNewPrivs, errno, "PR_SET_NO_NEW_PRIVS");
     return false;
   }
-  return true;
+  return !plan.allocate_tty || TakeTerminal(report_fd);
 }
 
 namespace {

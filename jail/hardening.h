@@ -58,6 +58,10 @@ bool ApplyRlimits(const JailPlan& plan, int report_fd);
 // jail/net.cc
 bool BringUpLoopback(int report_fd);
 
+// jail/terminal.cc: the last identity step when plan.allocate_tty: a pty of the jail's
+// devpts becomes stdio and controlling terminal; its master goes out on fd 0.
+bool TakeTerminal(int report_fd);
+
 // jail/exec.cc: resets signal state, then runs every step above and execs the command:
 // the plan's own, or `command` (argv, envp, PATH, working directory) when a prepared jail
 // received one (jail/command.h). Returns only on failure (after reporting); the caller

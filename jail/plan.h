@@ -76,6 +76,9 @@ struct JailPlan {
   gid_t gid = 1000;
   std::vector<std::pair<int, rlimit>> rlimits;  // only ever lowered (planner clamps)
   std::string workdir = "/";
+  // The command opens a pty of the jail's devpts, sends the master on its stdin (a unix
+  // socket) and takes the slave as its stdio and controlling terminal (jail/terminal.cc).
+  bool allocate_tty = false;
 
   std::vector<std::string> argv_storage;
   std::vector<std::string> envp_storage;

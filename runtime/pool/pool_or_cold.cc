@@ -28,7 +28,8 @@ Result<std::optional<RunOutcome>> Pooled(
 
 Result<RunOutcome> RunPooledOrCold(const std::string& pool, const JailSpec& spec,
                                    const RunOptions& options) {
-  if (pool != "off") {
+  // A terminal is opened by the command itself, which a prepared jail is past: cold.
+  if (pool != "off" && !options.tty) {
     ASSIGN_OR_RETURN(auto outcome, Pooled(pool, [&](const std::string& socket) {
                        return RunInPool(socket, spec, options);
                      }));
@@ -38,7 +39,7 @@ Result<RunOutcome> RunPooledOrCold(const std::string& pool, const JailSpec& spec
 }
 
 Result<RunOutcome> ExecPooledOrDirect(const std::string& pool, const ExecRequest& request) {
-  if (pool != "off") {
+  if (pool != "off" && !request.io.tty) {
     ASSIGN_OR_RETURN(auto outcome, Pooled(pool, [&](const std::string& socket) {
                        return ExecInPool(socket, request);
                      }));

@@ -14,6 +14,7 @@
 #include "runtime/run/jail_spawner.h"
 #include "runtime/run/phase_trace.h"
 #include "runtime/run/planner.h"
+#include "runtime/run/pty.h"
 #include "runtime/run/watch.h"
 
 namespace corral::runtime {
@@ -174,6 +175,7 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   trace.Mark("cgroup");
   RETURN_IF_ERROR(PrepareHostDirs(spec));
   ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(spec));
+  plan.allocate_tty = options.tty;
   trace.Mark("plan");
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(options));
 
@@ -184,6 +186,7 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
                              FdsOf(cg.cgroup.get())));
   io.CloseChildEnds();
   trace.Mark("clone");
+  if (options.tty) RETURN_IF_ERROR(AcceptTerminal(io, process.pidfd(), options.pass_stdin));
   return Supervise(process, cg, io, spec, options, stops, start, std::move(outcome), trace);
 }
 
@@ -229,6 +232,9 @@ Result<RunOutcome> RunPrepared(PreparedJail jail, const JailSpec& spec,
   PhaseTrace trace;
   // The jail was built from an already validated spec; only what this run adds is new.
   RETURN_IF_ERROR(ValidateLateFieldsSpec(spec));
+  if (options.tty) {
+    return Error(ErrorCode::kInvalidArgument, "a prepared jail cannot give its command a terminal");
+  }
   jail::DeferredCommand deferred = CommandFor(spec);
   // The init then waits for our SIGKILL after its report (EndEarly) instead of exiting.
   deferred.hold_after_report = EarlyOutcome(spec, jail.cgroup, options);

@@ -25,6 +25,11 @@ struct RunOptions {
   bool capture_output = false;
   // true: the command reads the caller's stdin; false: /dev/null.
   bool pass_stdin = false;
+  // true: the command gets a pty of the jail's own devpts as its stdio (runtime/run/pty.h);
+  // its output goes raw to stdout_fd, stdin_fd is copied into it with pass_stdin (and a
+  // terminal there is put in raw mode). Not with capture_output, nor in a prepared jail or
+  // an exec slot (RunPrepared/ExecInSlot refuse it): the command must open the pty itself.
+  bool tty = false;
   // The caller's stdio: what the command gets when output is not captured / stdin is
   // passed. A pool server (runtime/pool/pool_server.h) puts its client's fds here.
   int stdin_fd = 0;

@@ -8,26 +8,45 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <tuple>
+
+#include "runtime/run/pty.h"
 
 namespace corral::runtime {
 
 namespace {
 
-Result<Pipe> MakePipe() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe2");
-  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
-}
-
-// Drains `fd` once into `capture`; false at EOF or on a hard error.
-bool DrainOnce(int fd, OutputCapture& capture) {
+// Drains `fd` once into `capture`, or into `relay` when the output is relayed; false at
+// EOF or on a hard error (EIO: a pty whose slave is closed everywhere).
+bool DrainOnce(int fd, OutputCapture& capture, OutputRelay* relay) {
+  if (relay != nullptr && relay->splice) {
+    std::optional<bool> spliced = relay->Splice(fd);
+    if (spliced) return *spliced;
+  }
   char buf[65536];
   ssize_t n = ::read(fd, buf, sizeof buf);
   if (n > 0) {
-    capture.Append(buf, static_cast<size_t>(n));
+    if (relay != nullptr) {
+      relay->Write(buf, static_cast<size_t>(n));
+    } else {
+      capture.Append(buf, static_cast<size_t>(n));
+    }
     return true;
   }
   return n < 0 && (errno == EINTR || errno == EAGAIN);
+}
+
+OutputRelay* RelayOf(std::optional<OutputRelay>& relay) { return relay ? &*relay : nullptr; }
+
+// The stdin relay's and the pty's part of one poll round.
+void PumpInput(Watch& w, const pollfd& source, const pollfd& sink, const pollfd& winch) {
+  if (winch.revents != 0 && w.io->pty) w.io->pty->OnWinch();
+  if (!w.io->in_relay) return;
+  InputRelay& in = *w.io->in_relay;
+  bool more = true;
+  if (sink.revents != 0) more = in.WriteSink();
+  if (more && source.revents != 0 && in.wants_source()) more = in.ReadSource();
+  if (!more && !in.sink.valid()) w.io->in_relay.reset();
 }
 
 // Asks the tree to stop: SIGTERM to every process in the cgroup. Without a cgroup we
@@ -54,29 +73,6 @@ std::optional<int> ReadInterrupt(int fd) {
 double TimevalMs(const timeval& tv) { return tv.tv_sec * 1000.0 + tv.tv_usec / 1000.0; }
 
 }  // namespace
-
-void Stdio::CloseChildEnds() {
-  out.write.Reset();
-  err.write.Reset();
-}
-
-Result<Stdio> MakeStdio(const RunOptions& options) {
-  Stdio io;
-  io.capture = options.capture_output;
-  io.pass_stdin = options.pass_stdin;
-  io.caller_stdin = options.stdin_fd;
-  io.caller_stdout = options.stdout_fd;
-  io.caller_stderr = options.stderr_fd;
-  if (!options.pass_stdin) {
-    io.dev_null.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!io.dev_null) return Error::FromErrno(errno, "/dev/null");
-  }
-  if (options.capture_output) {
-    ASSIGN_OR_RETURN(io.out, MakePipe());
-    ASSIGN_OR_RETURN(io.err, MakePipe());
-  }
-  return io;
-}
 
 Watch NewWatch(jail::JailProcess* process, cgroups::Cgroup* cgroup, Stdio* io, OutputCapture* out,
                OutputCapture* err, const StopSources& stops, const LimitsSpec& limits,
@@ -123,17 +119,28 @@ void WaitForExit(Watch& w) {
       timeout_ms = static_cast<int>(
           std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1);
     }
-    pollfd fds[6] = {{w.process->pidfd(), POLLIN, 0},
+    InputRelay* in = w.io->in_relay ? &*w.io->in_relay : nullptr;
+    pollfd fds[9] = {{w.process->pidfd(), POLLIN, 0},
                      {w.signal_fd, POLLIN, 0},
                      {w.io->out.read.get(), POLLIN, 0},
                      {w.io->err.read.get(), POLLIN, 0},
                      {w.interrupt_fd, POLLIN, 0},
-                     {w.report_fd, POLLIN, 0}};
-    int n = ::poll(fds, 6, timeout_ms);
+                     {w.report_fd, POLLIN, 0},
+                     {in && in->wants_source() ? in->source : -1, POLLIN, 0},
+                     {in && in->wants_sink() ? in->sink.get() : -1, POLLOUT, 0},
+                     {w.io->pty ? w.io->pty->winch.get() : -1, POLLIN, 0}};
+    int n = ::poll(fds, 9, timeout_ms);
     if (n < 0 && errno != EINTR) return;
     if (n <= 0) continue;
-    if (fds[2].revents != 0 && !DrainOnce(w.io->out.read.get(), *w.out)) w.io->out.read.Reset();
-    if (fds[3].revents != 0 && !DrainOnce(w.io->err.read.get(), *w.err)) w.io->err.read.Reset();
+    if (fds[2].revents != 0 &&
+        !DrainOnce(w.io->out.read.get(), *w.out, RelayOf(w.io->out_relay))) {
+      w.io->out.read.Reset();
+    }
+    if (fds[3].revents != 0 &&
+        !DrainOnce(w.io->err.read.get(), *w.err, RelayOf(w.io->err_relay))) {
+      w.io->err.read.Reset();
+    }
+    PumpInput(w, fds[6], fds[7], fds[8]);
     if (fds[1].revents != 0) {
       signalfd_siginfo info;
       if (::read(w.signal_fd, &info, sizeof info) == sizeof info && !w.interrupted_by) {
@@ -155,23 +162,36 @@ void WaitForExit(Watch& w) {
 
 void DrainToEof(Watch& w) {
   Clock::time_point until = Clock::now() + std::chrono::seconds(2);
-  for (auto [fd, capture] : {std::pair{&w.io->out.read, w.out}, {&w.io->err.read, w.err}}) {
+  for (auto [fd, capture, relay] :
+       {std::tuple{&w.io->out.read, w.out, RelayOf(w.io->out_relay)},
+        {&w.io->err.read, w.err, RelayOf(w.io->err_relay)}}) {
     while (fd->valid() && Clock::now() < until) {
       pollfd p{fd->get(), POLLIN, 0};
       if (::poll(&p, 1, 100) <= 0) continue;
-      if (!DrainOnce(fd->get(), *capture)) fd->Reset();
+      if (!DrainOnce(fd->get(), *capture, relay)) fd->Reset();
     }
   }
+  w.io->FinishRelays();
 }
 
 void DrainAvailable(Watch& w) {
-  for (auto [fd, capture] : {std::pair{&w.io->out.read, w.out}, {&w.io->err.read, w.err}}) {
+  // A pty's master gets what the command wrote last a moment later (the kernel pushes it
+  // through a work queue), so "available now" could lose it: wait for its EOF (EIO, once
+  // no process holds the slave), bounded like DrainToEof.
+  if (w.io->pty) {
+    DrainToEof(w);
+    return;
+  }
+  for (auto [fd, capture, relay] :
+       {std::tuple{&w.io->out.read, w.out, RelayOf(w.io->out_relay)},
+        {&w.io->err.read, w.err, RelayOf(w.io->err_relay)}}) {
     while (fd->valid()) {
       pollfd p{fd->get(), POLLIN, 0};
-      if (::poll(&p, 1, 0) <= 0 || !DrainOnce(fd->get(), *capture)) break;
+      if (::poll(&p, 1, 0) <= 0 || !DrainOnce(fd->get(), *capture, relay)) break;
     }
     fd->Reset();
   }
+  w.io->FinishRelays();
 }
 
 void FillOutcome(const LimitsSpec& limits, int wait_status, const Watch& w,

@@ -18,6 +18,7 @@
 #include "runtime/run/outcome.h"
 #include "runtime/run/output_capture.h"
 #include "runtime/run/signal_guard.h"
+#include "runtime/run/stdio.h"
 #include "runtime/spec/spec.h"
 #include "runtime/run/supervisor.h"
 
@@ -36,30 +37,6 @@ struct StopSources {
   int interrupt_fd;
 };
 
-struct Pipe {
-  UniqueFd read;
-  UniqueFd write;
-};
-
-// The command's stdio: /dev/null or the caller's stdin; capture pipes or the caller's
-// stdout/stderr.
-struct Stdio {
-  UniqueFd dev_null;
-  Pipe out;
-  Pipe err;
-  bool capture = false;
-  bool pass_stdin = false;
-  int caller_stdin = 0;  // RunOptions::stdin_fd ...
-  int caller_stdout = 1;
-  int caller_stderr = 2;
-
-  int child_stdin() const { return pass_stdin ? caller_stdin : dev_null.get(); }
-  int child_stdout() const { return capture ? out.write.get() : caller_stdout; }
-  int child_stderr() const { return capture ? err.write.get() : caller_stderr; }
-  // After spawning: our copies of the write ends would keep the pipes open forever.
-  void CloseChildEnds();
-};
-Result<Stdio> MakeStdio(const RunOptions& options);
 
 struct Watch {
   jail::JailProcess* process = nullptr;  // the init (one-shot) or the command (exec)

@@ -24,6 +24,7 @@
 #include "runtime/run/jail_cgroup.h"
 #include "runtime/run/phase_trace.h"
 #include "runtime/run/planner.h"
+#include "runtime/run/pty.h"
 #include "runtime/run/watch.h"
 
 namespace corral::runtime {
@@ -310,6 +311,7 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   ASSIGN_OR_RETURN(auto exec_cg, CreateExecCgroup(record, &attach_warmup));
   trace.Mark("cgroup");
   ASSIGN_OR_RETURN(jail::JailPlan plan, PlanExec(spec));
+  plan.allocate_tty = request.io.tty;
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
   trace.Mark("plan");
   RunOutcome outcome;
@@ -320,6 +322,9 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
                              io.child_stdout(), io.child_stderr(), /*deferred=*/false));
   io.CloseChildEnds();
   trace.Mark("clone");
+  if (request.io.tty) {
+    RETURN_IF_ERROR(AcceptTerminal(io, command.pidfd(), request.io.pass_stdin));
+  }
   return SuperviseExec(record.name, command, exec_cg, io, spec, request.io, stops, start,
                        std::move(outcome), trace);
 }
@@ -369,6 +374,10 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
     return std::optional<RunOutcome>();
   }
   if (request.argv.empty()) return Error(ErrorCode::kInvalidArgument, "exec: no command given");
+  if (request.io.tty) {  // the slot's process is past the point where it could open one
+    *unusable = "a terminal is opened by a cold exec";
+    return std::optional<RunOutcome>();
+  }
   JailSpec spec = ExecSpec(record, request);
   auto encoded = jail::EncodeCommand(CommandFor(spec));
   if (!encoded) {

@@ -32,7 +32,7 @@ void ExpectRefused(const std::vector<std::string>& args, const std::string& need
 TEST(CliDockerHabitsTest, DockerVerbsGetTheCorralForm) {
   ExpectRefused({"stop", "t1"}, "corral rm NAME");
   ExpectRefused({"kill", "t1"}, "corral rm NAME");
-  ExpectRefused({"attach", "t1"}, "corral exec -i NAME -- bash");
+  ExpectRefused({"attach", "t1"}, "corral exec -it NAME -- bash");
   ExpectRefused({"pull", "debian"}, "--rootfs DIR");
 }
 
@@ -43,7 +43,8 @@ TEST(CliDockerHabitsTest, UnknownCommandListsTheCommands) {
 TEST(CliDockerHabitsTest, DockerOnlyRunOptionsGetTheCorralForm) {
   ExpectRefused({"run", "-d", "--", "true"}, "-d: no such option; corral has no detached runs");
   ExpectRefused({"run", "-d", "--", "true"}, "corral create --name NAME");
-  ExpectRefused({"run", "-it", "--", "bash"}, "-t: no such option; corral allocates no terminal");
+  // -t is an option of run and exec (a terminal per command); create has none.
+  ExpectRefused({"create", "-t"}, "-t: no such option; a terminal is given per command: corral exec -it NAME -- bash");
   ExpectRefused({"run", "-p", "8080:80", "--", "true"}, "nothing can be published");
   ExpectRefused({"run", "--name", "x", "--", "true"}, "corral create --name NAME");
   ExpectRefused({"exec", "-d", "t1", "--", "true"}, "corral has no detached runs");

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -183,6 +184,39 @@ class PooledSandbox {
  private:
   std::string name_;
 };
+
+// A pooled run (served by the front program itself) and a pooled exec hand the server the
+// client's fds: the server relays a terminal through the filter and a file raw, as a cold
+// run does (runtime/run/stdio.h).
+TEST_F(PoolServerTest, PooledOutputToATerminalIsFilteredAndFilesShowNoHostPath) {
+  RunOptions pty;
+  pty.use_pty = true;
+  auto run = RunCorral({"run", "--pool", socket_, "--", "printf",
+                        "a\\033]52;c;ZXZpbA==\\007b\\033[32mg\\033[0m\\n"},
+                       pty);
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(run->exit_code, 0) << run->Describe();
+  EXPECT_NE(run->out.find("ab\x1b[32mg\x1b[0m\r\n"), std::string::npos) << run->Describe();
+  EXPECT_EQ(run->out.find("\x1b]"), std::string::npos) << run->Describe();
+
+  PooledSandbox sandbox("pool-fd-" + std::to_string(::getpid()));
+  std::string out = dir_.Join("out");
+  for (int i = 0; i < 5; ++i) {  // the first exec is cold; a slot serves the next ones
+    std::string script = CorralBinary() + " run --pool " + socket_ +
+                         " -- readlink /proc/self/fd/1 > " + out + "; " + CorralBinary() +
+                         " exec --pool " + socket_ + " " + sandbox.name() +
+                         " -- readlink /proc/self/fd/1 >> " + out;
+    auto r = RunProgram("/bin/sh", {"-c", script});
+    ASSERT_TRUE(r && r->exit_code == 0) << (r ? r->Describe() : r.error().message());
+    std::ifstream in(out);
+    std::string first, second;
+    std::getline(in, first);
+    std::getline(in, second);
+    EXPECT_EQ(first.rfind("pipe:", 0), 0u) << first;
+    EXPECT_EQ(second.rfind("pipe:", 0), 0u) << second;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
 
 TEST_F(PoolServerTest, ExecsIntoASandboxUseAnExecSlotAfterTheFirst) {
   PooledSandbox sandbox("pool-test-" + std::to_string(::getpid()));
