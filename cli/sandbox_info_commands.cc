@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "runtime/sandboxes/persistent.h"
+#include "runtime/sandboxes/sandbox_info_json.h"
 #include "runtime/spec/spec_json.h"
 
 namespace corral::cli {
@@ -54,40 +55,6 @@ std::string Seconds(int64_t usec) {
   return usec >= 120'000'000 ? Duration(static_cast<double>(usec) / 1e6) : std::string(buf);
 }
 
-nlohmann::json OptionalJson(const std::optional<int64_t>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-nlohmann::json LimitsJson(const runtime::LimitsSpec& l) {
-  return {{"memory_bytes", l.memory_bytes},
-          {"cpus", l.cpus},
-          {"pids", l.pids},
-          {"timeout_seconds", l.timeout_seconds}};
-}
-
-nlohmann::json InfoJson(const runtime::SandboxInfo& info) {
-  nlohmann::json j = {{"name", info.record.name},
-                      {"id", info.record.id},
-                      {"state", info.alive ? "running" : "dead"},
-                      {"init_pid", info.record.init_pid},
-                      {"age_seconds", info.age_seconds},
-                      {"idle_seconds", info.idle_seconds},
-                      {"idle_timeout_seconds", info.record.idle_timeout_seconds},
-                      {"processes", info.processes},
-                      {"limits", LimitsJson(info.record.spec.limits)}};
-  if (info.stats) {
-    const auto& s = *info.stats;
-    j["memory_bytes"] = OptionalJson(s.memory_current_bytes);
-    j["memory_peak_bytes"] = OptionalJson(s.memory_peak_bytes);
-    j["cpu_user_usec"] = OptionalJson(s.cpu_user_usec);
-    j["cpu_system_usec"] = OptionalJson(s.cpu_system_usec);
-    j["pids"] = OptionalJson(s.pids_current);
-    j["pids_peak"] = OptionalJson(s.pids_peak);
-    j["oom_kills"] = s.oom_kills;
-  }
-  return j;
-}
-
 // "12.3MiB/512MiB": usage beside the limit; "-" for usage the cgroup does not report.
 std::string MemoryText(const runtime::SandboxInfo& info) {
   std::string used = info.stats && info.stats->memory_current_bytes
@@ -106,7 +73,7 @@ int Ps(bool json) {
   auto list = runtime::ListSandboxes();
   if (json) {
     nlohmann::json j = nlohmann::json::array();
-    for (const auto& info : list) j.push_back(InfoJson(info));
+    for (const auto& info : list) j.push_back(runtime::SandboxInfoJson(info));
     std::cout << j.dump() << std::endl;
     return 0;
   }
@@ -162,7 +129,7 @@ int Stats(const std::string& sandbox, bool json) {
   auto info = runtime::InspectSandbox(sandbox);
   if (!info) return Fail(info.error());
   if (json) {
-    std::cout << InfoJson(*info).dump() << std::endl;
+    std::cout << runtime::SandboxInfoJson(*info).dump() << std::endl;
     return 0;
   }
   PrintStatsLines(*info);
@@ -173,7 +140,7 @@ int Inspect(const std::string& sandbox) {
   auto info = runtime::InspectSandbox(sandbox);
   if (!info) return Fail(info.error());
   nlohmann::json spec = nlohmann::json::parse(runtime::SpecToJson(info->record.spec));
-  nlohmann::json j = InfoJson(*info);
+  nlohmann::json j = runtime::SandboxInfoJson(*info);
   j["created_at"] = info->record.created_at;
   j["cgroup"] = info->record.cgroup_name;
   j["limits"] = spec["limits"];  // all of them, not only those ps and stats show

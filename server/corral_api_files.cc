@@ -5,14 +5,13 @@
 #include "server/corral_api.h"
 #include "server/corral_api_internal.h"
 #include "server/corral_api_request.h"
+#include "runtime/sandboxes/sandbox_info_json.h"
 #include "tools/providers/jail_sandbox.h"
 
 namespace corral::server {
 namespace {
 
 using nlohmann::json;
-
-json OptionalJson(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 HttpResponse Err(int status, const std::string& code, const std::string& message,
                  const std::string& field) {
@@ -37,33 +36,7 @@ std::variant<std::unique_ptr<runtime::JailSandbox>, HttpResponse> Held(const std
 
 }  // namespace
 
-json SandboxInfoJson(const runtime::SandboxInfo& info) {
-  const runtime::LimitsSpec& l = info.record.spec.limits;
-  json j = {{"name", info.record.name},
-            {"id", info.record.id},
-            {"state", info.alive ? "running" : "dead"},
-            {"init_pid", info.record.init_pid},
-            {"age_seconds", info.age_seconds},
-            {"idle_seconds", info.idle_seconds},
-            {"idle_timeout_seconds", info.record.idle_timeout_seconds},
-            {"processes", info.processes},
-            {"limits",
-             {{"memory_bytes", l.memory_bytes},
-              {"cpus", l.cpus},
-              {"pids", l.pids},
-              {"timeout_seconds", l.timeout_seconds}}}};
-  if (info.stats) {
-    const auto& s = *info.stats;
-    j["memory_bytes"] = OptionalJson(s.memory_current_bytes);
-    j["memory_peak_bytes"] = OptionalJson(s.memory_peak_bytes);
-    j["cpu_user_usec"] = OptionalJson(s.cpu_user_usec);
-    j["cpu_system_usec"] = OptionalJson(s.cpu_system_usec);
-    j["pids"] = OptionalJson(s.pids_current);
-    j["pids_peak"] = OptionalJson(s.pids_peak);
-    j["oom_kills"] = s.oom_kills;
-  }
-  return j;
-}
+json SandboxInfoJson(const runtime::SandboxInfo& info) { return runtime::SandboxInfoJson(info); }
 
 HttpResponse RuntimeError(const Error& error, const std::string& field) {
   const std::string& m = error.message();

@@ -1,0 +1,43 @@
+#include "runtime/sandboxes/sandbox_info_json.h"
+
+namespace corral::runtime {
+
+namespace {
+
+nlohmann::json OptionalJson(const std::optional<int64_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json SandboxLimitsJson(const LimitsSpec& l) {
+  return {{"memory_bytes", l.memory_bytes},
+          {"cpus", l.cpus},
+          {"pids", l.pids},
+          {"timeout_seconds", l.timeout_seconds}};
+}
+
+nlohmann::json SandboxInfoJson(const SandboxInfo& info) {
+  nlohmann::json j = {{"name", info.record.name},
+                      {"id", info.record.id},
+                      {"state", info.alive ? "running" : "dead"},
+                      {"init_pid", info.record.init_pid},
+                      {"age_seconds", info.age_seconds},
+                      {"idle_seconds", info.idle_seconds},
+                      {"idle_timeout_seconds", info.record.idle_timeout_seconds},
+                      {"processes", info.processes},
+                      {"limits", SandboxLimitsJson(info.record.spec.limits)}};
+  if (info.stats) {
+    const auto& s = *info.stats;
+    j["memory_bytes"] = OptionalJson(s.memory_current_bytes);
+    j["memory_peak_bytes"] = OptionalJson(s.memory_peak_bytes);
+    j["cpu_user_usec"] = OptionalJson(s.cpu_user_usec);
+    j["cpu_system_usec"] = OptionalJson(s.cpu_system_usec);
+    j["pids"] = OptionalJson(s.pids_current);
+    j["pids_peak"] = OptionalJson(s.pids_peak);
+    j["oom_kills"] = s.oom_kills;
+  }
+  return j;
+}
+
+}  // namespace corral::runtime
