@@ -181,10 +181,12 @@ Result<std::shared_ptr<aio::ShellSession>> AioApi::Impl::Open(const AioSandboxRe
     if (!over) break;
     auto& mm = it->first == SessionKind::kShell ? sb.shell : sb.bash;
     auto found = mm.find(it->second);
-    // Not one that was just made for a call that has yet to submit its command.
-    if (found == mm.end() || (!found->second->busy() && found->second->Latest().exists)) {
+    // Only an idle one, and never one just made for a call that has yet to submit its
+    // command. The check and the close are one step under the session's lock: checked
+    // apart, that call's Submit could land between them and its command was failed.
+    if (found == mm.end() ||
+        found->second->CloseIfIdle(std::chrono::system_clock::time_point::max(), false)) {
       if (found != mm.end()) {
-        found->second->Close(false);
         Retire(found->second);
         mm.erase(found);
       }
@@ -272,12 +274,11 @@ void AioApi::Impl::CloseIdleImplicit() {
     for (auto it = sb.implicit.begin(); it != sb.implicit.end();) {
       auto& m = it->first == SessionKind::kShell ? sb.shell : sb.bash;
       auto found = m.find(it->second);
-      if (found != m.end() && (found->second->busy() || now - found->second->last_used_at() < kImplicitIdle)) {
-        ++it;
+      if (found != m.end() && !found->second->CloseIfIdle(now - kImplicitIdle, true)) {
+        ++it;  // busy, or used in the last kImplicitIdle
         continue;
       }
       if (found != m.end()) {
-        found->second->Close(false);
         Retire(found->second);
         m.erase(found);
       }

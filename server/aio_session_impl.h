@@ -36,9 +36,11 @@ struct SessionCore {
   bool KillRunning();
   void SetNoChangeTimeout(double seconds);
   void Close(bool hard);
+  bool CloseIfIdle(std::chrono::system_clock::time_point used_before, bool unused_counts);
 
   // --- called with mu held ---
   void Wake();
+  void CloseLocked(bool hard);
   CommandState* Find(const std::string& command_id);
   void StartNext();
   void Finish(CmdStatus status_if_running, std::optional<int> exit_code);

@@ -178,6 +178,21 @@ void SessionCore::SetNoChangeTimeout(double seconds) {
 
 void SessionCore::Close(bool hard) {
   std::lock_guard lock(mu);
+  CloseLocked(hard);
+}
+
+bool SessionCore::CloseIfIdle(std::chrono::system_clock::time_point used_before,
+                              bool unused_counts) {
+  std::lock_guard lock(mu);
+  if (closing) return true;
+  if (running || !queue.empty()) return false;
+  if (history.empty() && !unused_counts) return false;
+  if (last_used_at >= used_before) return false;
+  CloseLocked(false);
+  return true;
+}
+
+void SessionCore::CloseLocked(bool hard) {
   if (closing) {
     if (hard && !hard_close) hard_close = true;
     Wake();
@@ -263,6 +278,10 @@ size_t ShellSession::commands_run() const {
   return impl_->core->commands_run;
 }
 void ShellSession::Close(bool hard) { impl_->core->Close(hard); }
+bool ShellSession::CloseIfIdle(std::chrono::system_clock::time_point used_before,
+                               bool unused_counts) {
+  return impl_->core->CloseIfIdle(used_before, unused_counts);
+}
 bool ShellSession::finished() const {
   std::lock_guard lock(impl_->core->mu);
   return impl_->core->control_done && impl_->core->shell_done;

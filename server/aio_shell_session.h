@@ -105,6 +105,14 @@ class ShellSession {
   // EOF and exits; background processes it started live on. hard=true: SIGKILL to the
   // shell. Every waiter is answered. Returns at once; the destructor joins.
   void Close(bool hard);
+  // Close(false), but only if the session is idle: no command running or queued, and last
+  // used (a command submitted or ended, or the session made) before `used_before`. One that
+  // has had no command yet counts as idle only if `unused_counts` (false: a session just
+  // made for a call that has yet to submit its command is never taken from under it).
+  // Checked and done under the session's own lock, so a Submit cannot slip in between the
+  // check and the close (it is either refused, or makes the session busy first).
+  // True if the session is closed now (by this call or before).
+  bool CloseIfIdle(std::chrono::system_clock::time_point used_before, bool unused_counts);
   bool closed() const;
   // Both threads are done (after Close, or when the shell could not run): destroying the
   // session now does not block.

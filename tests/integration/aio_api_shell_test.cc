@@ -7,10 +7,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <future>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "base/scope_guard.h"
+#include "server/aio_shell_session.h"
 #include "tests/support/aio_api_fixture.h"
 
 namespace corral::test {
@@ -230,8 +233,12 @@ TEST_F(AioApiTest, ConcurrentCallsOnOneSandbox) {
     threads.emplace_back([&, t] {
       for (int j = 0; j < 5; ++j) {
         std::string n = std::to_string(t * 100 + j);
-        if (Shell("echo " + n) != n + "\n") ++bad;
-        if (Shell("echo s" + n, shared) != "s" + n + "\n") ++bad;
+        // Say what came back: a command failed by a closed session answers success:true
+        // with the reason as its output.
+        std::string got = Shell("echo " + n);
+        if (got != n + "\n") ++bad, ADD_FAILURE() << "implicit session: " << got;
+        got = Shell("echo s" + n, shared);
+        if (got != "s" + n + "\n") ++bad, ADD_FAILURE() << "shared session: " << got;
         std::string file = "/mnt/user-data/workspace/c" + n;
         if (!Post("v1/file/write", {{"file", file}, {"content", n}}).body.value("success", false)) ++bad;
         json read = Post("v1/file/read", {{"file", file}}).data();
@@ -241,6 +248,57 @@ TEST_F(AioApiTest, ConcurrentCallsOnOneSandbox) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(bad.load(), 0);
+}
+
+// Calls without an id only, all at once: each makes a session while others evict the
+// oldest idle ones (4 are kept). No call may lose its session between Open and Submit.
+TEST_F(AioApiTest, ImplicitSessionsUnderEvictionNeverFailACall) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int j = 0; j < 8; ++j) {
+        std::string n = std::to_string(t * 100 + j);
+        std::string got = Shell("echo " + n);
+        EXPECT_EQ(got, n + "\n");
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
+// The eviction primitive: whether a session is idle and closing it are one step, so a
+// session with no command yet (its caller is about to submit one), or with one queued or
+// running, is never closed; an idle one is, and then refuses commands.
+TEST_F(AioApiTest, CloseIfIdleNeverTakesABusyOrNewSession) {
+  using server::aio::CommandState;
+  using server::aio::ShellSession;
+  server::aio::SessionOptions o;
+  o.corral_name = name_;
+  o.id = "direct";
+  auto s = ShellSession::Start(o);
+  const auto never = std::chrono::system_clock::time_point::max();
+  EXPECT_FALSE(s->CloseIfIdle(never, false)) << "made for a call that has yet to submit";
+  server::aio::CommandRequest sleepy;
+  sleepy.command = "sleep 0.5; echo done";
+  auto cid = s->Submit(sleepy);  // queued: the shell is starting
+  ASSERT_TRUE(cid) << cid.error().message();
+  EXPECT_FALSE(s->CloseIfIdle(never, true)) << "a command is queued or running";
+  EXPECT_FALSE(s->closed());
+  auto done = std::make_shared<std::promise<CommandState>>();
+  s->Await(*cid, server::aio::SteadyTime::max(), [done](const CommandState& st) { done->set_value(st); });
+  auto fut = done->get_future();
+  ASSERT_EQ(fut.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  CommandState st = fut.get();
+  EXPECT_EQ(st.status, server::aio::CmdStatus::kCompleted);
+  EXPECT_EQ(st.output, "done\n");
+  EXPECT_FALSE(s->CloseIfIdle(std::chrono::system_clock::now() - std::chrono::hours(1), false))
+      << "used just now";
+  EXPECT_TRUE(s->CloseIfIdle(never, false));
+  EXPECT_TRUE(s->closed());
+  server::aio::CommandRequest late;
+  late.command = "true";
+  EXPECT_FALSE(s->Submit(late));
+  s.reset();  // joins its threads
 }
 
 TEST_F(AioApiTest, ForgetSandboxEndsItsSessions) {
