@@ -35,8 +35,10 @@ bool Ready(const std::string& sandbox_url) {
 
 }  // namespace
 
+// The soft cap is sandbox.replicas, as for the jail provider: beyond it the least recently
+// used released sandbox is deleted on the server.
 AioSandboxProvider::AioSandboxProvider(ProviderConfig config)
-    : ProviderBase(std::move(config), 0) {}
+    : ProviderBase(config, static_cast<size_t>(config.replicas)) {}
 
 std::string AioSandboxProvider::IdFor(const ThreadDirs& dirs) const {
   // Stable per (user, thread) and within the provisioner's id syntax [A-Za-z0-9_-]{1,64}.
