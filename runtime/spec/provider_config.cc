@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "base/files.h"
+#include "runtime/spec/yaml_read.h"
 #include "runtime/spec/utf8_text.h"
 #include "runtime/spec/yaml_documents.h"
 #include "runtime/spec/config.h"
@@ -43,38 +44,11 @@ const std::set<std::string> kIgnoredSandboxKeys = {"image",
 
 const char* const kReservedPrefixes[] = {"/mnt/skills", "/mnt/acp-workspace", "/mnt/user-data"};
 
-class Problems {
- public:
-  void Add(const std::string& path, const std::string& what) {
-    lines_ += path + ": " + what + "\n";
-  }
-  Status ToStatus() const {
-    if (lines_.empty()) return Ok();
-    return Error(ErrorCode::kInvalidArgument, lines_.substr(0, lines_.size() - 1));
-  }
-
- private:
-  std::string lines_;
-};
+using Problems = YamlProblems;
 
 template <typename T>
 bool Read(const YAML::Node& n, const std::string& path, Problems* p, T* out) {
-  try {
-    *out = n.as<T>();
-    // Every string here becomes a path, a mount or an env value, which the kernel reads
-    // cut at a NUL ("\0" in a double-quoted YAML scalar): refused before any other check.
-    if constexpr (std::is_same_v<T, std::string>) {
-      if (out->find('\0') != std::string::npos) {
-        p->Add(path, "must not contain a NUL byte");
-        out->clear();
-        return false;
-      }
-    }
-    return true;
-  } catch (const YAML::Exception&) {
-    p->Add(path, "wrong type (got \"" + (n.IsScalar() ? n.Scalar() : std::string("?")) + "\")");
-    return false;
-  }
+  return ReadYaml(n, path, p, out);
 }
 
 ProviderKind ParseUse(const std::string& use, Problems* p, ProviderKind fallback) {

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "base/files.h"
+#include "runtime/spec/yaml_read.h"
 #include "runtime/spec/sizes.h"
 #include "runtime/spec/utf8_text.h"
 #include "runtime/spec/yaml_documents.h"
@@ -13,35 +14,11 @@
 namespace corral::runtime {
 namespace {
 
-class Problems {
- public:
-  void Add(const std::string& key, const std::string& what) {
-    lines_ += "server." + key + ": " + what + "\n";
-  }
-  Status ToStatus() const {
-    if (lines_.empty()) return Ok();
-    return Error(ErrorCode::kInvalidArgument, lines_.substr(0, lines_.size() - 1));
-  }
-
- private:
-  std::string lines_;
-};
+using Problems = YamlProblems;
 
 template <typename T>
-bool Read(const YAML::Node& n, const std::string& key, Problems* p, T* out) {
-  try {
-    *out = n.as<T>();
-    if constexpr (std::is_same_v<T, std::string>) {
-      if (out->find('\0') != std::string::npos) {
-        p->Add(key, "must not contain a NUL byte");
-        return false;
-      }
-    }
-    return true;
-  } catch (const YAML::Exception&) {
-    p->Add(key, "wrong type (got \"" + (n.IsScalar() ? n.Scalar() : std::string("?")) + "\")");
-    return false;
-  }
+bool Read(const YAML::Node& n, const std::string& path, Problems* p, T* out) {
+  return ReadYaml(n, path, p, out);
 }
 
 void Positive(const YAML::Node& n, const std::string& key, Problems* p, int* out) {
@@ -103,7 +80,7 @@ const std::map<std::string, KeyReader>& Keys() {
 
 Status LoadServerConfig(const YAML::Node& server, ServerConfig* config) {
   if (!server || server.IsNull()) return Ok();
-  Problems p;
+  Problems p("server.");
   if (!server.IsMap()) {
     p.Add("", "must be a mapping");
     return p.ToStatus();
