@@ -75,6 +75,7 @@ class AioApiTest : public JailTest {
     AioAnswer a;
     if (future.wait_for(std::chrono::seconds(90)) != std::future_status::ready) {
       ADD_FAILURE() << method << " " << subpath << " got no answer in 90 s";
+      a.body = nlohmann::json::object();  // callers read fields of it: fail, never throw
       return a;
     }
     server::HttpResponse r = future.get();

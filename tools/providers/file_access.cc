@@ -1,14 +1,11 @@
 #include "tools/providers/file_access.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/openat2.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +14,8 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <system_error>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "base/unique_fd.h"
@@ -26,10 +25,8 @@
 namespace corral::runtime {
 namespace {
 
-// An operation's result as bytes, so it can cross the pipe from the dropped child.
+// An operation, run as root or on a thread dropped to the sandbox user.
 using Op = std::function<SbResult<std::string>(int root_fd)>;
-
-constexpr unsigned kChildSeconds = 120;  // a walk of a huge tree must still end
 
 std::string CleanRel(const std::string& rel) {
   std::string r = rel;
@@ -94,36 +91,7 @@ SbResult<UniqueFd> OpenRegular(int root_fd, bool in_root, const std::string& rel
   return fd;
 }
 
-// ---- running an operation, possibly as the sandbox user in a child ----------------------
-
-void WriteAll(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
-}
-
-std::string EncodeFrame(const SbResult<std::string>& r) {
-  if (r) return "O" + *r;
-  std::string f = "E";
-  f.push_back(static_cast<char>(r.error().code));
-  int32_t e = r.error().sys_errno;
-  f.append(reinterpret_cast<const char*>(&e), sizeof e);
-  return f + r.error().message;
-}
-
-SbResult<std::string> DecodeFrame(const std::string& f) {
-  if (!f.empty() && f[0] == 'O') return f.substr(1);
-  if (f.size() >= 6 && f[0] == 'E') {
-    int32_t e;
-    std::memcpy(&e, f.data() + 2, sizeof e);
-    return SandboxError{static_cast<SandboxErrc>(f[1]), f.substr(6), e};
-  }
-  return SandboxError{SandboxErrc::kIo, "file access helper died without an answer"};
-}
+// ---- running an operation, possibly as the sandbox user on a thread of its own --------
 
 SbResult<UniqueFd> OpenRootFd(const FileView& view) {
   UniqueFd fd(::open(view.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -144,59 +112,37 @@ SbResult<UniqueFd> OpenRootFd(const FileView& view) {
   return fd;
 }
 
-[[noreturn]] void ChildMain(const FileView& view, const Op& op, int out_fd) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  ::alarm(kChildSeconds);
+// The body of the dropped thread: its own umask, then the sandbox user's ids. The raw
+// syscalls change this thread only (glibc's wrappers would change every thread of the
+// process); leaving uid 0 clears this thread's capabilities. The thread ends after `op`
+// and never switches back.
+SbResult<std::string> RunDropped(uid_t uid, gid_t gid, int root_fd, const Op& op) {
+  if (::unshare(CLONE_FS) != 0) return ErrorFromErrno(errno, "unshare(CLONE_FS)");
   ::umask(022);
-  SbResult<std::string> result = SandboxError{SandboxErrc::kIo, "unreachable"};
-  auto root = OpenRootFd(view);
-  if (!root) {
-    result = root.error();
-  } else if (::setgroups(0, nullptr) != 0 ||
-             ::setresgid(view.drop_to->second, view.drop_to->second, view.drop_to->second) != 0 ||
-             ::setresuid(view.drop_to->first, view.drop_to->first, view.drop_to->first) != 0) {
+  if (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
+      ::syscall(SYS_setresgid, gid, gid, gid) != 0 ||
+      ::syscall(SYS_setresuid, uid, uid, uid) != 0) {
     // Never fall back to operating as root.
-    result = SandboxError{SandboxErrc::kIo,
-                          std::string("dropping to the sandbox user: ") + std::strerror(errno)};
-  } else {
-    result = op(root->get());
+    return SandboxError{SandboxErrc::kIo,
+                        std::string("dropping to the sandbox user: ") + std::strerror(errno)};
   }
-  WriteAll(out_fd, EncodeFrame(result));
-  ::_exit(0);
+  return op(root_fd);
 }
 
 SbResult<std::string> RunOp(const FileView& view, const Op& op) {
-  if (!view.drop_to) {
-    auto root = OpenRootFd(view);
-    if (!root) return root.error();
-    return op(root->get());
+  auto root = OpenRootFd(view);  // as root: the sandbox user may not reach /proc/<pid>/root
+  if (!root) return root.error();
+  if (!view.drop_to) return op(root->get());
+  SbResult<std::string> result = SandboxError{SandboxErrc::kIo, "file access thread did not run"};
+  try {
+    std::thread worker([&] {
+      result = RunDropped(view.drop_to->first, view.drop_to->second, root->get(), op);
+    });
+    worker.join();
+  } catch (const std::system_error& e) {
+    return SandboxError{SandboxErrc::kIo, std::string("starting the file access thread: ") + e.what()};
   }
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return ErrorFromErrno(errno, "pipe");
-  UniqueFd rd(p[0]), wr(p[1]);
-  pid_t pid = ::fork();
-  if (pid < 0) return ErrorFromErrno(errno, "fork");
-  if (pid == 0) {
-    rd.Reset();
-    ChildMain(view, op, wr.get());
-  }
-  wr.Reset();
-  std::string frame;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(rd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    frame.append(buf, static_cast<size_t>(n));
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(status) && frame.empty()) {
-    return SandboxError{SandboxErrc::kIo,
-                        "file access helper killed by signal " + std::to_string(WTERMSIG(status))};
-  }
-  return DecodeFrame(frame);
+  return result;
 }
 
 // ---- walking ----------------------------------------------------------------------------

@@ -10,12 +10,15 @@
 // from the root again and never descended into. FIFOs and devices are never opened for
 // reading content (no hangs, no endless /dev/zero).
 //
-// With `drop_to` set, each operation runs in a short-lived forked child that opens the
-// root as root, then drops to the sandbox's uid/gid (setgroups(0), setresgid, setresuid),
-// so permission checks are the sandbox user's and created files belong to it; read-only
-// mounts stay read-only because the walk goes through the sandbox's own mounts. The child
-// sends its result back over a pipe and exits. Parent side; the child only allocates
-// (glibc's fork keeps malloc usable) and never logs.
+// With `drop_to` set, each operation opens the root as root, then runs on a short-lived
+// thread of its own that drops to the sandbox's uid/gid (setgroups(0), setresgid,
+// setresuid as raw syscalls: kernel credentials are per thread), so permission checks are
+// the sandbox user's and created files belong to it; read-only mounts stay read-only
+// because the walk goes through the sandbox's own mounts. The thread never switches back;
+// it ends with the operation. (It was a forked child: in a multithreaded daemon a child may
+// inherit a lock another thread held at fork, and AddressSanitizer's allocator does not
+// reset its locks, so children hung for good. The kernel marks the process non-dumpable
+// once any thread changes its ids, as for any set*id; corral does not need to be dumpable.)
 #pragma once
 
 #include <sys/types.h>
@@ -33,7 +36,7 @@ namespace corral::runtime {
 struct FileView {
   std::string root;      // host path of the tree's root: "/proc/<pid>/root" or a directory
   bool in_root = false;  // RESOLVE_IN_ROOT (true) or RESOLVE_BENEATH (false)
-  std::optional<std::pair<uid_t, gid_t>> drop_to;  // run in a child with these ids
+  std::optional<std::pair<uid_t, gid_t>> drop_to;  // run as these ids
   // With drop_to and a /proc/<pid>/root root: the pid's start time, checked after the
   // open so a recycled pid is never mistaken for the sandbox's init.
   std::optional<std::pair<pid_t, uint64_t>> expect_process;
