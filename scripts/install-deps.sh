@@ -19,8 +19,12 @@ packages=(
   # the daemon (server/): HTTP on Boost.Beast/Asio, sd_notify readiness; the aio provider's
   # HTTP client (libcurl)
   libboost-dev libsystemd-dev libcurl4-openssl-dev curl
+  # the network allow-list's in-jail resolver (runtime/net): DNS messages with ldns
+  libldns-dev
   # tests
   libgtest-dev libgmock-dev busybox-static iproute2 procps util-linux python3
+  # the network allow-list end to end: pip through the proxy from a local index
+  python3-pip
   # peers that `corral bench` compares against (skipped when absent)
   bubblewrap crun runc firejail
   # cgroup v2 tests in a throwaway VM (tests/vm/run-in-vm.sh; busybox-static above): the

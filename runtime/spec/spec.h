@@ -65,8 +65,28 @@ struct UnsafeSpec {
   bool allow_missing_limits = false;  // run even if a cgroup limit cannot be applied
   bool allow_unconfined_seccomp = false;  // permits seccomp profile "unconfined"
   bool host_network = false;          // no network namespace (namespaces.net: false needs it)
+  // Test fixtures only: these names resolve to these addresses for the allow-list proxy,
+  // and such an address may be loopback or private (otherwise always refused). name -> IP.
+  std::vector<std::pair<std::string, std::string>> network_resolve;
 
   bool operator==(const UnsafeSpec&) const = default;
+};
+
+// What the jail may reach (`network:` in config, --network on the command line).
+//   none      an empty network namespace with `lo` up (the default)
+//   allowlist the same namespace plus corral's proxy and resolver on its loopback
+//             (runtime/net/): only names on `allow` and not on `deny` are reached
+//   host      no network namespace: needs unsafe.host_network (namespaces.net follows)
+struct NetworkSpec {
+  std::string mode = "none";
+  // Rules (runtime/net/policy.h): "pypi.org", "*.github.com:443", "api.example.com:8443",
+  // "*" (any public address), "10.1.0.0/16:5432". Deny wins over allow.
+  std::vector<std::string> allow;
+  std::vector<std::string> deny;
+  int64_t max_connections = 64;        // open proxied connections at once, per sandbox
+  std::optional<int64_t> max_bytes;    // total bytes through the proxy; unset = no cap
+
+  bool operator==(const NetworkSpec&) const = default;
 };
 
 struct JailSpec {
@@ -88,6 +108,7 @@ struct JailSpec {
   std::string seccomp_profile = "default";  // default | strict | unconfined | /abs/path.json
   LimitsSpec limits;
   CgroupSpec cgroups;
+  NetworkSpec network;
   UnsafeSpec unsafe;
 
   bool operator==(const JailSpec&) const = default;
