@@ -93,7 +93,7 @@ std::optional<ApiError> CheckSpecObject(const json& spec, const std::string& bas
     if (allowed.count(key) == 0) {
       return Invalid("spec." + key,
                      "cannot be set over the API (allowed: hostname, user, workdir, env, "
-                     "namespaces, mounts, seccomp, limits; the rest is the daemon's config)");
+                     "namespaces, mounts, seccomp, limits, network; the rest is the daemon's config)");
     }
   }
   if (spec.contains("seccomp") && spec["seccomp"].is_object() &&

@@ -34,8 +34,9 @@ struct ApiError {
 // choices (rootfs, the thread directories, cgroups, unsafe.*) are refused; mounts must
 // name host directories under sandbox.base_dir (absolute, normalized, no symlink); a
 // seccomp profile must be a built-in name, never a host file.
-inline constexpr const char* kSpecKeys[] = {"hostname", "user",   "workdir", "env",
-                                            "namespaces", "mounts", "seccomp", "limits"};
+inline constexpr const char* kSpecKeys[] = {"hostname",   "user",   "workdir", "env",
+                                            "namespaces", "mounts", "seccomp", "limits",
+                                            "network"};
 
 struct SandboxCreate {
   std::string name;  // "" = a generated id

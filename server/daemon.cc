@@ -1,5 +1,7 @@
 #include "server/daemon.h"
 
+#include "runtime/net/netproxy_launch.h"
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -216,6 +218,8 @@ int RunServe(const ServeOptions& options) {
         log->Write({client, "-", std::string("- (") + why + ")", "", status, 0, 0});
       });
   if (Status st = server.Listen(cfg.address); !st) return Fail(st.error().message());
+  // No sandbox's allow-list proxy may reach this API, whatever its rules.
+  if (!cfg.address.is_unix) runtime::net::AddOwnEndpoint(cfg.address.host, server.bound_port());
   HostCheck host_check(cfg.address, server.bound_port(), cfg.server.allowed_hosts);
   GaugeSource gauges = MakeGauges(manager, server, aio);
   router = std::make_unique<Router>(

@@ -1,6 +1,9 @@
 #include "runtime/net/netproxy_launch.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -15,6 +18,7 @@
 #include <climits>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -174,6 +178,7 @@ Result<std::vector<std::string>> Arguments(const JailSpec& spec, const LaunchOpt
   ASSIGN_OR_RETURN(std::string program, FindProgram());
   ASSIGN_OR_RETURN(Policy policy, Policy::FromSpec(spec.network, spec.unsafe));
   for (const auto& [address, port] : options.never) policy.AddNever(address, port);
+  for (const auto& [address, port] : OwnEndpoints()) policy.AddNever(address, port);
   std::vector<std::string> args = {program,
                                    "--sandbox", options.sandbox,
                                    "--policy-json", policy.ToJson().dump(),
@@ -184,6 +189,14 @@ Result<std::vector<std::string>> Arguments(const JailSpec& spec, const LaunchOpt
     args.push_back(std::to_string(*watch));
   }
   return args;
+}
+
+std::mutex own_mu;
+std::vector<std::pair<IpAddress, uint16_t>> own_endpoints;
+
+std::vector<std::pair<IpAddress, uint16_t>> OwnEndpoints() {
+  std::lock_guard lock(own_mu);
+  return own_endpoints;
 }
 
 bool WaitExit(pid_t pid, bool own_child, int timeout_ms) {
@@ -201,6 +214,31 @@ bool WaitExit(pid_t pid, bool own_child, int timeout_ms) {
 }
 
 }  // namespace
+
+void AddOwnEndpoint(const std::string& host, uint16_t port) {
+  auto address = IpAddress::Parse(host);
+  if (!address) return;
+  std::vector<IpAddress> addresses;
+  if (ForbiddenRange(*address) == "unspecified") {
+    ifaddrs* list = nullptr;
+    if (::getifaddrs(&list) == 0) {
+      for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+        if (i->ifa_addr == nullptr) continue;
+        char text[INET6_ADDRSTRLEN] = {};
+        if (i->ifa_addr->sa_family == AF_INET) {
+          ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+        } else if (i->ifa_addr->sa_family == AF_INET6) {
+          ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, text, sizeof text);
+        }
+        if (auto a = IpAddress::Parse(text)) addresses.push_back(*a);
+      }
+      ::freeifaddrs(list);
+    }
+  }
+  addresses.push_back(*address);
+  std::lock_guard lock(own_mu);
+  for (const auto& a : addresses) own_endpoints.emplace_back(a, port);
+}
 
 std::string DecisionsLogPath(const std::string& runtime_dir) {
   return runtime_dir + "/network.jsonl";

@@ -67,6 +67,11 @@ class NetworkService {
   std::string summary_path_;
 };
 
+// Registers an endpoint of this process's own service (the daemon's API) that no proxy
+// started by this process may reach, whatever its rules; an unspecified address (0.0.0.0,
+// ::) stands for every address of the host's interfaces. Thread-safe.
+void AddOwnEndpoint(const std::string& host, uint16_t port);
+
 // <runtime dir>/network.jsonl
 std::string DecisionsLogPath(const std::string& runtime_dir);
 
