@@ -11,6 +11,7 @@
 #include <set>
 
 #include "base/files.h"
+#include "runtime/spec/config_network.h"
 #include "runtime/spec/config_schema.h"
 #include "runtime/spec/provider_config.h"
 #include "runtime/spec/server_config.h"
@@ -80,6 +81,7 @@ const Table<UnsafeSpec>& UnsafeTable() {
       BoolKey("allow_missing_limits", &UnsafeSpec::allow_missing_limits),
       BoolKey("allow_unconfined_seccomp", &UnsafeSpec::allow_unconfined_seccomp),
       BoolKey("host_network", &UnsafeSpec::host_network),
+      NetworkResolveKey(),
       // `corral serve` without an API key; checked here, read by LoadServerConfigFile.
       {"no_auth", [](const YAML::Node& n, const Where& w, Reader& r, UnsafeSpec&) {
          bool v;
@@ -125,6 +127,7 @@ const Table<JailSpec>& TopLevel() {
       SectionKey("seccomp", SeccompTable()),
       SectionKey("limits", &JailSpec::limits, LimitsTable()),
       SectionKey("cgroups", &JailSpec::cgroups, CgroupTable()),
+      NetworkSectionKey(),
       SectionKey("unsafe", &JailSpec::unsafe, UnsafeTable()),
       ProviderSectionKey("sandbox"),
       ProviderSectionKey("skills"),
@@ -172,7 +175,10 @@ Status LoadConfigText(const std::string& yaml, const std::string& origin, JailSp
   }
   Reader reader;
   try {
-    if (!documents.empty()) ApplyTable(TopLevel(), documents[0], Where{}, reader, *spec);
+    if (!documents.empty()) {
+      ApplyTable(TopLevel(), documents[0], Where{}, reader, *spec);
+      ReconcileHostNetwork(documents[0], reader, *spec);
+    }
   } catch (const YAML::Exception& e) {
     // The readers check node types before converting, so this is a bug, not bad input.
     return Error(ErrorCode::kInternal, origin + ": reading config: " + e.what());

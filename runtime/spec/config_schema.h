@@ -1,7 +1,7 @@
 // The config loader's machinery: where a value sits (key path and line), a Reader that
 // types YAML values and collects every problem, and tables of Rules, one per key, that
 // say what to do with each value. config.cc builds the schema of the config file from
-// these; a section with logic of its own can have its own file.
+// these; a section with logic of its own has its own file (config_network.h).
 // Internal to runtime/spec (the public interface is config.h). Parent process only.
 #pragma once
 
@@ -93,6 +93,27 @@ class Reader {
     if (!Scalar(node, where, "a string")) return false;
     *out = node.Scalar();
     return true;
+  }
+
+  // A list of strings; each bad item is reported at its own index. *out is replaced only
+  // if every item is good.
+  bool StringList(const YAML::Node& node, const Where& where, std::vector<std::string>* out) {
+    if (!node.IsSequence()) {
+      Report(where, "expected a list of strings, got " + Describe(node));
+      return false;
+    }
+    std::vector<std::string> items;
+    bool ok = true;
+    for (size_t i = 0; i < node.size(); ++i) {
+      const YAML::Mark mark = node[i].Mark();
+      const Where at{where.path + "[" + std::to_string(i) + "]",
+                     mark.line >= 0 ? mark.line + 1 : where.line};
+      std::string item;
+      ok = String(node[i], at, &item) && ok;
+      items.push_back(std::move(item));
+    }
+    if (ok) *out = std::move(items);
+    return ok;
   }
 
   bool Int(const YAML::Node& node, const Where& where, int64_t min, int64_t max, int64_t* out) {
@@ -319,6 +340,27 @@ Rule<T> SizeKey(const char* key, int64_t T::*field) {
   return {key, [field](const YAML::Node& n, const Where& w, Reader& r, T& t) {
             int64_t v;
             if (r.Size(n, w, &v)) t.*field = v;
+          }};
+}
+
+// A size that `null` unsets.
+template <typename T>
+Rule<T> OptionalSizeKey(const char* key, std::optional<int64_t> T::*field) {
+  return {key, [field](const YAML::Node& n, const Where& w, Reader& r, T& t) {
+            int64_t v;
+            if (n.IsNull()) {
+              t.*field = std::nullopt;
+            } else if (r.Size(n, w, &v)) {
+              t.*field = v;
+            }
+          }};
+}
+
+// A list of strings; replaces the member. An empty value sets nothing, as for ListKey.
+template <typename T>
+Rule<T> StringListKey(const char* key, std::vector<std::string> T::*field) {
+  return {key, [field](const YAML::Node& n, const Where& w, Reader& r, T& t) {
+            if (!n.IsNull()) r.StringList(n, w, &(t.*field));
           }};
 }
 
