@@ -28,7 +28,16 @@ void AddJailFlags(CLI::App* run, JailFlags* f) {
   run->add_option("--hostname", f->hostname, "hostname inside the jail (default sandbox)");
   run->add_option("--user", f->user, "UID[:GID] inside the jail (default 1000:1000)");
   run->add_option("--seccomp", f->seccomp, "default | strict | unconfined | /path/profile.json");
-  run->add_option("--network", f->network, "none (the default and only choice: loopback only)");
+  run->add_option("--network", f->network,
+                  "none (default: loopback only) | allowlist (only what --allow names, through "
+                  "corral's proxy) | host (needs unsafe.host_network in --config)");
+  run->add_option("--allow", f->allow,
+                  "what --network allowlist (implied) reaches: pypi.org (ports 80 and 443), "
+                  "*.github.com, api.example.com:8443, * (any public address), "
+                  "10.1.0.0/16:5432; repeatable")
+      ->allow_extra_args(false);
+  run->add_option("--deny", f->deny, "never reached, even if allowed (same syntax); repeatable")
+      ->allow_extra_args(false);
   run->add_option("--memory", f->memory, "memory limit, e.g. 256m (default 512m, no swap)");
   run->add_option("--cpus", f->cpus, "CPU limit in cores, e.g. 0.5 (default 1.0)");
   run->add_option("--pids-limit", f->pids, "max processes (default 256)");
@@ -96,6 +105,24 @@ class FlagApplier {
       spec_->mounts.push_back(*mount);
     }
   }
+  // --network/--allow/--deny; a rule's problem in Validate (network.allow[3]) names its flag.
+  void Network(const JailFlags& f) {
+    const size_t allow_base = spec_->network.allow.size();
+    const size_t deny_base = spec_->network.deny.size();
+    const std::vector<std::string> problems =
+        runtime::ApplyNetworkFlags({f.network, f.allow, f.deny}, spec_);
+    problems_->insert(problems_->end(), problems.begin(), problems.end());
+    if (!problems.empty()) return;
+    if (f.network) Key("network.mode", FlagAsGiven({"--network"}, *f.network));
+    for (size_t i = 0; i < f.allow.size(); ++i) {
+      Key("network.allow[" + std::to_string(allow_base + i) + "]",
+          FlagAsGiven({"--allow"}, f.allow[i]));
+    }
+    for (size_t i = 0; i < f.deny.size(); ++i) {
+      Key("network.deny[" + std::to_string(deny_base + i) + "]",
+          FlagAsGiven({"--deny"}, f.deny[i]));
+    }
+  }
   void Env(const std::vector<std::string>& env) {
     for (const auto& e : env) {
       auto kv = ParseEnvOption(e);
@@ -138,14 +165,7 @@ void ApplyFlags(const JailFlags& f, runtime::JailSpec* spec, std::vector<std::st
     ids ? void(std::tie(spec->uid, spec->gid) = *ids) : a.Note("--user", ids.error());
     a.Key("user", FlagAsGiven({"--user"}, *f.user));
   }
-  if (f.network && *f.network != "none") {
-    a.Note(FlagAsGiven({"--network"}, *f.network),
-           Error(ErrorCode::kInvalidArgument,
-                 *f.network == "host"
-                     ? "the host's network needs namespaces.net: false and "
-                       "unsafe.host_network: true in a --config file"
-                     : "a jail has no network but its own loopback; only none is accepted"));
-  }
+  a.Network(f);
   a.Mounts(f.mounts);
   a.Env(f.env);
   a.Size(f.memory, "--memory", "limits.memory", &spec->limits.memory_bytes);

@@ -19,7 +19,8 @@ struct JailFlags {
       seccomp, memory, output_limit, tmp_size;
   std::optional<double> cpus, timeout;
   std::optional<int64_t> pids, cpu_time;
-  std::optional<std::string> network;  // only "none", the default, is accepted
+  std::optional<std::string> network;     // none | allowlist | host
+  std::vector<std::string> allow, deny;  // allow-list rules (runtime/net/policy.h)
   std::vector<std::string> mounts, env;
 };
 

@@ -192,6 +192,11 @@ std::vector<std::string> WeakenedIsolation(const JailSpec& spec) {
   if (spec.unsafe.allow_missing_limits) {
     out.push_back("unsafe.allow_missing_limits: limits that cannot be applied are skipped");
   }
+  if (!spec.unsafe.network_resolve.empty()) {
+    out.push_back("unsafe.network_resolve: " + std::to_string(spec.unsafe.network_resolve.size()) +
+                  " fixed name -> address entries, used as given (loopback and private "
+                  "addresses included)");
+  }
   return out;
 }
 

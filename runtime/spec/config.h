@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,8 @@ namespace corral::runtime {
 // message has one line per problem:
 //   <origin>:<line>: <key path>: <what is wrong>
 // e.g. `corral.yaml:12: limits.memory: expected a size like 512m, got "lots"`.
+// namespaces.net: false and network.mode: host are one setting (no network namespace): a
+// file that sets either gets both, and one that sets them differently is an error.
 // On error *spec may be partly updated; callers discard it.
 Status LoadConfigText(const std::string& yaml, const std::string& origin, JailSpec* spec);
 
@@ -62,5 +65,19 @@ Result<MountSpec> ParseMountFlag(const std::string& flag);
 Result<std::pair<std::string, std::string>> ParseEnvFlag(const std::string& flag);
 // `--user UID[:GID]`; GID defaults to UID. Decimal ids below 4294967295 ((uid_t)-1).
 Result<std::pair<uint32_t, uint32_t>> ParseUserFlag(const std::string& flag);
+
+// `--network MODE`, `--allow RULE`..., `--deny RULE`... (runtime/spec/config_network.cc),
+// applied over a spec that has its config file applied. MODE is none, allowlist or host;
+// --allow without --network means allowlist. --allow and --deny add to the file's rules and
+// are an error with --network none or host. host needs unsafe.host_network: true from the
+// file. namespaces.net follows the mode. Rules are parsed by Validate, which names them
+// network.allow[i] / network.deny[i]. Returns the problems, each starting with its flag
+// ("--network host: ..."); on a problem the spec's network is left as it was.
+struct NetworkFlags {
+  std::optional<std::string> mode;
+  std::vector<std::string> allow;
+  std::vector<std::string> deny;
+};
+std::vector<std::string> ApplyNetworkFlags(const NetworkFlags& flags, JailSpec* spec);
 
 }  // namespace corral::runtime

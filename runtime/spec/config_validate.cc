@@ -14,6 +14,7 @@
 
 #include "base/files.h"
 #include "jail/seccomp.h"
+#include "runtime/net/policy.h"
 #include "runtime/spec/config.h"
 
 namespace corral::runtime {
@@ -59,6 +60,8 @@ class Problems {
   void Add(const std::string& field, const std::string& what, const std::string& got) {
     list_.push_back(field + ": " + what + " (got " + got + ")");
   }
+  // A problem already worded "field: what" (the network policy's rule errors).
+  void AddLine(std::string line) { list_.push_back(std::move(line)); }
   std::vector<std::string> Take() { return std::move(list_); }
 
  private:
@@ -285,9 +288,90 @@ void CheckSeccomp(Problems& p, const JailSpec& spec) {
         Quote(profile));
 }
 
-void CheckNamespaces(Problems& p, const JailSpec& spec) {
-  if (!spec.namespaces.net && !spec.unsafe.host_network) {
+// network.mode, and namespaces.net, which says the same as mode host: the loader and the
+// flags set both, so a spec where they differ was put together some other way.
+void CheckNetworkMode(Problems& p, const JailSpec& spec) {
+  const std::string& mode = spec.network.mode;
+  if (RefusedNul(p, "network.mode", mode)) return;
+  const bool host = mode == "host";
+  const bool known = host || mode == "none" || mode == "allowlist";
+  if (!known) p.Add("network.mode", "must be one of none, allowlist, host", Quote(mode));
+  if (host && !spec.unsafe.host_network) {
+    p.Add("network.mode",
+          "host (the host's network, namespaces.net: false) needs unsafe.host_network: true",
+          Quote(mode));
+  } else if (!spec.namespaces.net && !spec.unsafe.host_network) {
     p.Add("namespaces.net", "false (the host's network) needs unsafe.host_network: true", "false");
+  }
+  if (host && spec.namespaces.net) {
+    p.Add("network.mode", "host (no network namespace) contradicts namespaces.net: true",
+          Quote(mode));
+  } else if (known && !host && !spec.namespaces.net) {
+    p.Add("namespaces.net",
+          "false (no network namespace) contradicts network.mode: " + mode +
+              "; the host's network is network.mode: host",
+          "false");
+  }
+  if (mode == "allowlist" && spec.network.allow.empty()) {
+    p.AddLine("network.allow: empty; nothing would be reachable - use mode none");
+  }
+}
+
+// The rules are parsed by the policy the proxy enforces (runtime/net/policy.h), in every
+// mode: a typo is reported before anyone switches to allowlist.
+void CheckNetworkRules(Problems& p, const NetworkSpec& network) {
+  bool nul = false;
+  for (const auto& [list, name] : {std::pair{&network.allow, "network.allow"},
+                                   std::pair{&network.deny, "network.deny"}}) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      nul = RefusedNul(p, std::string(name) + "[" + std::to_string(i) + "]", (*list)[i]) || nul;
+    }
+  }
+  if (nul) return;
+  // Only the rules: the limits and network_resolve are checked here, each by its own path.
+  NetworkSpec rules;
+  rules.mode = "allowlist";
+  rules.allow = network.allow;
+  rules.deny = network.deny;
+  Result<net::Policy> policy = net::Policy::FromSpec(rules, UnsafeSpec{});
+  if (policy) return;
+  const std::string& text = policy.error().message();
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    if (!line.empty()) p.AddLine(line.rfind("network.", 0) == 0 ? line : "network: " + line);
+    start = end + 1;
+  }
+}
+
+void CheckNetworkLimits(Problems& p, const NetworkSpec& network) {
+  if (network.max_connections < 1 || network.max_connections > 10000) {
+    p.Add("network.max_connections", "must be 1 to 10000",
+          std::to_string(network.max_connections));
+  }
+  if (network.max_bytes && *network.max_bytes <= 0) {
+    p.Add("network.max_bytes", "must be greater than 0 (leave it unset for no cap)",
+          std::to_string(*network.max_bytes));
+  }
+}
+
+// Test fixtures' name -> address overrides: a name the resolver can answer, an IP address.
+void CheckNetworkResolve(Problems& p, const UnsafeSpec& unsafe) {
+  const std::string section = "unsafe.network_resolve";
+  for (const auto& [name, address] : unsafe.network_resolve) {
+    if (name.empty() || RefusedNul(p, section, name)) {
+      if (name.empty()) p.Add(section, "a name must not be empty", "\"\"");
+      continue;
+    }
+    const std::string field = section + "." + name;
+    if (RefusedNul(p, field, address)) continue;
+    if (net::NormalizeHost(name).empty()) {
+      p.Add(field, "is not a host name", Quote(name));
+    }
+    if (!net::IpAddress::Parse(address)) {
+      p.Add(field, "must be an IPv4 or IPv6 address", Quote(address));
+    }
   }
 }
 
@@ -366,7 +450,10 @@ std::vector<std::string> Validate(const JailSpec& spec) {
   CheckMounts(p, spec.mounts);
   CheckHostname(p, spec.hostname);
   CheckIdentity(p, spec);
-  CheckNamespaces(p, spec);
+  CheckNetworkMode(p, spec);
+  CheckNetworkRules(p, spec.network);
+  CheckNetworkLimits(p, spec.network);
+  CheckNetworkResolve(p, spec.unsafe);
   CheckSeccomp(p, spec);
   CheckLimits(p, spec.limits);
   CheckCgroups(p, spec.cgroups);

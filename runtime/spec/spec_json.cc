@@ -1,6 +1,7 @@
 #include "runtime/spec/spec_json.h"
 
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "base/json_integers.h"
 #include "base/json_nul.h"
@@ -11,8 +12,6 @@ namespace corral::runtime {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NamespaceSpec, pid, uts, ipc, net, cgroup)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MountSpec, host_path, container_path, read_only)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CgroupSpec, driver, parent)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(UnsafeSpec, allow_root, allow_missing_limits,
-                                   allow_unconfined_seccomp, host_network)
 
 namespace {
 
@@ -25,6 +24,10 @@ template <typename T>
 void GetOptional(const nlohmann::json& j, const char* key, std::optional<T>* v) {
   if (!j.contains(key) || j.at(key).is_null()) {
     v->reset();
+  } else if constexpr (std::is_integral_v<T>) {
+    T x;
+    GetInteger(j, key, &x);  // a plain get<T>() of 1e30 is undefined behaviour
+    *v = x;
   } else {
     *v = j.at(key).get<T>();
   }
@@ -59,6 +62,43 @@ LimitsSpec LimitsFromJson(const nlohmann::json& j) {
   return l;
 }
 
+nlohmann::json UnsafeToJson(const UnsafeSpec& u) {
+  return {{"allow_root", u.allow_root},
+          {"allow_missing_limits", u.allow_missing_limits},
+          {"allow_unconfined_seccomp", u.allow_unconfined_seccomp},
+          {"host_network", u.host_network},
+          {"network_resolve", u.network_resolve}};
+}
+
+UnsafeSpec UnsafeFromJson(const nlohmann::json& j) {
+  UnsafeSpec u;
+  j.at("allow_root").get_to(u.allow_root);
+  j.at("allow_missing_limits").get_to(u.allow_missing_limits);
+  j.at("allow_unconfined_seccomp").get_to(u.allow_unconfined_seccomp);
+  j.at("host_network").get_to(u.host_network);
+  if (j.contains("network_resolve")) j.at("network_resolve").get_to(u.network_resolve);
+  return u;
+}
+
+nlohmann::json NetworkToJson(const NetworkSpec& n) {
+  nlohmann::json j = {{"mode", n.mode},
+                      {"allow", n.allow},
+                      {"deny", n.deny},
+                      {"max_connections", n.max_connections}};
+  PutOptional(j, "max_bytes", n.max_bytes);
+  return j;
+}
+
+NetworkSpec NetworkFromJson(const nlohmann::json& j) {
+  NetworkSpec n;
+  j.at("mode").get_to(n.mode);
+  j.at("allow").get_to(n.allow);
+  j.at("deny").get_to(n.deny);
+  GetInteger(j, "max_connections", &n.max_connections);
+  GetOptional(j, "max_bytes", &n.max_bytes);
+  return n;
+}
+
 }  // namespace
 
 std::string SpecToJson(const JailSpec& s) {
@@ -72,7 +112,8 @@ std::string SpecToJson(const JailSpec& s) {
                       {"seccomp_profile", s.seccomp_profile},
                       {"limits", LimitsToJson(s.limits)},
                       {"cgroups", s.cgroups},
-                      {"unsafe", s.unsafe}};
+                      {"network", NetworkToJson(s.network)},
+                      {"unsafe", UnsafeToJson(s.unsafe)}};
   PutOptional(j, "rootfs", s.rootfs);
   PutOptional(j, "skills_dir", s.skills_dir);
   PutOptional(j, "user_data_dir", s.user_data_dir);
@@ -98,7 +139,13 @@ Result<JailSpec> SpecFromJson(const std::string& text) {
     j.at("seccomp_profile").get_to(s.seccomp_profile);
     s.limits = LimitsFromJson(j.at("limits"));
     j.at("cgroups").get_to(s.cgroups);
-    j.at("unsafe").get_to(s.unsafe);
+    s.unsafe = UnsafeFromJson(j.at("unsafe"));
+    if (j.contains("network")) {
+      s.network = NetworkFromJson(j.at("network"));
+    } else if (!s.namespaces.net) {
+      // A record from before network.mode: no network namespace was the host's network.
+      s.network.mode = "host";
+    }
     GetOptional(j, "rootfs", &s.rootfs);
     GetOptional(j, "skills_dir", &s.skills_dir);
     GetOptional(j, "user_data_dir", &s.user_data_dir);

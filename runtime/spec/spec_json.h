@@ -1,5 +1,8 @@
 // JailSpec <-> JSON, for the state file of a persistent sandbox (an exec into it needs the
-// identity, environment, limits and seccomp profile the sandbox was created with).
+// identity, environment, limits and seccomp profile the sandbox was created with) and the
+// pool protocol. A record written before a field existed (network, unsafe.network_resolve)
+// loads with that field's default; one without network and without a network namespace
+// loads as network.mode host, which is what it had.
 #pragma once
 
 #include <string>

@@ -57,12 +57,14 @@ TEST(CliDockerHabitsTest, UnknownOptionPointsToDoubleDash) {
                 "come first goes after --: corral run [OPTIONS] -- CMD [ARGS...]");
 }
 
-TEST(CliDockerHabitsTest, NetworkOtherThanNoneIsRefusedWithTheReason) {
+TEST(CliDockerHabitsTest, NetworkHostAndUnknownModesAreRefusedWithTheReason) {
   ExpectRefused({"run", "--pool", "off", "--network", "host", "--", "true"},
-                "--network host: the host's network needs namespaces.net: false and "
-                "unsafe.host_network: true");
+                "--network host: the host's network needs unsafe.host_network: true in a "
+                "--config file");
   ExpectRefused({"run", "--pool", "off", "--network", "bridge", "--", "true"},
-                "--network bridge: a jail has no network but its own loopback");
+                "--network bridge: expected none, allowlist or host");
+  ExpectRefused({"run", "--pool", "off", "--network", "none", "--allow", "pypi.org", "--", "true"},
+                "--allow pypi.org: rules need --network allowlist (got --network none)");
 }
 
 // Validation errors named spec keys (`mounts[0].host_path`) the user never typed.

@@ -44,8 +44,17 @@ std::string Dump(const JailSpec& s) {
     << " fsize=" << l.file_size_bytes << " nofile=" << l.open_files
     << " grace=" << l.kill_grace_seconds;
   o << "\ncgroups: " << s.cgroups.driver << " " << s.cgroups.parent;
+  const NetworkSpec& n = s.network;
+  o << "\nnetwork: " << n.mode << " allow:";
+  for (const auto& r : n.allow) o << " " << r;
+  o << " deny:";
+  for (const auto& r : n.deny) o << " " << r;
+  o << " max_connections=" << n.max_connections
+    << " max_bytes=" << (n.max_bytes ? std::to_string(*n.max_bytes) : "null");
   o << "\nunsafe: " << s.unsafe.allow_root << s.unsafe.allow_missing_limits
-    << s.unsafe.allow_unconfined_seccomp << s.unsafe.host_network << "\n";
+    << s.unsafe.allow_unconfined_seccomp << s.unsafe.host_network << " network_resolve:";
+  for (const auto& [name, address] : s.unsafe.network_resolve) o << " " << name << "=" << address;
+  o << "\n";
   return o.str();
 }
 
@@ -69,8 +78,9 @@ seccomp: {profile: strict}
 limits: {memory: 1.5g, cpus: 0.5, pids: 64, timeout: 30.5, cpu_time: 10,
          output: 64k, tmp_size: 32MiB, file_size: 2G, open_files: 256, kill_grace: 0.25}
 cgroups: {driver: v1, parent: /jails/corral}
+network: {mode: host, allow: [pypi.org], deny: [evil.org], max_connections: 8, max_bytes: 1m}
 unsafe: {allow_root: true, allow_missing_limits: true, allow_unconfined_seccomp: true,
-         host_network: true}
+         host_network: true, network_resolve: {pypi.test: 127.0.0.1}}
 )";
 
 std::string LoadError(const std::string& yaml) {
@@ -112,9 +122,10 @@ TEST(ConfigLoad, ExampleFileMentionsEveryKnownKey) {
   const std::vector<std::string> paths = ConfigKeyPaths();
   EXPECT_GT(paths.size(), 30u);
   for (const std::string& path : paths) {
-    if (path == "env.*") continue;
-    const size_t cut = path.find_last_of(".]");
-    const std::string leaf = cut == std::string::npos ? path : path.substr(cut + 1);
+    // A map of any keys ("env.*") is documented by its own name.
+    const std::string key = path.ends_with(".*") ? path.substr(0, path.size() - 2) : path;
+    const size_t cut = key.find_last_of(".]");
+    const std::string leaf = cut == std::string::npos ? key : key.substr(cut + 1);
     EXPECT_THAT(*text, HasSubstr(leaf + ":")) << "config.example.yaml does not document " << path;
   }
 }
@@ -161,6 +172,13 @@ TEST(ConfigLoad, EveryKeyOverrides) {
   EXPECT_TRUE(spec.unsafe.allow_missing_limits);
   EXPECT_TRUE(spec.unsafe.allow_unconfined_seccomp);
   EXPECT_TRUE(spec.unsafe.host_network);
+  EXPECT_EQ(spec.network.mode, "host");
+  EXPECT_EQ(spec.network.allow, std::vector<std::string>{"pypi.org"});
+  EXPECT_EQ(spec.network.deny, std::vector<std::string>{"evil.org"});
+  EXPECT_EQ(spec.network.max_connections, 8);
+  EXPECT_EQ(spec.network.max_bytes, kMiB);
+  EXPECT_EQ(spec.unsafe.network_resolve,
+            (std::vector<std::pair<std::string, std::string>>{{"pypi.test", "127.0.0.1"}}));
 }
 
 TEST(ConfigLoad, KeysNotInTheFileKeepTheCallersValues) {

@@ -226,9 +226,20 @@ TEST(ConfigValidate, SeccompProfile) {
 TEST(ConfigValidate, HostNetworkNeedsUnsafe) {
   JailSpec spec = ValidSpec();
   spec.namespaces.net = false;
-  OneProblem(spec, "namespaces.net");
+  spec.network.mode = "host";  // the same setting; the loader and the flags set both
+  OneProblem(spec, "network.mode");
   spec.unsafe.host_network = true;
   EXPECT_EQ(Validate(spec), std::vector<std::string>{});
+  // namespaces.net: false without network.mode host is reported by namespaces.net.
+  spec.network.mode = "none";
+  spec.unsafe.host_network = false;
+  const std::vector<std::string> problems = Validate(spec);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0],
+            "namespaces.net: false (the host's network) needs unsafe.host_network: true (got "
+            "false)");
+  EXPECT_THAT(problems[1], StartsWith("namespaces.net: false (no network namespace) contradicts "
+                                      "network.mode: none"));
 }
 
 TEST(ConfigValidate, Limits) {

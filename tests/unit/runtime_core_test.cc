@@ -150,6 +150,8 @@ TEST(WeakenedIsolation, NamesEveryOptOut) {
   spec.namespaces.net = false;
   spec.unsafe.allow_missing_limits = true;
   EXPECT_EQ(WeakenedIsolation(spec).size(), 3u);
+  spec.unsafe.network_resolve = {{"pypi.test", "127.0.0.1"}};
+  EXPECT_EQ(WeakenedIsolation(spec).size(), 4u);
 }
 
 TEST(SpecJson, RoundTripsEveryField) {
@@ -168,11 +170,16 @@ TEST(SpecJson, RoundTripsEveryField) {
   s.limits.cpu_time_seconds = 9;
   s.cgroups.driver = "v1";
   s.unsafe.allow_root = true;
+  s.unsafe.network_resolve = {{"pypi.test", "127.0.0.1"}};
+  s.network.mode = "allowlist";
+  s.network.allow = {"pypi.org"};
+  s.network.max_bytes = 1 << 20;
   auto back = SpecFromJson(SpecToJson(s));
   ASSERT_TRUE(back) << back.error().message();
   EXPECT_EQ(SpecToJson(*back), SpecToJson(s));
   EXPECT_EQ(back->limits.cpu_time_seconds, 9);
   EXPECT_FALSE(back->skills_dir.has_value());
+  EXPECT_EQ(*back, s);
   EXPECT_FALSE(SpecFromJson("{\"argv\": 3}"));
 }
 
