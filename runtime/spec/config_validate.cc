@@ -318,30 +318,32 @@ void CheckNetworkMode(Problems& p, const JailSpec& spec) {
 }
 
 // The rules are parsed by the policy the proxy enforces (runtime/net/policy.h), in every
-// mode: a typo is reported before anyone switches to allowlist.
+// mode: a typo is reported before anyone switches to allowlist. Rule by rule, so that
+// every bad one is reported (FromSpec stops at the first); then FromSpec itself, for
+// whatever else it may check of the rules.
 void CheckNetworkRules(Problems& p, const NetworkSpec& network) {
-  bool nul = false;
+  bool bad = false;
   for (const auto& [list, name] : {std::pair{&network.allow, "network.allow"},
                                    std::pair{&network.deny, "network.deny"}}) {
     for (size_t i = 0; i < list->size(); ++i) {
-      nul = RefusedNul(p, std::string(name) + "[" + std::to_string(i) + "]", (*list)[i]) || nul;
+      const std::string field = std::string(name) + "[" + std::to_string(i) + "]";
+      if (RefusedNul(p, field, (*list)[i])) {
+        bad = true;
+      } else if (Result<net::Rule> rule = net::ParseRule((*list)[i]); !rule) {
+        p.AddLine(field + ": " + rule.error().message());
+        bad = true;
+      }
     }
   }
-  if (nul) return;
+  if (bad) return;
   // Only the rules: the limits and network_resolve are checked here, each by its own path.
   NetworkSpec rules;
   rules.mode = "allowlist";
   rules.allow = network.allow;
   rules.deny = network.deny;
-  Result<net::Policy> policy = net::Policy::FromSpec(rules, UnsafeSpec{});
-  if (policy) return;
-  const std::string& text = policy.error().message();
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(start, end - start);
-    if (!line.empty()) p.AddLine(line.rfind("network.", 0) == 0 ? line : "network: " + line);
-    start = end + 1;
+  if (Result<net::Policy> policy = net::Policy::FromSpec(rules, UnsafeSpec{}); !policy) {
+    const std::string& line = policy.error().message();
+    p.AddLine(line.rfind("network.", 0) == 0 ? line : "network: " + line);
   }
 }
 
