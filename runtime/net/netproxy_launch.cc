@@ -29,6 +29,14 @@ namespace {
 constexpr int kReadyTimeoutMs = 10000;
 constexpr int kStopTimeoutMs = 3000;
 
+std::mutex own_mu;
+std::vector<std::pair<IpAddress, uint16_t>> own_endpoints;
+
+std::vector<std::pair<IpAddress, uint16_t>> OwnEndpoints() {
+  std::lock_guard lock(own_mu);
+  return own_endpoints;
+}
+
 std::string OwnExecutableDir() {
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -189,14 +197,6 @@ Result<std::vector<std::string>> Arguments(const JailSpec& spec, const LaunchOpt
     args.push_back(std::to_string(*watch));
   }
   return args;
-}
-
-std::mutex own_mu;
-std::vector<std::pair<IpAddress, uint16_t>> own_endpoints;
-
-std::vector<std::pair<IpAddress, uint16_t>> OwnEndpoints() {
-  std::lock_guard lock(own_mu);
-  return own_endpoints;
 }
 
 bool WaitExit(pid_t pid, bool own_child, int timeout_ms) {

@@ -234,30 +234,32 @@ Result<Rule> ParseRule(std::string_view text) {
 
 Result<Policy> Policy::FromSpec(const NetworkSpec& network, const UnsafeSpec& unsafe) {
   Policy p;
-  auto parse_all = [](const std::vector<std::string>& texts, const char* field,
-                      std::vector<Rule>* out) -> Result<void> {
+  std::string problems;  // every bad rule, one per line: fix them all in one go
+  auto problem = [&](const std::string& line) { problems += (problems.empty() ? "" : "\n") + line; };
+  auto parse_all = [&](const std::vector<std::string>& texts, const char* field,
+                       std::vector<Rule>* out) {
     for (size_t i = 0; i < texts.size(); ++i) {
       auto rule = ParseRule(texts[i]);
-      if (!rule) {
-        return Error(ErrorCode::kInvalidArgument, std::string(field) + "[" + std::to_string(i) +
-                                                      "]: " + rule.error().message());
+      if (rule) {
+        out->push_back(std::move(*rule));
+      } else {
+        problem(std::string(field) + "[" + std::to_string(i) + "]: " + rule.error().message());
       }
-      out->push_back(std::move(*rule));
     }
-    return {};
   };
-  RETURN_IF_ERROR(parse_all(network.allow, "network.allow", &p.allow_));
-  RETURN_IF_ERROR(parse_all(network.deny, "network.deny", &p.deny_));
+  parse_all(network.allow, "network.allow", &p.allow_);
+  parse_all(network.deny, "network.deny", &p.deny_);
   for (const auto& [name, address] : unsafe.network_resolve) {
     std::string host = NormalizeHost(name);
     auto ip = IpAddress::Parse(address);
     if (host.empty() || !ip) {
-      return Error(ErrorCode::kInvalidArgument,
-                   "unsafe.network_resolve." + name + ": want a host name and an IP address, got '" +
-                       address + "'");
+      problem("unsafe.network_resolve." + name + ": want a host name and an IP address, got '" +
+              address + "'");
+    } else {
+      p.overrides_.emplace_back(host, *ip);
     }
-    p.overrides_.emplace_back(host, *ip);
   }
+  if (!problems.empty()) return Error(ErrorCode::kInvalidArgument, problems);
   p.max_connections_ = network.max_connections;
   p.max_bytes_ = network.max_bytes;
   return p;

@@ -85,7 +85,8 @@ struct Verdict {
 
 class Policy {
  public:
-  // Every rule parsed; errors name the field: "network.allow[2]: ...".
+  // Every rule parsed; the error lists every bad one, a line each, by field:
+  // "network.allow[2]: ...".
   static Result<Policy> FromSpec(const NetworkSpec& network, const UnsafeSpec& unsafe);
 
   // Endpoints never reached whatever the rules say (corral's own API); port 0 = any port.
