@@ -55,6 +55,10 @@ bool SetUpUtsAndNet(const JailPlan& plan, int setup_fd) {
     ReportSetupFailure(setup_fd, SetupStep::kHostname, errno, "sethostname");
     return false;
   }
+  if (plan.net_ns_fd >= 0 && ::setns(plan.net_ns_fd, CLONE_NEWNET) != 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kNetwork, errno, "setns(network namespace)");
+    return false;
+  }
   return !plan.loopback_up || BringUpLoopback(setup_fd);
 }
 

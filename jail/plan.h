@@ -72,6 +72,10 @@ struct JailPlan {
   // --- identity and environment of the command (jail/ids.cc, jail/exec.cc) ---
   std::string hostname;  // empty = leave as is (no UTS namespace)
   bool loopback_up = false;
+  // >= 0: join this network namespace (made by the caller, with corral's proxy listening
+  // on its loopback: runtime/net/netproxy_launch.h) instead of a new one; the caller owns
+  // the fd and clears CLONE_NEWNET from clone_flags.
+  int net_ns_fd = -1;
   uid_t uid = 1000;
   gid_t gid = 1000;
   std::vector<std::pair<int, rlimit>> rlimits;  // only ever lowered (planner clamps)

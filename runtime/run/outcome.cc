@@ -98,6 +98,10 @@ std::string OutcomeToJson(const RunOutcome& o) {
   if (o.interrupted_by) j["interrupted_by"] = *o.interrupted_by;
   if (o.pooled) j["pooled"] = true;
   if (!o.warnings.empty()) j["warnings"] = o.warnings;
+  if (!o.network_json.empty()) {
+    nlohmann::json network = nlohmann::json::parse(o.network_json, nullptr, false);
+    if (!network.is_discarded()) j["network"] = std::move(network);
+  }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -42,6 +42,9 @@ struct RunOutcome {
   std::optional<int> interrupted_by;  // SIGINT/SIGTERM/SIGHUP received by corral itself
   bool pooled = false;  // ran in a jail prepared before it was asked for (a pool)
   std::vector<std::string> warnings;  // e.g. limits skipped under unsafe.allow_missing_limits
+  // network.mode allowlist: the proxy's summary (runtime/net/netproxy_launch.h), a JSON
+  // object as text: connections, bytes, what was refused and why. Empty otherwise.
+  std::string network_json;
 };
 
 // Exit code convention of `docker run`, plus timeout(1)'s 124:

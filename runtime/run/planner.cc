@@ -13,6 +13,7 @@
 #include "base/files.h"
 #include "jail/seccomp.h"
 #include "runtime/run/root_layout.h"
+#include "runtime/net/in_jail.h"
 #include "runtime/run/seccomp_cache.h"
 
 namespace corral::runtime {
@@ -91,6 +92,9 @@ std::vector<std::pair<std::string, std::string>> CommandEnvironment(const JailSp
       {"LOGNAME", user},      {"SHELL", "/bin/bash"}, {"LANG", "C.UTF-8"},
   };
   if (const char* term = std::getenv("TERM")) env.emplace_back("TERM", term);
+  if (spec.network.mode == "allowlist") {
+    for (auto& var : net::ProxyEnvironment()) env.push_back(std::move(var));
+  }
   for (const auto& var : spec.env) {
     // Named references, not a structured binding: clang 14 cannot capture those.
     const std::string& name = var.first;

@@ -18,6 +18,7 @@
 
 #include "base/files.h"
 #include "jail/mounts.h"
+#include "runtime/net/in_jail.h"
 #include "runtime/run/etc_snapshot.h"
 #include "runtime/run/planner.h"
 
@@ -329,7 +330,10 @@ Status AddEtc(RootBuilder& root, const JailSpec& spec) {
            "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
        ""},
   };
+  const bool own_resolver = spec.network.mode == "allowlist";
+  if (own_resolver) entries.push_back({Kind::kFile, "resolv.conf", net::ResolvConf(), ""});
   for (const char* name : kEtcFiles) {
+    if (own_resolver && std::string_view(name) == "resolv.conf") continue;
     if (auto e = EtcFileEntry(etc_source, name, keep_all_symlinks)) entries.push_back(*e);
   }
   std::vector<std::string> bound_dirs;

@@ -1,20 +1,27 @@
 #include "runtime/run/supervisor.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <sched.h>
+
+#include <atomic>
 #include <cerrno>
+#include <optional>
 
 #include "jail/command.h"
 #include "jail/spawn.h"
+#include "runtime/net/netproxy_launch.h"
 #include "runtime/spec/config.h"
 #include "runtime/run/jail_cgroup.h"
 #include "runtime/run/jail_spawner.h"
 #include "runtime/run/phase_trace.h"
 #include "runtime/run/planner.h"
 #include "runtime/run/pty.h"
+#include "runtime/run/runtime_dir.h"
 #include "runtime/run/watch.h"
 
 namespace corral::runtime {
@@ -92,8 +99,14 @@ bool EndEarly(jail::JailProcess& process, JailCgroup& cg, Watch& watch, int wait
 Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& io,
                              const JailSpec& spec, const RunOptions& options,
                              const StopSources& stops, Clock::time_point start,
-                             RunOutcome outcome, PhaseTrace& trace) {
+                             RunOutcome outcome, PhaseTrace& trace,
+                             net::NetworkService* network = nullptr) {
   const LimitsSpec& limits = spec.limits;
+  // The command is over: its proxy's summary (what it reached, what was refused) belongs
+  // to the outcome.
+  auto finish_network = [&] {
+    if (network != nullptr) outcome.network_json = network->Finish();
+  };
   OutputCapture out(limits.output_limit_bytes);
   OutputCapture err(limits.output_limit_bytes);
   Watch watch = NewWatch(&process, cg.cgroup.get(), &io, &out, &err, stops, limits, start);
@@ -125,6 +138,7 @@ Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& 
   if (early && report) {
     bool kill_after = EndEarly(process, cg, watch, report->wait_status, limits, start, &outcome);
     trace.Mark("stats+drain");
+    finish_network();
     options.on_outcome(outcome);
     trace.Mark("answer");
     if (kill_after) process.Kill(SIGKILL);
@@ -150,9 +164,25 @@ Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& 
   if (cg.cgroup) {
     if (auto st = cg.cgroup->Destroy(); !st) spdlog::warn("{}", st.error().message());
   }
+  finish_network();
   trace.Mark("teardown");
   if (options.on_outcome) options.on_outcome(outcome);
   return outcome;
+}
+
+// The proxy of a one-shot run in network.mode allowlist, on a namespace of its own that
+// the jail joins. Its summary file is named after this process and a counter (a daemon
+// runs many at once).
+Result<net::NetworkService> StartRunNetwork(const JailSpec& spec) {
+  static std::atomic<uint64_t> counter{0};
+  net::LaunchOptions launch;
+  launch.runtime_dir = RuntimeDir();
+  if (::mkdir(launch.runtime_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Error::FromErrno(errno, "mkdir " + launch.runtime_dir);
+  }
+  launch.sandbox = "run-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+  launch.summary_path = launch.runtime_dir + "/" + launch.sandbox + ".network.json";
+  return net::NetworkService::StartInNewNamespace(spec, launch);
 }
 
 RunOutcome NewOutcome(const JailSpec& spec, const JailCgroup& cg, const RunOptions& options) {
@@ -177,6 +207,13 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(spec));
   plan.allocate_tty = options.tty;
   trace.Mark("plan");
+  std::optional<net::NetworkService> network;
+  if (spec.network.mode == "allowlist") {
+    ASSIGN_OR_RETURN(network, StartRunNetwork(spec));
+    plan.net_ns_fd = network->netns_fd();
+    plan.clone_flags &= ~static_cast<unsigned long>(CLONE_NEWNET);
+    trace.Mark("network");
+  }
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(options));
 
   RunOutcome outcome = NewOutcome(spec, cg, options);
@@ -187,11 +224,19 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   io.CloseChildEnds();
   trace.Mark("clone");
   if (options.tty) RETURN_IF_ERROR(AcceptTerminal(io, process.pidfd(), options.pass_stdin));
-  return Supervise(process, cg, io, spec, options, stops, start, std::move(outcome), trace);
+  return Supervise(process, cg, io, spec, options, stops, start, std::move(outcome), trace,
+                   network ? &*network : nullptr);
 }
 
 Result<JailBlueprint> MakeBlueprint(const JailSpec& spec) {
   RETURN_IF_ERROR(ValidateSpec(spec));
+  if (spec.network.mode == "allowlist") {
+    // A pool's jails are built before their command, each in a namespace of its own; the
+    // proxy would have to be started for every one of them ahead of use.
+    return Error(ErrorCode::kUnsupported,
+                 "network.mode: allowlist is not available for pooled jails yet; use corral "
+                 "run or a persistent sandbox (corral create)");
+  }
   JailBlueprint blueprint;
   blueprint.spec = spec;
   ASSIGN_OR_RETURN(blueprint.cgroups, OpenCgroupParent(spec));

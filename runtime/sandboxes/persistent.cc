@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -19,12 +20,14 @@
 #include "jail/command.h"
 #include "jail/enter.h"
 #include "jail/spawn.h"
+#include "runtime/net/netproxy_launch.h"
 #include "runtime/spec/config.h"
 #include "runtime/sandboxes/init_program.h"
 #include "runtime/run/jail_cgroup.h"
 #include "runtime/run/phase_trace.h"
 #include "runtime/run/planner.h"
 #include "runtime/run/pty.h"
+#include "runtime/run/runtime_dir.h"
 #include "runtime/run/watch.h"
 
 namespace corral::runtime {
@@ -93,10 +96,18 @@ Status Teardown(SandboxStore& store, const SandboxRecord& r) {
   if (!cgroup_gone || InitAlive(r)) {
     if (auto pidfd = OpenInit(r)) ::syscall(SYS_pidfd_send_signal, pidfd->get(), SIGKILL, 0, 0);
   }
+  // The proxy ends with the init and then removes its summary; this covers a proxy that
+  // was killed or is still on its way out.
+  (void)::unlink(NetworkSummaryPath(store, r.name).c_str());
   return store.Forget(r.name);
 }
 
 }  // namespace
+
+std::string NetworkSummaryPath(const SandboxStore& store, const std::string& name) {
+  (void)store;  // beside the store, not in a sandbox's directory: rm removes that at once
+  return RuntimeDir() + "/network/" + name + ".json";
+}
 
 std::vector<std::string> ReapIdleSandboxes() {
   std::vector<std::string> removed;
@@ -175,10 +186,24 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   }
   record.init_pid = init.pid();
   record.init_start_ticks = ProcessStartTicks(init.pid()).value_or(0);
+  std::optional<net::NetworkService> network;
+  if (record.spec.network.mode == "allowlist") {
+    // Before any exec can run: the proxy's listeners are up when create returns.
+    net::LaunchOptions launch;
+    launch.runtime_dir = RuntimeDir();
+    launch.sandbox = record.name;
+    launch.summary_path = NetworkSummaryPath(store, record.name);
+    if (::mkdir((launch.runtime_dir + "/network").c_str(), 0700) != 0 && errno != EEXIST) {
+      return Error::FromErrno(errno, "mkdir " + launch.runtime_dir + "/network");
+    }
+    launch.never = request.network_never;
+    ASSIGN_OR_RETURN(network, net::NetworkService::StartForSandbox(record.spec, init.pid(), launch));
+  }
   record.ns_flags = NamespaceFlags(record.spec.namespaces) |
                     (record.spec.namespaces.cgroup ? CLONE_NEWCGROUP : 0);
   RETURN_IF_ERROR(store.Save(record));
-  // From here on the sandbox outlives us.
+  // From here on the sandbox outlives us (and its proxy ends when its init does).
+  if (network) network->Release();
   init.Release();
   init_cg->Release();
   sandbox_cg->Release();

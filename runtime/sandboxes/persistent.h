@@ -23,6 +23,7 @@
 #include "cgroups/cgroup.h"
 #include "jail/plan.h"
 #include "jail/spawn.h"
+#include "runtime/net/policy.h"
 #include "runtime/run/outcome.h"
 #include "runtime/sandboxes/sandbox_store.h"
 #include "runtime/spec/spec.h"
@@ -34,7 +35,12 @@ struct CreateRequest {
   JailSpec spec;               // argv is ignored
   std::string name;            // empty: the generated id is the name
   double idle_timeout_seconds = 0;  // 0 = never
+  // network.mode allowlist: endpoints the proxy never reaches (the daemon's own API).
+  std::vector<std::pair<net::IpAddress, uint16_t>> network_never;
 };
+
+// Where a persistent sandbox's proxy keeps its running summary (network.mode allowlist).
+std::string NetworkSummaryPath(const SandboxStore& store, const std::string& name);
 
 Result<SandboxRecord> CreateSandbox(const CreateRequest& request);
 
