@@ -3,6 +3,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <algorithm>
 #include <span>
 
 #include "runtime/net/proxy_listen.h"
@@ -36,10 +37,13 @@ struct RelayState {
     Cut("");
     idle.cancel();
   }
-  // Whether `n` more bytes would pass the byte cap.
-  bool OverByteCap(size_t n) const {
+  // How many of `n` more bytes the byte cap lets through (all, without a cap).
+  size_t UnderByteCap(size_t n) const {
     const auto cap = record->ctx().policy.max_bytes();
-    return cap && record->ctx().stats.total_bytes() + n > static_cast<uint64_t>(*cap);
+    if (!cap) return n;
+    const uint64_t used = record->ctx().stats.total_bytes();
+    const uint64_t left = used >= static_cast<uint64_t>(*cap) ? 0 : static_cast<uint64_t>(*cap) - used;
+    return static_cast<size_t>(std::min<uint64_t>(n, left));
   }
 
   tcp::socket client;
@@ -53,26 +57,29 @@ struct RelayState {
 enum class Direction { kToUpstream, kToClient };
 
 // Writes `data` to the destination of `direction`, counting it; false if the connection
-// ended (error, byte cap).
+// ended (error, byte cap: what fits under the cap is passed on, then both ends close, and
+// the cap, now reached, refuses new connections).
 asio::awaitable<bool> Forward(std::shared_ptr<RelayState> s, Direction direction, std::span<const uint8_t> data) {
   if (data.empty()) co_return true;
-  if (s->OverByteCap(data.size())) {
-    s->Cut("byte limit");
-    co_return false;
+  const size_t allowed = s->UnderByteCap(data.size());
+  // Counted before the write: the other connections' writes meanwhile see them taken.
+  if (direction == Direction::kToUpstream) {
+    s->record->AddOut(allowed);
+  } else {
+    s->record->AddIn(allowed);
   }
   tcp::socket& to = direction == Direction::kToUpstream ? s->upstream : s->client;
   boost::system::error_code ec;
-  co_await asio::async_write(to, asio::buffer(data.data(), data.size()), asio::redirect_error(asio::use_awaitable, ec));
+  co_await asio::async_write(to, asio::buffer(data.data(), allowed), asio::redirect_error(asio::use_awaitable, ec));
   if (ec) {
     s->Cut("");
     co_return false;
   }
-  if (direction == Direction::kToUpstream) {
-    s->record->AddOut(data.size());
-  } else {
-    s->record->AddIn(data.size());
-  }
   s->Touch();
+  if (allowed < data.size()) {
+    s->Cut("byte limit");
+    co_return false;
+  }
   co_return true;
 }
 

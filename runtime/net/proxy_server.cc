@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/net/dns_server.h"
+#include "runtime/net/in_jail.h"
 #include "runtime/net/proxy.h"
 #include "runtime/net/proxy_context.h"
 #include "runtime/net/proxy_http.h"
@@ -27,12 +28,9 @@ namespace asio = boost::asio;
 
 namespace {
 
-constexpr uint16_t kHttpProxyPort = 3128;
-constexpr uint16_t kSocksPort = 1080;
-constexpr uint16_t kDnsPort = 53;
 constexpr auto kSummaryInterval = std::chrono::seconds(1);
 
-IpAddress Loopback() { return *IpAddress::Parse("127.0.0.1"); }
+IpAddress Loopback() { return *IpAddress::Parse(kProxyHost); }
 
 // Capture listeners are one fd per name and port: allow as many as the hard limit does.
 void RaiseFdLimit() {

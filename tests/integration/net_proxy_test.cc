@@ -42,9 +42,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// $CORRAL_TEST_NETPROXY overrides the built one (e.g. a sanitizer build of the proxy).
+std::string NetproxyBinary() {
+  const char* v = std::getenv("CORRAL_TEST_NETPROXY");
+  return v != nullptr && *v != '\0' ? v : CORRAL_NETPROXY;
+}
+
 // ---- the test's upstream: HTTP/1.1 on the host's 127.0.0.1, one request per connection.
 //   /hello      a short text         /big?n=N   N bytes
-//   /head       the request head it received, as the body
+//   /head...    the request head it received, as the body
 class TestServer {
  public:
   TestServer() {
@@ -93,7 +99,7 @@ class TestServer {
     size_t big = 0;
     if (path == "/hello") {
       body = "hello from allowed.test\n";
-    } else if (path == "/head") {
+    } else if (path.rfind("/head", 0) == 0) {
       body = head;
     } else if (path.rfind("/big?n=", 0) == 0) {
       big = std::stoull(path.substr(7));
@@ -232,7 +238,7 @@ class NetProxyTest : public LeakCheckedTest {
   void SetUp() override {
     RequireRoot();
     if (IsSkipped() || HasFatalFailure()) return;
-    ASSERT_EQ(::access(CORRAL_NETPROXY, X_OK), 0) << "corral-netproxy missing: " << CORRAL_NETPROXY;
+    ASSERT_EQ(::access(NetproxyBinary().c_str(), X_OK), 0) << "corral-netproxy missing: " << NetproxyBinary();
     ASSERT_NE(server_.port(), 0);
     netns_ = NewNetns();
     ASSERT_TRUE(netns_) << "unshare(CLONE_NEWNET): " << std::strerror(errno);
@@ -263,7 +269,8 @@ class NetProxyTest : public LeakCheckedTest {
     ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
     UniqueFd ready_read(pipe_fds[0]), ready_write(pipe_fds[1]);
     UniqueFd stderr_file(::open(dir_.Join("stderr").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
-    std::vector<std::string> args = {CORRAL_NETPROXY, "--sandbox", "nettest", "--policy-json", policy->ToJson().dump(),
+    const std::string program = NetproxyBinary();
+    std::vector<std::string> args = {program, "--sandbox", "nettest", "--policy-json", policy->ToJson().dump(),
                                      "--log", LogPath(), "--summary", SummaryPath()};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<char*> argv;
@@ -274,7 +281,7 @@ class NetProxyTest : public LeakCheckedTest {
     posix_spawn_file_actions_adddup2(&actions, netns_.get(), 3);
     posix_spawn_file_actions_adddup2(&actions, ready_write.get(), 4);
     posix_spawn_file_actions_adddup2(&actions, stderr_file.get(), 2);
-    const int rc = ::posix_spawn(&proxy_, CORRAL_NETPROXY, &actions, nullptr, argv.data(), environ);
+    const int rc = ::posix_spawn(&proxy_, program.c_str(), &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     ASSERT_EQ(rc, 0) << std::strerror(rc);
     RecordSpawnedPid(proxy_);
@@ -311,7 +318,7 @@ class NetProxyTest : public LeakCheckedTest {
   RunResult InNetns(const std::vector<std::string>& command) {
     std::vector<std::string> args = {"--net=/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(netns_.get())};
     args.insert(args.end(), command.begin(), command.end());
-    Result<RunResult> r = RunProgram("/usr/bin/nsenter", args, RunOptions{std::chrono::milliseconds(60000)});
+    Result<RunResult> r = RunProgram("/usr/bin/nsenter", args);
     EXPECT_TRUE(r) << r.error().message();
     return r ? *r : RunResult{};
   }
@@ -545,6 +552,25 @@ TEST_F(NetProxyTest, ConnectionLimitRefusesTheOneTooMany) {
   EXPECT_NE(r.out.find("X-Corral-Denied: connection limit"), std::string::npos) << r.out;
   held.Reset();
   EXPECT_TRUE(Logged({{"decision", "deny"}, {"reason", "connection limit"}}));
+}
+
+TEST_F(NetProxyTest, ByteCapCutsTheConnectionAndRefusesNewOnes) {
+  ::kill(proxy_, SIGTERM);
+  ASSERT_EQ(WaitProxy(10s), 0);
+  runtime::NetworkSpec network = DefaultPolicy();
+  network.max_bytes = 100000;
+  ASSERT_NO_FATAL_FAILURE(StartProxy(network));
+  RunResult cut = Curl({"-x", "http://127.0.0.1:3128", "-o", "/dev/null", Url("/big?n=10000000")});
+  EXPECT_NE(cut.exit_code, 0) << cut.Describe();
+  RunResult refused = Curl({"-i", "-x", "http://127.0.0.1:3128", Url("/hello")});
+  EXPECT_NE(refused.out.find("HTTP/1.1 503"), std::string::npos) << refused.Describe();
+  EXPECT_NE(refused.out.find("X-Corral-Denied: byte limit"), std::string::npos) << refused.out;
+  EXPECT_TRUE(Logged({{"event", "close"}, {"reason", "byte limit"}}));
+  ::kill(proxy_, SIGTERM);
+  ASSERT_EQ(WaitProxy(10s), 0);
+  nlohmann::json summary = nlohmann::json::parse(ReadFile(SummaryPath()), nullptr, false);
+  ASSERT_TRUE(summary.is_object());
+  EXPECT_LE(summary["bytes_in"].get<int64_t>() + summary["bytes_out"].get<int64_t>(), 100000) << summary;
 }
 
 TEST_F(NetProxyTest, ExitsWhenTheWatchedProcessExits) {
