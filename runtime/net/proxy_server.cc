@@ -69,23 +69,32 @@ asio::awaitable<void> SummaryLoop(ProxyContext& ctx, std::string path) {
 }
 
 // Stops the io_context when the watched process has exited (its pidfd turns readable).
-Status WatchProcess(asio::io_context& io, pid_t pid, std::optional<asio::posix::stream_descriptor>* watch) {
+// `sandbox_gone` tells Finish that nobody will read the summary any more.
+Status WatchProcess(asio::io_context& io, pid_t pid, std::optional<asio::posix::stream_descriptor>* watch,
+                    bool* sandbox_gone) {
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   if (pidfd < 0) return Error::FromErrno(errno, "--watch-pid " + std::to_string(pid) + ": pidfd_open");
   watch->emplace(io, pidfd);
-  (*watch)->async_wait(asio::posix::descriptor_base::wait_read, [&io, pid](boost::system::error_code ec) {
+  (*watch)->async_wait(asio::posix::descriptor_base::wait_read, [&io, pid, sandbox_gone](boost::system::error_code ec) {
     if (ec) return;
     spdlog::info("process {} has exited; stopping", pid);
+    *sandbox_gone = true;
     io.stop();
   });
   return Ok();
 }
 
 // The end: every open connection's close event, the summary, then _exit (proxy.h).
-[[noreturn]] void Finish(ProxyContext& ctx, const std::string& summary_path) {
+// A persistent sandbox's proxy that ends with its init removes the summary instead: the
+// sandbox is gone (corral rm), and a file written now would outlive it.
+[[noreturn]] void Finish(ProxyContext& ctx, const std::string& summary_path, bool sandbox_gone) {
   const std::vector<ConnectionRecord*> open(ctx.live.begin(), ctx.live.end());
   for (ConnectionRecord* record : open) record->End("", true);
-  WriteSummary(ctx, summary_path);
+  if (sandbox_gone) {
+    ::unlink(summary_path.c_str());
+  } else {
+    WriteSummary(ctx, summary_path);
+  }
   spdlog::default_logger()->flush();
   std::fflush(nullptr);
   ::_exit(0);
@@ -115,8 +124,9 @@ int RunProxy(ProxyOptions options) {
   asio::io_context io(1);
   ctx.io = &io;
   std::optional<asio::posix::stream_descriptor> watch;
+  bool sandbox_gone = false;
   Status started = StartListeners(ctx);
-  if (started && options.watch_pid) started = WatchProcess(io, *options.watch_pid, &watch);
+  if (started && options.watch_pid) started = WatchProcess(io, *options.watch_pid, &watch, &sandbox_gone);
   if (started) started = ctx.stats.WriteTo(options.summary_path);
   if (!started) {
     spdlog::error("{}", started.error().message());
@@ -130,7 +140,7 @@ int RunProxy(ProxyOptions options) {
   Spawn(io.get_executor(), SummaryLoop(ctx, options.summary_path), "summary");
   ReportReadiness(options.ready, "ready");
   io.run();
-  Finish(ctx, options.summary_path);
+  Finish(ctx, options.summary_path, sandbox_gone);
 }
 
 }  // namespace corral::runtime::net

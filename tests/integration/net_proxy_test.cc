@@ -582,6 +582,8 @@ TEST_F(NetProxyTest, ExitsWhenTheWatchedProcessExits) {
   ::kill(*sleeper, SIGKILL);
   ::waitpid(*sleeper, nullptr, 0);
   EXPECT_EQ(WaitProxy(10s), 0) << "still running after the watched process ended";
+  // The sandbox it served is gone: so is its summary.
+  EXPECT_NE(::access(SummaryPath().c_str(), F_OK), 0) << SummaryPath() << " left behind";
 }
 
 // Not an assertion: what the proxy costs, printed. 100 MiB through the HTTP proxy vs the
