@@ -191,7 +191,7 @@ bool AwaitCommand(int status_fd, int setup_fd, CommandView* view) {
 void CloseUnusedFds(const SpawnRequest& request, int setup_fd, int status_fd) {
   KeepFds keep;
   for (int fd : {setup_fd, status_fd, request.stdin_fd, request.stdout_fd, request.stderr_fd,
-                 request.init_exe_fd}) {
+                 request.init_exe_fd, request.plan->net_ns_fd}) {
     keep.Add(fd);
   }
   for (int fd : request.cgroup_attach_fds) keep.Add(fd);

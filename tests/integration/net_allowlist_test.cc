@@ -158,7 +158,9 @@ TEST_F(NetAllowlistTest, RefusedNamesAndAddressesAreLoggedWithAReason) {
       "curl -s -o /dev/null -w '%{http_code}\\n' " + Url("denied.test") + "; " +
       "curl -s -D - -o /dev/null " + Url("bad.wild.test") + " | tr -d '\\r' | grep -i '^x-corral-denied'; " +
       "curl -s -o /dev/null -w '%{http_code}\\n' http://169.254.169.254/latest/meta-data/; " +
-      "curl -s -o /dev/null -w '%{http_code}\\n' " + Url("127.0.0.1") + "; " +
+      // NO_PROXY keeps the jail's own loopback direct; through the proxy, the host's is refused.
+      "curl -s -o /dev/null -w '%{http_code}\\n' --noproxy '' -x http://127.0.0.1:3128 " +
+      Url("127.0.0.1") + "; " +
       "env -u http_proxy -u HTTP_PROXY curl -s -o /dev/null -w '%{http_code}\\n' --socks5-hostname 127.0.0.1:1080 " +
       Url("denied.test") + "; echo socks=$?; " +
       "getent hosts unknown.test; echo getent=$?; getent hosts denied.test; echo getent=$?");
