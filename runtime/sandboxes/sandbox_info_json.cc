@@ -1,5 +1,8 @@
 #include "runtime/sandboxes/sandbox_info_json.h"
 
+#include "runtime/net/netproxy_launch.h"
+#include "runtime/sandboxes/persistent.h"
+
 namespace corral::runtime {
 
 namespace {
@@ -36,6 +39,15 @@ nlohmann::json SandboxInfoJson(const SandboxInfo& info) {
     j["pids"] = OptionalJson(s.pids_current);
     j["pids_peak"] = OptionalJson(s.pids_peak);
     j["oom_kills"] = s.oom_kills;
+  }
+  // network.mode allowlist: the proxy's running summary (connections, bytes, refusals).
+  if (info.record.spec.network.mode == "allowlist") {
+    std::string summary;
+    if (auto store = SandboxStore::Open()) {
+      summary = net::ReadSummary(NetworkSummaryPath(*store, info.record.name));
+    }
+    j["network"] = summary.empty() ? nlohmann::json{{"mode", "allowlist"}}
+                                   : nlohmann::json::parse(summary, nullptr, false);
   }
   return j;
 }

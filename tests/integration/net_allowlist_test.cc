@@ -240,7 +240,13 @@ TEST_F(NetAllowlistTest, PersistentSandboxKeepsItsProxyUntilRemoved) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the summary is rewritten each second
   std::ifstream summary_file(summary_path);
   json summary = json::parse(summary_file, nullptr, false);
+  auto stats = RunCorral({"stats", "--json", name}, options);
   auto removed = RunCorral({"rm", name}, options);
+  ASSERT_TRUE(stats);
+  json stats_json = json::parse(stats->out, nullptr, false);
+  ASSERT_TRUE(stats_json.is_object()) << stats->Describe();
+  EXPECT_EQ(stats_json["network"].value("denied_count", 0), 1) << stats->Describe();
+  EXPECT_GE(stats_json["network"].value("allowed", 0), 1) << stats->Describe();
   ASSERT_TRUE(first && denied && removed);
   EXPECT_EQ(first->out, "hello from origin\n") << first->Describe();
   EXPECT_EQ(denied->out, "403") << denied->Describe();
