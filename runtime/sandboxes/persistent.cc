@@ -98,14 +98,15 @@ Status Teardown(SandboxStore& store, const SandboxRecord& r) {
   }
   // The proxy ends with the init and then removes its summary; this covers a proxy that
   // was killed or is still on its way out.
-  (void)::unlink(NetworkSummaryPath(store, r.name).c_str());
+  (void)::unlink(NetworkSummaryPath(r.name).c_str());
   return store.Forget(r.name);
 }
 
 }  // namespace
 
-std::string NetworkSummaryPath(const SandboxStore& store, const std::string& name) {
-  (void)store;  // beside the store, not in a sandbox's directory: rm removes that at once
+// Beside the store, not in a sandbox's directory: rm removes that at once, while the
+// proxy may still be on its way out.
+std::string NetworkSummaryPath(const std::string& name) {
   return RuntimeDir() + "/network/" + name + ".json";
 }
 
@@ -192,7 +193,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
     net::LaunchOptions launch;
     launch.runtime_dir = RuntimeDir();
     launch.sandbox = record.name;
-    launch.summary_path = NetworkSummaryPath(store, record.name);
+    launch.summary_path = NetworkSummaryPath(record.name);
     if (::mkdir((launch.runtime_dir + "/network").c_str(), 0700) != 0 && errno != EEXIST) {
       return Error::FromErrno(errno, "mkdir " + launch.runtime_dir + "/network");
     }

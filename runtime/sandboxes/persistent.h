@@ -40,7 +40,7 @@ struct CreateRequest {
 };
 
 // Where a persistent sandbox's proxy keeps its running summary (network.mode allowlist).
-std::string NetworkSummaryPath(const SandboxStore& store, const std::string& name);
+std::string NetworkSummaryPath(const std::string& name);
 
 Result<SandboxRecord> CreateSandbox(const CreateRequest& request);
 

@@ -42,10 +42,7 @@ nlohmann::json SandboxInfoJson(const SandboxInfo& info) {
   }
   // network.mode allowlist: the proxy's running summary (connections, bytes, refusals).
   if (info.record.spec.network.mode == "allowlist") {
-    std::string summary;
-    if (auto store = SandboxStore::Open()) {
-      summary = net::ReadSummary(NetworkSummaryPath(*store, info.record.name));
-    }
+    std::string summary = net::ReadSummary(NetworkSummaryPath(info.record.name));
     j["network"] = summary.empty() ? nlohmann::json{{"mode", "allowlist"}}
                                    : nlohmann::json::parse(summary, nullptr, false);
   }

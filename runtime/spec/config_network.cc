@@ -2,7 +2,6 @@
 
 #include <initializer_list>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -119,25 +118,15 @@ Rule<UnsafeSpec> NetworkResolveKey() {
   return {"network_resolve",
           [](const YAML::Node& n, const Where& w, Reader& r, UnsafeSpec& u) {
             if (n.IsNull()) return;
-            if (!n.IsMap()) {
-              r.Report(w, "expected a mapping of NAME: address, got " + Describe(n));
-              return;
-            }
-            std::vector<std::pair<std::string, std::string>> entries;
-            std::set<std::string> seen;
-            for (const auto& entry : n) {
-              std::string name;
-              if (!r.String(entry.first, w, &name)) continue;
-              const Where at = Child(w, name, entry.first);
-              std::vector<std::string> addresses(1);
-              if (!seen.insert(name).second) {
-                r.Report(at, "duplicate key");
-              } else if (entry.second.IsSequence() ? r.StringList(entry.second, at, &addresses)
-                                                   : r.String(entry.second, at, &addresses[0])) {
-                for (std::string& a : addresses) entries.emplace_back(name, std::move(a));
-              }
-            }
-            u.network_resolve = std::move(entries);
+            // NAME: address, or NAME: [address, ...] for a name with IPv4 and IPv6.
+            auto entries = ReadNamedStrings(
+                n, w, r, "address",
+                [](const YAML::Node& v, const Where& at, Reader& rd, std::vector<std::string>* out) {
+                  if (v.IsSequence()) return rd.StringList(v, at, out);
+                  out->resize(1);
+                  return rd.String(v, at, &(*out)[0]);
+                });
+            if (entries) u.network_resolve = std::move(*entries);
           },
           {".*"}};
 }

@@ -415,30 +415,50 @@ Rule<T> ListKey(const char* key, std::vector<E> T::*member, const Table<E>& tabl
       Suffixed(table, "[].")};
 }
 
+using NamedStrings = std::vector<std::pair<std::string, std::string>>;
+// Reads one mapping value into one or more strings (false: it reported why not).
+using ValueStrings = std::function<bool(const YAML::Node&, const Where&, Reader&,
+                                        std::vector<std::string>*)>;
+
+// A mapping of NAME: value into (name, string) pairs, in order; a duplicate name is
+// reported, and a value may give several strings (one pair each). Not a mapping: reported
+// ("expected a mapping of NAME: <what>"), nullopt.
+inline std::optional<NamedStrings> ReadNamedStrings(const YAML::Node& n, const Where& w,
+                                                    Reader& r, const char* what,
+                                                    const ValueStrings& read_value) {
+  if (!n.IsMap()) {
+    r.Report(w, std::string("expected a mapping of NAME: ") + what + ", got " + Describe(n));
+    return std::nullopt;
+  }
+  NamedStrings entries;
+  std::set<std::string> seen;
+  for (const auto& entry : n) {
+    std::string name;
+    if (!r.String(entry.first, w, &name)) continue;
+    const Where at = Child(w, name, entry.first);
+    std::vector<std::string> values;
+    if (!seen.insert(name).second) {
+      r.Report(at, "duplicate key");
+    } else if (read_value(entry.second, at, r, &values)) {
+      for (std::string& v : values) entries.emplace_back(name, std::move(v));
+    }
+  }
+  return entries;
+}
+
 // A mapping of NAME: value strings; replaces the member.
 template <typename T>
-Rule<T> StringMapKey(const char* key, std::vector<std::pair<std::string, std::string>> T::*member) {
+Rule<T> StringMapKey(const char* key, NamedStrings T::*member) {
   return {key,
           [member](const YAML::Node& n, const Where& w, Reader& r, T& t) {
             if (n.IsNull()) return;
-            if (!n.IsMap()) {
-              r.Report(w, "expected a mapping of NAME: value, got " + Describe(n));
-              return;
-            }
-            std::vector<std::pair<std::string, std::string>> entries;
-            std::set<std::string> seen;
-            for (const auto& entry : n) {
-              std::string name;
-              if (!r.String(entry.first, w, &name)) continue;
-              const Where at = Child(w, name, entry.first);
-              std::string value;
-              if (!seen.insert(name).second) {
-                r.Report(at, "duplicate key");
-              } else if (r.String(entry.second, at, &value)) {
-                entries.emplace_back(name, value);
-              }
-            }
-            t.*member = std::move(entries);
+            auto entries = ReadNamedStrings(
+                n, w, r, "value",
+                [](const YAML::Node& v, const Where& at, Reader& rd, std::vector<std::string>* out) {
+                  out->resize(1);
+                  return rd.String(v, at, &(*out)[0]);
+                });
+            if (entries) t.*member = std::move(*entries);
           },
           {".*"}};
 }
