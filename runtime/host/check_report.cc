@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "runtime/net/in_jail.h"
 #include "runtime/spec/sizes.h"
 
 namespace corral::runtime {
@@ -211,8 +212,9 @@ void EvaluateIsolation(const HostInfo& host, const JailSpec& spec, CheckVerdict&
                            ")");
     }
   }
-  v.enforced.push_back("namespaces: " + Join(names, " ") +
-                       (Contains(names, "net") ? " (network: loopback only)" : ""));
+  const char* network = spec.network.mode == "allowlist" ? " (network: allow-list only)"
+                                                         : " (network: loopback only)";
+  v.enforced.push_back("namespaces: " + Join(names, " ") + (Contains(names, "net") ? network : ""));
   if (!host.is_root && !host.unprivileged_userns_ok) {
     v.refusals.push_back("not root, and unprivileged user namespaces do not work here (" +
                          ErrnoText(host.unprivileged_userns_errno) + "): run as root");
@@ -292,6 +294,39 @@ void EvaluateCgroups(const HostInfo& host, const JailSpec& spec, CheckVerdict& v
   }
 }
 
+// "pypi.org, *.github.com:443 and 3 more"
+std::string RuleList(const std::vector<std::string>& rules) {
+  constexpr size_t kShown = 4;
+  std::vector<std::string> shown(rules.begin(), rules.begin() + std::min(rules.size(), kShown));
+  std::string out = Join(shown, ", ");
+  if (rules.size() > kShown) out += " and " + std::to_string(rules.size() - kShown) + " more";
+  return out;
+}
+
+void EvaluateNetwork(const HostInfo& host, const JailSpec& spec, CheckVerdict& v) {
+  const NetworkSpec& n = spec.network;
+  if (n.mode == "host") {
+    v.warnings.push_back(
+        "network: the host's own (network.mode host, unsafe.host_network): the command reaches "
+        "everything the host reaches");
+    return;
+  }
+  if (n.mode != "allowlist") return;
+  if (host.netproxy_path.empty()) {
+    v.refusals.push_back("network.mode allowlist: " + host.netproxy_error);
+    return;
+  }
+  std::string rules = n.allow.empty() ? "nothing allowed" : "allow " + RuleList(n.allow);
+  if (!n.deny.empty()) rules += "; deny " + RuleList(n.deny);
+  v.enforced.push_back(
+      "network: allow-list (" + rules + ") through " + host.netproxy_path + ": HTTP proxy " +
+      net::kProxyHost + ":" + std::to_string(net::kHttpProxyPort) + ", SOCKS5 :" +
+      std::to_string(net::kSocksPort) + ", DNS :" + std::to_string(net::kDnsPort) +
+      " in the jail; " + std::to_string(n.max_connections) + " connections at once" +
+      (n.max_bytes ? ", " + FormatSize(*n.max_bytes) + " in all" : "") +
+      "; loopback, private, link-local and metadata addresses always refused");
+}
+
 void EvaluateAlwaysOn(const JailSpec& spec, CheckVerdict& v) {
   const LimitsSpec& l = spec.limits;
   if (l.timeout_seconds > 0) {
@@ -362,12 +397,14 @@ CheckVerdict EvaluateHost(const HostInfo& host, const JailSpec& spec) {
   CheckVerdict v;
   EvaluateIsolation(host, spec, v);
   EvaluateCgroups(host, spec, v);
+  EvaluateNetwork(host, spec, v);
   EvaluateAlwaysOn(spec, v);
   v.can_run = v.refusals.empty();
   return v;
 }
 
-std::string FormatCheckReport(const HostInfo& host) {
+std::string FormatCheckReport(const HostInfo& host, const JailSpec& spec,
+                              const std::string& what) {
   std::string out = "corral check: Linux " + host.kernel_release + " (" + host.machine + "), " +
                     std::to_string(host.online_cpus) + " online CPUs\n\n";
   for (const CheckItem& item : CheckItems(host)) {
@@ -376,13 +413,13 @@ std::string FormatCheckReport(const HostInfo& host) {
     status.resize(std::max<size_t>(status.size() + 1, 6), ' ');
     out += "  " + status + item.text + "\n";
   }
-  const CheckVerdict v = EvaluateHost(host, JailSpec{});
+  const CheckVerdict v = EvaluateHost(host, spec);
   out += "\n";
   if (v.can_run) {
-    out += "Verdict: corral run can run the default config on this host. It will enforce:\n";
+    out += "Verdict: corral run can run " + what + " on this host. It will enforce:\n";
     out += Bullets(v.enforced);
   } else {
-    out += "Verdict: corral run REFUSES the default config on this host:\n";
+    out += "Verdict: corral run REFUSES " + what + " on this host:\n";
     out += Bullets(v.refusals);
     out += "With those fixed or opted out of, it would enforce:\n";
     out += Bullets(v.enforced);
@@ -391,7 +428,7 @@ std::string FormatCheckReport(const HostInfo& host) {
   return out;
 }
 
-nlohmann::json CheckReportJson(const HostInfo& host) {
+nlohmann::json CheckReportJson(const HostInfo& host, const JailSpec& spec) {
   nlohmann::json namespaces = nlohmann::json::object();
   for (const NamespaceSupport& ns : host.namespaces) {
     namespaces[ns.name] = {{"present", ns.present},
@@ -405,7 +442,7 @@ nlohmann::json CheckReportJson(const HostInfo& host) {
   for (const CheckItem& item : CheckItems(host)) {
     items.push_back({{"status", item.status}, {"text", item.text}});
   }
-  const CheckVerdict v = EvaluateHost(host, JailSpec{});
+  const CheckVerdict v = EvaluateHost(host, spec);
   return {
       {"kernel_release", host.kernel_release},
       {"machine", host.machine},
@@ -436,9 +473,14 @@ nlohmann::json CheckReportJson(const HostInfo& host) {
       {"cap_sys_admin", host.cap_sys_admin},
       {"swap_enabled",
        host.swap_enabled ? nlohmann::json(*host.swap_enabled) : nlohmann::json(nullptr)},
+      {"netproxy", {{"path", host.netproxy_path.empty() ? nlohmann::json(nullptr)
+                                                        : nlohmann::json(host.netproxy_path)},
+                    {"error", host.netproxy_error.empty() ? nlohmann::json(nullptr)
+                                                          : nlohmann::json(host.netproxy_error)}}},
       {"items", items},
       {"verdict",
-       {{"can_run_default_config", v.can_run},
+       {{"can_run", v.can_run},
+        {"can_run_default_config", EvaluateHost(host, JailSpec{}).can_run},
         {"enforced", v.enforced},
         {"refusals", v.refusals},
         {"warnings", v.warnings}}},

@@ -33,10 +33,13 @@ std::vector<CheckItem> CheckItems(const HostInfo& host);
 CheckVerdict EvaluateHost(const HostInfo& host, const JailSpec& spec);
 
 // The text `corral check` prints: a header line, the items ("  ok    pid namespace"),
-// then the verdict for the default config (JailSpec{}).
-std::string FormatCheckReport(const HostInfo& host);
+// then the verdict for `spec`, which the verdict calls `what`.
+std::string FormatCheckReport(const HostInfo& host, const JailSpec& spec = JailSpec{},
+                              const std::string& what = "the default config");
 
-// The same for `corral check --json`: the raw probe results, the items and the verdict.
-nlohmann::json CheckReportJson(const HostInfo& host);
+// The same for `corral check --json`: the raw probe results, the items and the verdict for
+// `spec` (verdict.can_run), plus whether the default config can run
+// (verdict.can_run_default_config).
+nlohmann::json CheckReportJson(const HostInfo& host, const JailSpec& spec = JailSpec{});
 
 }  // namespace corral::runtime

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "base/files.h"
+#include "runtime/net/netproxy_launch.h"
 
 namespace corral::runtime {
 namespace {
@@ -250,6 +251,11 @@ Result<HostInfo> ProbeHost() {
   }
   if (Result<std::string> swaps = ReadFile("/proc/swaps")) {
     info.swap_enabled = std::count(swaps->begin(), swaps->end(), '\n') > 1;
+  }
+  if (Result<std::string> proxy = net::FindNetproxyProgram()) {
+    info.netproxy_path = *proxy;
+  } else {
+    info.netproxy_error = proxy.error().message();
   }
   return info;
 }

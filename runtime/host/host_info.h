@@ -87,6 +87,11 @@ struct HostInfo {
   bool cap_sys_resource = false;     // CAP_SYS_RESOURCE in our bounding set
   bool cap_sys_admin = false;        // CAP_SYS_ADMIN in our effective set
   std::optional<bool> swap_enabled;  // any entry in /proc/swaps
+
+  // corral-netproxy, which network.mode allowlist needs (runtime/net/netproxy_launch.h):
+  // its path, or why it was not accepted.
+  std::string netproxy_path;
+  std::string netproxy_error;
 };
 
 // Probes everything above. Individual probe failures are recorded in the fields; an

@@ -45,9 +45,9 @@ std::string OwnExecutableDir() {
   return path.substr(0, path.rfind('/'));
 }
 
-// Like corral-init: an explicit $CORRAL_NETPROXY_PROGRAM, else next to our own executable,
-// the install location, the build tree. Only root- or self-owned, not group/other-writable.
-Result<std::string> FindProgram() {
+}  // namespace
+
+Result<std::string> FindNetproxyProgram() {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("CORRAL_NETPROXY_PROGRAM"); env != nullptr && *env != '\0') {
     candidates.emplace_back(env);
@@ -71,6 +71,8 @@ Result<std::string> FindProgram() {
   return Error(ErrorCode::kNotFound,
                "network.mode allowlist needs corral-netproxy, not found (tried " + tried + ")");
 }
+
+namespace {
 
 // A new network namespace, made on a thread of its own so that ours stays the host's.
 Result<UniqueFd> NewNetworkNamespace() {
@@ -183,7 +185,7 @@ Status AwaitReady(int fd) {
 
 Result<std::vector<std::string>> Arguments(const JailSpec& spec, const LaunchOptions& options,
                                            std::optional<pid_t> watch) {
-  ASSIGN_OR_RETURN(std::string program, FindProgram());
+  ASSIGN_OR_RETURN(std::string program, FindNetproxyProgram());
   ASSIGN_OR_RETURN(Policy policy, Policy::FromSpec(spec.network, spec.unsafe));
   for (const auto& [address, port] : options.never) policy.AddNever(address, port);
   for (const auto& [address, port] : OwnEndpoints()) policy.AddNever(address, port);

@@ -72,6 +72,11 @@ class NetworkService {
 // ::) stands for every address of the host's interfaces. Thread-safe.
 void AddOwnEndpoint(const std::string& host, uint16_t port);
 
+// Where corral-netproxy is: an explicit $CORRAL_NETPROXY_PROGRAM, else next to our own
+// executable, the install location, the build tree (like corral-init). Only a root- or
+// self-owned file that no group or other may write is accepted.
+Result<std::string> FindNetproxyProgram();
+
 // <runtime dir>/network.jsonl
 std::string DecisionsLogPath(const std::string& runtime_dir);
 

@@ -22,35 +22,13 @@
 #include <thread>
 
 #include "tests/support/jail_test.h"
+#include "tests/support/loopback.h"
 #include "tests/support/temp_dir.h"
 
 namespace corral::test {
 namespace {
 
 using nlohmann::json;
-
-uint16_t FreePort() {
-  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
-
-bool Accepts(uint16_t port) {
-  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(s);
-  return ok;
-}
 
 // Is a corral-netproxy serving sandbox `name` running (it is detached: not our child)?
 bool ProxyRunningFor(const std::string& name) {
@@ -71,15 +49,12 @@ class NetAllowlistTest : public JailTest {
   void SetUp() override {
     JailTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    port_ = FreePort();
+    port_ = FreeLoopbackPort();
     auto pid = StartProgram({"/usr/bin/python3", SourceDir() + "/tests/integration/data/net_origin.py",
                              std::to_string(port_)});
     ASSERT_TRUE(pid) << pid.error().message();
     origin_ = *pid;
-    for (int i = 0; i < 200 && !Accepts(port_); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
-    ASSERT_TRUE(Accepts(port_)) << "the origin server did not start";
+    ASSERT_TRUE(WaitForLoopbackListener(port_)) << "the origin server did not start";
     const std::string p = std::to_string(port_);
     WriteConfig("allow.yaml",
                 "network:\n"

@@ -254,6 +254,53 @@ TEST(CheckReport, JsonCarriesProbesItemsAndVerdict) {
   EXPECT_TRUE(CheckReportJson(NoPidsHost())["cgroups"]["auto_driver"].is_null());
 }
 
+TEST(CheckReport, AllowListNamesItsRulesAndProxy) {
+  HostInfo host = HybridHost();
+  host.netproxy_path = "/usr/libexec/corral/corral-netproxy";
+  JailSpec spec;
+  spec.network.mode = "allowlist";
+  spec.network.allow = {"pypi.org", "*.github.com:443", "a.example", "b.example", "c.example"};
+  spec.network.deny = {"evil.github.com"};
+  const CheckVerdict v = EvaluateHost(host, spec);
+  EXPECT_TRUE(v.can_run);
+  EXPECT_THAT(v.enforced, Contains(HasSubstr("(network: allow-list only)")));
+  EXPECT_THAT(v.enforced,
+              Contains(HasSubstr("network: allow-list (allow pypi.org, *.github.com:443, "
+                                 "a.example, b.example and 1 more; deny evil.github.com) "
+                                 "through /usr/libexec/corral/corral-netproxy")));
+  EXPECT_THAT(FormatCheckReport(host, spec, "this config"),
+              HasSubstr("corral run can run this config"));
+  EXPECT_EQ(CheckReportJson(host, spec)["netproxy"]["path"], host.netproxy_path);
+  // The default config does not need the proxy.
+  EXPECT_THAT(EvaluateHost(host, JailSpec{}).enforced,
+              Not(Contains(HasSubstr("network: allow-list"))));
+}
+
+TEST(CheckReport, AllowListWithoutTheProxyIsRefused) {
+  HostInfo host = HybridHost();
+  host.netproxy_error = "network.mode allowlist needs corral-netproxy, not found (tried /x)";
+  JailSpec spec;
+  spec.network.mode = "allowlist";
+  spec.network.allow = {"pypi.org"};
+  const CheckVerdict v = EvaluateHost(host, spec);
+  EXPECT_FALSE(v.can_run);
+  EXPECT_THAT(v.refusals, Contains("network.mode allowlist: " + host.netproxy_error));
+  EXPECT_TRUE(EvaluateHost(host, JailSpec{}).can_run);
+  const nlohmann::json j = CheckReportJson(host, spec);
+  EXPECT_EQ(j["verdict"]["can_run"], false);
+  EXPECT_EQ(j["verdict"]["can_run_default_config"], true);
+}
+
+TEST(CheckReport, HostNetworkIsAWarning) {
+  const HostInfo host = HybridHost();
+  JailSpec spec;
+  spec.network.mode = "host";
+  spec.namespaces.net = false;
+  spec.unsafe.host_network = true;
+  EXPECT_THAT(EvaluateHost(host, spec).warnings,
+              Contains(HasSubstr("network: the host's own (network.mode host")));
+}
+
 // The real probe: runs unprivileged too (its unshare attempts then just fail).
 TEST(ProbeHost, ProbesThisHostAndLeavesNoChildren) {
   Result<HostInfo> host = ProbeHost();
