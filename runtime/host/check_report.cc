@@ -319,7 +319,8 @@ std::string LandlockTcpText(const JailSpec& spec, int abi) {
   if (spec.network.mode == "host") return "TCP not fenced (network.mode: host)";
   if (abi < 4) return "TCP not fenced (needs Landlock ABI 4)";
   if (spec.network.mode == "allowlist") {
-    return "TCP: connect only to the in-jail proxy and resolver (ports 3128, 1080, 53), no bind";
+    return "TCP: connect only to the in-jail proxy and resolver (ports 3128, 1080, 53) and "
+           "the allow rules' ports, no bind";
   }
   return "TCP: no bind, no connect (not even on loopback; landlock.tcp: false allows it)";
 }

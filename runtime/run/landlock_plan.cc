@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "runtime/net/in_jail.h"
+#include "runtime/net/policy.h"
 
 namespace corral::runtime {
 
@@ -84,6 +85,31 @@ std::string Unavailable(int abi, int err) {
   return std::string("Landlock is unavailable (") + (name != nullptr ? name : "unknown") + ")";
 }
 
+// What a jail in allowlist mode connects to: the proxy and the resolver (DNS over TCP for
+// long answers), and — for a plain TCP client whose connection corral captures on the
+// loopback address the resolver gave it — the ports the allow rules name (80 and 443 for
+// a rule without one). A rule for any port leaves connect unfenced; bind stays fenced.
+void AllowListPorts(const NetworkSpec& network, jail::LandlockPlan* plan) {
+  std::vector<uint16_t> ports = {net::kHttpProxyPort, net::kSocksPort, net::kDnsPort};
+  for (const std::string& text : network.allow) {
+    auto rule = net::ParseRule(text);
+    if (!rule) continue;  // Validate refused it already
+    if (rule->any_port) {
+      plan->handled_net &= ~ll::kConnectTcp;
+      plan->connect_ports.clear();
+      return;
+    }
+    if (rule->port) {
+      ports.push_back(*rule->port);
+    } else {
+      ports.insert(ports.end(), {80, 443});
+    }
+  }
+  std::sort(ports.begin(), ports.end());
+  ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
+  plan->connect_ports = std::move(ports);
+}
+
 }  // namespace
 
 int HostLandlockAbi(int* err) {
@@ -122,10 +148,7 @@ Result<jail::LandlockPlan> DecideLandlock(const JailSpec& spec, int abi, int err
   plan.handled_fs = ll::FsRightsOf(abi);
   if (spec.landlock.tcp && spec.network.mode != "host") {
     plan.handled_net = ll::NetRightsOf(abi);
-    if (spec.network.mode == "allowlist") {
-      // DNS too: resolvers fall back to TCP for long answers.
-      plan.connect_ports = {net::kHttpProxyPort, net::kSocksPort, net::kDnsPort};
-    }
+    if (spec.network.mode == "allowlist") AllowListPorts(spec.network, &plan);
   }
   return plan;
 }

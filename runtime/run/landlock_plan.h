@@ -10,7 +10,8 @@
 // Making a mount point read-only after the fact (/dev) takes the write rights back from its
 // rule. Rules already covered by a rule above them are dropped (fewer syscalls per start).
 // TCP: none -> no bind, no connect; allowlist -> connect to the in-jail proxy and resolver
-// ports only; host -> not fenced; and not at all with landlock.tcp: false.
+// ports and the allow rules' ports only, no bind; host -> not fenced; and not at all with
+// landlock.tcp: false.
 // Parent side: runs in the planner; the child only applies the result (jail/landlock.h).
 #pragma once
 

@@ -184,8 +184,20 @@ TEST(LandlockDecision, TcpFollowsTheNetworkMode) {
   spec.network.mode = "allowlist";
   auto allowlist = DecideLandlock(spec, 7, 0);
   ASSERT_TRUE(allowlist);
-  EXPECT_NE(allowlist->handled_net, 0u);
-  EXPECT_EQ(allowlist->connect_ports, (std::vector<uint16_t>{3128, 1080, 53}));
+  EXPECT_EQ(allowlist->handled_net, ll::kBindTcp | ll::kConnectTcp);
+  EXPECT_EQ(allowlist->connect_ports, (std::vector<uint16_t>{53, 1080, 3128}));
+  // The ports of the allow rules too (captured plain TCP clients), 80/443 by default.
+  spec.network.allow = {"pypi.org", "db.example.com:5432"};
+  allowlist = DecideLandlock(spec, 7, 0);
+  ASSERT_TRUE(allowlist);
+  EXPECT_EQ(allowlist->connect_ports, (std::vector<uint16_t>{53, 80, 443, 1080, 3128, 5432}));
+  // A rule for any port: connect is not fenced, bind still is.
+  spec.network.allow = {"pypi.org", "*:*"};
+  allowlist = DecideLandlock(spec, 7, 0);
+  ASSERT_TRUE(allowlist);
+  EXPECT_EQ(allowlist->handled_net, ll::kBindTcp);
+  EXPECT_TRUE(allowlist->connect_ports.empty());
+  spec.network.allow.clear();
 
   spec.network.mode = "host";
   auto host = DecideLandlock(spec, 7, 0);
