@@ -38,6 +38,12 @@ void AddJailFlags(CLI::App* run, JailFlags* f) {
       ->allow_extra_args(false);
   run->add_option("--deny", f->deny, "never reached, even if allowed (same syntax); repeatable")
       ->allow_extra_args(false);
+  run->add_option("--landlock", f->landlock,
+                  "auto (default: where the kernel has it) | on (refuse to run without it) | off: "
+                  "Landlock as a second filesystem fence");
+  run->add_option("--landlock-tcp", f->landlock_tcp,
+                  "on (default) | off: with Landlock, also fence TCP bind/connect (off for a "
+                  "command that serves on localhost and connects to itself)");
   run->add_option("--memory", f->memory, "memory limit, e.g. 256m (default 512m, no swap)");
   run->add_option("--cpus", f->cpus, "CPU limit in cores, e.g. 0.5 (default 1.0)");
   run->add_option("--pids-limit", f->pids, "max processes (default 256)");
@@ -123,6 +129,31 @@ class FlagApplier {
           FlagAsGiven({"--deny"}, f.deny[i]));
     }
   }
+  // --landlock auto|on|off (true/false too) and --landlock-tcp on|off.
+  void Landlock(const JailFlags& f) {
+    auto word = [](const std::string& v, bool with_auto) -> std::optional<std::string> {
+      if (with_auto && v == "auto") return "auto";
+      if (v == "on" || v == "true") return "true";
+      if (v == "off" || v == "false") return "false";
+      return std::nullopt;
+    };
+    if (f.landlock) {
+      if (auto v = word(*f.landlock, true)) {
+        spec_->landlock.enabled = *v;
+        Key("landlock.enabled", FlagAsGiven({"--landlock"}, *f.landlock));
+      } else {
+        problems_->push_back("--landlock " + *f.landlock + ": expected auto, on or off");
+      }
+    }
+    if (f.landlock_tcp) {
+      if (auto v = word(*f.landlock_tcp, false)) {
+        spec_->landlock.tcp = *v == "true";
+        Key("landlock.tcp", FlagAsGiven({"--landlock-tcp"}, *f.landlock_tcp));
+      } else {
+        problems_->push_back("--landlock-tcp " + *f.landlock_tcp + ": expected on or off");
+      }
+    }
+  }
   void Env(const std::vector<std::string>& env) {
     for (const auto& e : env) {
       auto kv = ParseEnvOption(e);
@@ -166,6 +197,7 @@ void ApplyFlags(const JailFlags& f, runtime::JailSpec* spec, std::vector<std::st
     a.Key("user", FlagAsGiven({"--user"}, *f.user));
   }
   a.Network(f);
+  a.Landlock(f);
   a.Mounts(f.mounts);
   a.Env(f.env);
   a.Size(f.memory, "--memory", "limits.memory", &spec->limits.memory_bytes);

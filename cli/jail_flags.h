@@ -21,6 +21,7 @@ struct JailFlags {
   std::optional<int64_t> pids, cpu_time;
   std::optional<std::string> network;     // none | allowlist | host
   std::vector<std::string> allow, deny;  // allow-list rules (runtime/net/policy.h)
+  std::optional<std::string> landlock, landlock_tcp;  // auto | on | off; on | off
   std::vector<std::string> mounts, env;
 };
 

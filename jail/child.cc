@@ -17,6 +17,7 @@
 
 #include "jail/command.h"
 #include "jail/hardening.h"
+#include "jail/landlock.h"
 #include "jail/mounts.h"
 #include "jail/process_title.h"
 #include "jail/setup_record.h"
@@ -63,13 +64,16 @@ bool SetUpUtsAndNet(const JailPlan& plan, int setup_fd) {
 }
 
 // The init keeps uid 0 (so the command, uid 1000, can neither signal nor ptrace it) but
-// loses every capability and gets no_new_privs and the same seccomp filter.
-bool HardenInit(const JailPlan& plan, int setup_fd) {
+// loses every capability and gets no_new_privs, the same Landlock rules (plus the
+// corral-init program it may still exec, `init_exe_fd`, which lies outside the jail's
+// mounts) and the same seccomp filter.
+bool HardenInit(const JailPlan& plan, int setup_fd, int init_exe_fd) {
   if (!LockSecurebitsAndDropBounding(setup_fd) || !ClearCapabilities(setup_fd)) return false;
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     ReportSetupFailure(setup_fd, SetupStep::kInit, errno, "init no_new_privs");
     return false;
   }
+  if (!ApplyLandlock(plan.landlock, init_exe_fd, setup_fd)) return false;
   int err = InstallSeccomp(plan.seccomp);
   if (err != 0) {
     ReportSetupFailure(setup_fd, SetupStep::kInit, err, "init seccomp");
@@ -113,7 +117,7 @@ void SendReport(int status_fd, int wait_status) {
   sigset_t all;
   sigfillset(&all);
   ::sigprocmask(SIG_BLOCK, &all, nullptr);
-  if (!HardenInit(plan, setup_fd)) {
+  if (!HardenInit(plan, setup_fd, init_exe_fd)) {
     if (command > 0) ::kill(command, SIGKILL);
     ::_exit(kSetupFailedExit);
   }

@@ -60,8 +60,10 @@ namespace {
   // user without capabilities, and not dumpable (the uid change saw to that), so the
   // sandbox's own processes can neither ptrace it nor read its memory.
   if (!HardenIdentity(*r.plan, setup_fd)) ::_exit(kSetupFailedExit);
-  // The filter too, where it allows everything the slot still does (the parent checked).
+  // The filter too, where it allows everything the slot still does (the parent checked),
+  // and Landlock before it, as in ExecHardened.
   if (early_seccomp) {
+    if (!ApplyLandlock(r.plan->landlock, -1, setup_fd)) ::_exit(kSetupFailedExit);
     int err = InstallSeccomp(r.plan->seccomp);
     if (err != 0) {
       ReportSetupFailure(setup_fd, SetupStep::kSeccomp, err, "install seccomp filter");

@@ -142,7 +142,7 @@ bool EnterWorkdir(const char* workdir, int report_fd) {
 }  // namespace
 
 void ExecHardened(const JailPlan& plan, int report_fd, const CommandView* command,
-                  bool seccomp_installed) {
+                  bool fences_installed) {
   const char* workdir = command != nullptr ? command->workdir : plan.workdir.c_str();
   if (!EnterWorkdir(workdir, report_fd)) return;
   // CLOEXEC rather than close: report_fd must stay usable until execve succeeds.
@@ -150,7 +150,9 @@ void ExecHardened(const JailPlan& plan, int report_fd, const CommandView* comman
     ReportSetupFailure(report_fd, SetupStep::kCloseFds, errno, "close_range");
     return;
   }
-  int err = seccomp_installed ? 0 : InstallSeccomp(plan.seccomp);
+  // Landlock before seccomp: the filter need not allow the landlock_* syscalls.
+  if (!fences_installed && !ApplyLandlock(plan.landlock, -1, report_fd)) return;
+  int err = fences_installed ? 0 : InstallSeccomp(plan.seccomp);
   if (err != 0) {
     ReportSetupFailure(report_fd, SetupStep::kSeccomp, err, "install seccomp filter");
     return;

@@ -11,7 +11,7 @@
 //   -> ids (setgroups, setresgid, setresuid: clears permitted/effective caps)
 //   -> capset to zero (covers uid 0 with unsafe.allow_root) and ambient clear
 //   -> parent-death signal (the uid change cleared it) -> rlimits -> no_new_privs
-//   then -> chdir -> mark fds CLOEXEC -> seccomp -> execve.
+//   then -> chdir -> mark fds CLOEXEC -> Landlock (jail/landlock.h) -> seccomp -> execve.
 #pragma once
 
 #include <vector>
@@ -71,10 +71,10 @@ void HardenAndExec(const JailPlan& plan, int report_fd, const CommandView* comma
 // Its two halves, for an exec slot (jail/enter.cc) that takes on the sandbox's identity
 // before its command arrives: everything up to no_new_privs (false on failure, reported),
 // and the command's own part, chdir to execve (returns only on failure), which skips the
-// seccomp step if the caller already installed plan.seccomp.
+// Landlock and seccomp steps if the caller already applied plan.landlock and plan.seccomp.
 bool HardenIdentity(const JailPlan& plan, int report_fd);
 void ExecHardened(const JailPlan& plan, int report_fd, const CommandView* command,
-                  bool seccomp_installed);
+                  bool fences_installed);
 
 // Restores default signal dispositions (including SIG_IGN inherited from the parent,
 // which execve would keep) and unblocks every signal.

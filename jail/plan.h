@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "jail/landlock.h"
 #include "jail/seccomp.h"
 
 namespace corral::jail {
@@ -42,7 +43,9 @@ struct MountOp {
   bool source_is_dir = true;  // kBind: the mount point must be a directory (else a file)
   mode_t mode = 0755;         // kMkdir, kFile, kDevice
   dev_t device = 0;           // kDevice
-  unsigned long flags = 0;    // kTmpfs/kProc/kDevpts: MS_NOSUID | MS_NODEV | MS_NOEXEC
+  // kTmpfs/kProc/kDevpts: MS_NOSUID | MS_NODEV | MS_NOEXEC. kBind: MS_NOEXEC if the tree
+  // was prepared noexec (only read by the Landlock planner; the tree carries its flags).
+  unsigned long flags = 0;
   std::string description;    // for errors: "bind-mount /srv/skills -> /mnt/skills"
 };
 
@@ -92,6 +95,8 @@ struct JailPlan {
   std::vector<char*> envp;
 
   SeccompProgram seccomp;  // empty = no filter
+  // Applied just before seccomp by the command and by the init (jail/landlock.h).
+  LandlockPlan landlock;
 
   // Fills argv/envp from the storage vectors. Call after the storage is final.
   void FinalizePointers();

@@ -48,6 +48,8 @@ const char* StepName(SetupStep step) {
       return "execve";
     case SetupStep::kInit:
       return "init";
+    case SetupStep::kLandlock:
+      return "landlock";
   }
   return "unknown";
 }

@@ -38,6 +38,7 @@ enum class SetupStep : uint32_t {
   kSeccomp,
   kExecve,
   kInit,             // the init's own hardening
+  kLandlock,         // building or applying the Landlock ruleset
 };
 
 // Lowercase name as shown to users: "mount", "pivot_root", "execve", ...

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "jail/landlock.h"  // its constants only
 #include "runtime/net/in_jail.h"
 #include "runtime/spec/sizes.h"
 
@@ -347,6 +348,43 @@ void EvaluateAlwaysOn(const JailSpec& spec, CheckVerdict& v) {
                        " per stream");
 }
 
+// The TCP half of Landlock for `spec` on an ABI that has it (>= 4).
+std::string LandlockTcpText(const JailSpec& spec, int abi) {
+  if (!spec.landlock.tcp) return "TCP not fenced (landlock.tcp: false)";
+  if (spec.network.mode == "host") return "TCP not fenced (network.mode: host)";
+  if (abi < 4) return "TCP not fenced (needs Landlock ABI 4)";
+  if (spec.network.mode == "allowlist") {
+    return "TCP: connect only to the in-jail proxy and resolver (ports 3128, 1080, 53) and "
+           "the allow rules' ports, no bind";
+  }
+  return "TCP: no bind, no connect (not even on loopback; landlock.tcp: false allows it)";
+}
+
+void EvaluateLandlock(const HostInfo& host, const JailSpec& spec, CheckVerdict& v) {
+  const int abi = host.landlock_abi;
+  if (spec.landlock.enabled == "false") {
+    v.warnings.push_back("Landlock off (landlock.enabled: false): the mount namespace is the "
+                         "only filesystem fence");
+    return;
+  }
+  if (abi < jail::landlock::kMinimumAbi) {
+    const std::string why =
+        abi == 1 ? "Landlock ABI 1 cannot allow renames across directories (needs ABI 2)"
+                 : "no usable Landlock (" + ErrnoText(host.landlock_errno) + ")";
+    // auto asks for Landlock only where the kernel has it: no warning then (the item
+    // above already says MISSING).
+    if (spec.landlock.enabled == "true") {
+      v.refusals.push_back("landlock.enabled: true, but " + why +
+                           " (opt-out: landlock.enabled: auto)");
+    }
+    return;
+  }
+  v.enforced.push_back("Landlock ABI " + std::to_string(abi) +
+                       ": writes only beneath the jail's read-write mounts, reads and executes "
+                       "only beneath its mounts; " +
+                       LandlockTcpText(spec, abi));
+}
+
 std::string Bullets(const std::vector<std::string>& lines) {
   std::string out;
   for (const std::string& line : lines) out += "  - " + line + "\n";
@@ -398,6 +436,7 @@ CheckVerdict EvaluateHost(const HostInfo& host, const JailSpec& spec) {
   EvaluateIsolation(host, spec, v);
   EvaluateCgroups(host, spec, v);
   EvaluateNetwork(host, spec, v);
+  EvaluateLandlock(host, spec, v);
   EvaluateAlwaysOn(spec, v);
   v.can_run = v.refusals.empty();
   return v;

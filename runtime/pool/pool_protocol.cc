@@ -62,6 +62,12 @@ std::string OutcomeToWire(const RunOutcome& o) {
       {"interrupted_by", OrNull(o.interrupted_by)},
       {"pooled", o.pooled},
       {"warnings", o.warnings}};
+  if (o.landlock) {
+    j["landlock"] = {{"enforced", o.landlock->enforced},
+                     {"abi", o.landlock->abi},
+                     {"tcp", o.landlock->tcp},
+                     {"reason", o.landlock->reason}};
+  }
   if (o.setup_error) {
     j["setup_error"] = {{"step", static_cast<uint32_t>(o.setup_error->step)},
                         {"err", o.setup_error->err},
@@ -130,6 +136,15 @@ Result<RunOutcome> OutcomeFromWire(const std::string& text) {
     o.interrupted_by = Optional<int>(j, "interrupted_by");
     j.at("pooled").get_to(o.pooled);
     j.at("warnings").get_to(o.warnings);
+    if (j.contains("landlock")) {
+      const nlohmann::json& l = j.at("landlock");
+      LandlockOutcome landlock;
+      l.at("enforced").get_to(landlock.enforced);
+      GetInteger(l, "abi", &landlock.abi);
+      l.at("tcp").get_to(landlock.tcp);
+      l.at("reason").get_to(landlock.reason);
+      o.landlock = landlock;
+    }
     if (!j.at("setup_error").is_null()) {
       const nlohmann::json& e = j.at("setup_error");
       uint32_t step;

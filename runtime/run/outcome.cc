@@ -1,6 +1,7 @@
 #include "runtime/run/outcome.h"
 
 #include <cerrno>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 namespace corral::runtime {
@@ -69,6 +70,22 @@ nlohmann::json OptionalJson(const std::optional<int64_t>& v) {
 
 }  // namespace
 
+std::string LandlockHint(const RunOutcome& o) {
+  if (!o.landlock || !o.landlock->enforced || !o.captured || o.setup_error) return "";
+  if (o.status == RunStatus::kExited && o.exit_code == 0) return "";
+  constexpr std::string_view kDenied = "Permission denied";
+  if (o.stderr_stream.text.find(kDenied) == std::string::npos &&
+      o.stdout_stream.text.find(kDenied) == std::string::npos) {
+    return "";
+  }
+  return "the command was refused a permission (EACCES) while Landlock (ABI " +
+         std::to_string(o.landlock->abi) +
+         ") fenced it: if the path or TCP port is one the jail's mounts or network mode allow, "
+         "Landlock may have refused it; rerun with --landlock off (landlock.enabled: false) to "
+         "confirm" +
+         (o.landlock->tcp ? ", or --landlock-tcp off for a localhost TCP server" : "");
+}
+
 std::string OutcomeToJson(const RunOutcome& o) {
   nlohmann::json j;
   j["status"] = RunStatusName(o.status);
@@ -101,6 +118,16 @@ std::string OutcomeToJson(const RunOutcome& o) {
   if (!o.network_json.empty()) {
     nlohmann::json network = nlohmann::json::parse(o.network_json, nullptr, false);
     if (!network.is_discarded()) j["network"] = std::move(network);
+  }
+  if (o.landlock) {
+    const LandlockOutcome& l = *o.landlock;
+    j["landlock"] = {{"enforced", l.enforced}, {"abi", l.abi}};
+    if (l.enforced) {
+      j["landlock"]["tcp"] = l.tcp;
+      if (std::string hint = LandlockHint(o); !hint.empty()) j["landlock"]["hint"] = hint;
+    } else {
+      j["landlock"]["reason"] = l.reason;
+    }
   }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

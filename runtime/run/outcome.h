@@ -25,6 +25,14 @@ struct StreamOutcome {
   int64_t dropped_bytes = 0;
 };
 
+// Whether the command ran under Landlock (runtime/run/landlock_plan.h).
+struct LandlockOutcome {
+  bool enforced = false;
+  int abi = 0;          // the kernel's Landlock ABI (0: none)
+  bool tcp = false;     // TCP bind/connect fenced too
+  std::string reason;   // why not enforced
+};
+
 struct RunOutcome {
   RunStatus status = RunStatus::kExited;
   int exit_code = 0;              // the command's exit status when status == kExited
@@ -45,12 +53,18 @@ struct RunOutcome {
   // network.mode allowlist: the proxy's summary (runtime/net/netproxy_launch.h), a JSON
   // object as text: connections, bytes, what was refused and why. Empty otherwise.
   std::string network_json;
+  std::optional<LandlockOutcome> landlock;  // unset: corral failed before planning the jail
 };
 
 // Exit code convention of `docker run`, plus timeout(1)'s 124:
 // 125 setup failure, 126 not executable, 127 not found, 124 timed out, 128+N signal N
 // (137 for an OOM kill), else the command's own status.
 int CliExitCode(const RunOutcome& outcome);
+
+// When the command failed under Landlock and its captured output says "Permission denied"
+// (EACCES, Landlock's refusal), a line saying Landlock may have refused it and how to
+// confirm; else empty. Streamed output is not looked at (the caller sees it).
+std::string LandlockHint(const RunOutcome& outcome);
 
 // One JSON object (invalid UTF-8 in captured output is replaced with U+FFFD).
 std::string OutcomeToJson(const RunOutcome& outcome);

@@ -55,6 +55,7 @@ std::string OutcomeReport(const RunOutcome& outcome, const LimitsSpec& limits, b
   } else {
     out += LimitReason(outcome, limits);
   }
+  if (std::string hint = LandlockHint(outcome); !hint.empty()) out += "corral: " + hint + "\n";
   return out;
 }
 

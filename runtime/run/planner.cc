@@ -12,6 +12,7 @@
 
 #include "base/files.h"
 #include "jail/seccomp.h"
+#include "runtime/run/landlock_plan.h"
 #include "runtime/run/root_layout.h"
 #include "runtime/net/in_jail.h"
 #include "runtime/run/seccomp_cache.h"
@@ -192,6 +193,9 @@ std::vector<std::string> WeakenedIsolation(const JailSpec& spec) {
   if (spec.unsafe.allow_missing_limits) {
     out.push_back("unsafe.allow_missing_limits: limits that cannot be applied are skipped");
   }
+  if (spec.landlock.enabled == "false") {
+    out.push_back("landlock.enabled is false: the mount namespace is the only filesystem fence");
+  }
   if (!spec.unsafe.network_resolve.empty()) {
     out.push_back("unsafe.network_resolve: " + std::to_string(spec.unsafe.network_resolve.size()) +
                   " fixed name -> address entries, used as given (loopback and private "
@@ -238,6 +242,7 @@ Result<jail::JailPlan> Plan(const JailSpec& spec) {
   if (ns.uts) plan.hostname = spec.hostname;
   plan.staging_dir = kStagingDir;
   RETURN_IF_ERROR(AddRootLayout(spec, &plan));
+  RETURN_IF_ERROR(AddLandlock(spec, &plan));
   RETURN_IF_ERROR(PlanCommand(spec, &plan));
   return plan;
 }

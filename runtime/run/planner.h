@@ -36,7 +36,8 @@ Result<jail::JailPlan> Plan(const JailSpec& spec);
 jail::DeferredCommand CommandFor(const JailSpec& spec);
 
 // For an exec into a persistent sandbox: the command's identity, limits, argv/envp and
-// seccomp filter only — the namespaces and root already exist.
+// seccomp filter only — the namespaces and root already exist. Its Landlock rules are the
+// sandbox's, from its record (the caller sets plan.landlock).
 Result<jail::JailPlan> PlanExec(const JailSpec& spec);
 
 // Human-readable list of every way the spec weakens corral's default isolation (disabled

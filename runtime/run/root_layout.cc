@@ -142,6 +142,7 @@ class RootBuilder {
     MountOp op = NewOp(MountOp::Kind::kBind, At(path));
     op.source_fd = tree.get();
     op.read_only = true;
+    op.flags = MS_NOEXEC;  // as PrepareNullMaskTree makes it
     op.description = "mask " + path;
     plan_->source_fds.push_back(std::move(tree));
     Push(std::move(op));

@@ -19,6 +19,7 @@
 #include "runtime/run/jail_cgroup.h"
 #include "runtime/run/jail_spawner.h"
 #include "runtime/run/phase_trace.h"
+#include "runtime/run/landlock_plan.h"
 #include "runtime/run/planner.h"
 #include "runtime/run/pty.h"
 #include "runtime/run/runtime_dir.h"
@@ -217,6 +218,7 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(options));
 
   RunOutcome outcome = NewOutcome(spec, cg, options);
+  outcome.landlock = LandlockOutcomeOf(plan.landlock);
   StopSources stops(options);
   ASSIGN_OR_RETURN(jail::JailProcess process,
                    SpawnJail(plan, io.child_stdin(), io.child_stdout(), io.child_stderr(),
@@ -287,6 +289,7 @@ Result<RunOutcome> RunPrepared(PreparedJail jail, const JailSpec& spec,
   Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(options));
   RunOutcome outcome = NewOutcome(spec, jail.cgroup, options);
+  outcome.landlock = LandlockOutcomeFor(spec);
   outcome.pooled = true;
   StopSources stops(options);
   // If this fails the jail is gone (its root could not be built, say): its setup record,

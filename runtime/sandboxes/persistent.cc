@@ -24,6 +24,7 @@
 #include "runtime/spec/config.h"
 #include "runtime/sandboxes/init_program.h"
 #include "runtime/run/jail_cgroup.h"
+#include "runtime/run/landlock_plan.h"
 #include "runtime/run/phase_trace.h"
 #include "runtime/run/planner.h"
 #include "runtime/run/pty.h"
@@ -161,6 +162,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
 
   RETURN_IF_ERROR(PrepareHostDirs(record.spec));
   ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(record.spec));
+  record.landlock = plan.landlock;
   plan.init_mode = jail::InitMode::kPersistent;
   plan.die_with_parent = false;
   UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
@@ -337,11 +339,13 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   ASSIGN_OR_RETURN(auto exec_cg, CreateExecCgroup(record, &attach_warmup));
   trace.Mark("cgroup");
   ASSIGN_OR_RETURN(jail::JailPlan plan, PlanExec(spec));
+  plan.landlock = record.landlock;
   plan.allocate_tty = request.io.tty;
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
   trace.Mark("plan");
   RunOutcome outcome;
   outcome.captured = request.io.capture_output;
+  outcome.landlock = LandlockOutcomeOf(plan.landlock);
   StopSources stops(request.io);
   ASSIGN_OR_RETURN(jail::JailProcess command,
                    SpawnExec(record, init_pidfd.get(), plan, exec_cg.get(), io.child_stdin(),
@@ -366,6 +370,7 @@ Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox) {
   JailSpec spec = record.spec;
   spec.argv = {"/bin/true"};  // planned without a command: it comes with the request
   ASSIGN_OR_RETURN(slot->plan, PlanExec(spec));
+  slot->plan.landlock = record.landlock;
   UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!dev_null) return Error::FromErrno(errno, "/dev/null");
   ASSIGN_OR_RETURN(slot->process,
@@ -414,6 +419,7 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
   RunOutcome outcome;
   outcome.captured = request.io.capture_output;
+  outcome.landlock = LandlockOutcomeOf(slot->plan.landlock);
   outcome.pooled = true;
   StopSources stops(request.io);
   // If this fails the slot is gone: its setup record, read while supervising, says why.

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
+#include "runtime/run/landlock_plan.h"
 #include "runtime/spec/spec_json.h"
 
 namespace corral::runtime {
@@ -34,7 +35,8 @@ std::string RecordToJson(const SandboxRecord& r) {
                       {"ns_flags", r.ns_flags},
                       {"created_at", r.created_at},
                       {"idle_timeout_seconds", r.idle_timeout_seconds},
-                      {"spec", nlohmann::json::parse(SpecToJson(r.spec))}};
+                      {"spec", nlohmann::json::parse(SpecToJson(r.spec))},
+                      {"landlock", LandlockPlanToJson(r.landlock)}};
   return j.dump(2);
 }
 
@@ -57,6 +59,11 @@ Result<SandboxRecord> RecordFromJson(const std::string& text, const std::string&
     j.at("created_at").get_to(r.created_at);
     j.at("idle_timeout_seconds").get_to(r.idle_timeout_seconds);
     ASSIGN_OR_RETURN(r.spec, SpecFromJson(j.at("spec").dump()));
+    if (j.contains("landlock")) {
+      r.landlock = LandlockPlanFromJson(j.at("landlock"));
+    } else {
+      r.landlock.reason = "the sandbox was created by a corral without Landlock";
+    }
     return r;
   } catch (const nlohmann::json::exception& e) {
     return Error(ErrorCode::kIo, origin + ": corrupt state: " + e.what());

@@ -27,6 +27,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "jail/landlock.h"
 #include "runtime/spec/spec.h"
 
 namespace corral::runtime {
@@ -45,6 +46,8 @@ struct SandboxRecord {
   double created_at = 0;      // unix seconds
   double idle_timeout_seconds = 0;  // 0 = never idle out
   JailSpec spec;              // as created; exec overrides argv/env/workdir/timeout
+  // The Landlock rules of the create's plan (its mount list): every exec gets the same.
+  jail::LandlockPlan landlock;
 };
 
 struct IdleEntry {

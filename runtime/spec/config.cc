@@ -91,6 +91,29 @@ const Table<UnsafeSpec>& UnsafeTable() {
   return table;
 }
 
+// `landlock.enabled`: auto, or a plain true/false (kept as the text "true"/"false").
+Rule<LandlockSpec> LandlockEnabledKey() {
+  return {"enabled", [](const YAML::Node& n, const Where& w, Reader& r, LandlockSpec& l) {
+            static const std::set<std::string> kTrue = {"true", "True", "TRUE"};
+            static const std::set<std::string> kFalse = {"false", "False", "FALSE"};
+            const std::string text = n.IsScalar() && !IsQuoted(n) ? n.Scalar() : "";
+            if (text == "auto" || kTrue.count(text) > 0 || kFalse.count(text) > 0) {
+              l.enabled = text == "auto" ? "auto" : kTrue.count(text) > 0 ? "true" : "false";
+            } else {
+              r.Report(w, "expected auto, true or false, got " + Describe(n));
+            }
+          }};
+}
+
+const Table<LandlockSpec>& LandlockTable() {
+  static const Table<LandlockSpec> table = {
+      LandlockEnabledKey(),
+      BoolKey("tcp", &LandlockSpec::tcp),
+      StringListKey("omit", &LandlockSpec::omit),
+  };
+  return table;
+}
+
 // DeerFlow's `sandbox:` and `skills:` sections configure the tool layer
 // (runtime/spec/provider_config.h, read by `corral tool`). A jail accepts them so that one file
 // configures both, and still checks them, so a typo there is not silently ignored.
@@ -128,6 +151,7 @@ const Table<JailSpec>& TopLevel() {
       SectionKey("limits", &JailSpec::limits, LimitsTable()),
       SectionKey("cgroups", &JailSpec::cgroups, CgroupTable()),
       NetworkSectionKey(),
+      SectionKey("landlock", &JailSpec::landlock, LandlockTable()),
       SectionKey("unsafe", &JailSpec::unsafe, UnsafeTable()),
       ProviderSectionKey("sandbox"),
       ProviderSectionKey("skills"),

@@ -411,6 +411,22 @@ void CheckLimits(Problems& p, const LimitsSpec& l) {
   }
 }
 
+void CheckLandlock(Problems& p, const JailSpec& spec) {
+  const LandlockSpec& l = spec.landlock;
+  if (!RefusedNul(p, "landlock.enabled", l.enabled) && l.enabled != "auto" &&
+      l.enabled != "true" && l.enabled != "false") {
+    p.Add("landlock.enabled", "must be auto, true or false", Quote(l.enabled));
+  }
+  for (size_t i = 0; i < l.omit.size(); ++i) {
+    const std::string field = "landlock.omit[" + std::to_string(i) + "]";
+    if (RefusedNul(p, field, l.omit[i])) continue;
+    const bool is_mount =
+        std::any_of(spec.mounts.begin(), spec.mounts.end(),
+                    [&](const MountSpec& m) { return m.container_path == l.omit[i]; });
+    if (!is_mount) p.Add(field, "is not the container_path of any of mounts", Quote(l.omit[i]));
+  }
+}
+
 bool IsCgroupName(const std::string& part) {
   return !part.empty() && part != "." && part != ".." &&
          std::all_of(part.begin(), part.end(), [](char c) {
@@ -459,6 +475,7 @@ std::vector<std::string> Validate(const JailSpec& spec) {
   CheckSeccomp(p, spec);
   CheckLimits(p, spec.limits);
   CheckCgroups(p, spec.cgroups);
+  CheckLandlock(p, spec);
   return p.Take();
 }
 

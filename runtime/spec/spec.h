@@ -89,6 +89,23 @@ struct NetworkSpec {
   bool operator==(const NetworkSpec&) const = default;
 };
 
+// Landlock, a second filesystem fence beside the mount namespace (`landlock:` in config,
+// --landlock on the command line; runtime/run/landlock_plan.h derives its rules).
+struct LandlockSpec {
+  // auto: where the kernel has it (ABI >= 2); true: refuse to run without it; false: off.
+  std::string enabled = "auto";
+  // Also fence TCP bind/connect where the ABI can (>= 4): network none allows neither,
+  // allowlist only connecting to the in-jail proxy and resolver. false for a command that
+  // serves on localhost and talks to itself (a dev server and curl).
+  bool tcp = true;
+  // Test fixture: container paths of `mounts` left out of the rules. It can only take access
+  // away (that mount becomes unreachable under Landlock), which shows Landlock fencing
+  // on its own where the mount table would allow.
+  std::vector<std::string> omit;
+
+  bool operator==(const LandlockSpec&) const = default;
+};
+
 struct JailSpec {
   std::vector<std::string> argv;  // the command; argv[0] looked up in PATH if no '/'
   std::vector<std::pair<std::string, std::string>> env;  // added to the default env
@@ -109,6 +126,7 @@ struct JailSpec {
   LimitsSpec limits;
   CgroupSpec cgroups;
   NetworkSpec network;
+  LandlockSpec landlock;
   UnsafeSpec unsafe;
 
   bool operator==(const JailSpec&) const = default;

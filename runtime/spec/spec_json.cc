@@ -99,6 +99,18 @@ NetworkSpec NetworkFromJson(const nlohmann::json& j) {
   return n;
 }
 
+nlohmann::json LandlockToJson(const LandlockSpec& l) {
+  return {{"enabled", l.enabled}, {"tcp", l.tcp}, {"omit", l.omit}};
+}
+
+LandlockSpec LandlockFromJson(const nlohmann::json& j) {
+  LandlockSpec l;
+  j.at("enabled").get_to(l.enabled);
+  j.at("tcp").get_to(l.tcp);
+  if (j.contains("omit")) j.at("omit").get_to(l.omit);
+  return l;
+}
+
 }  // namespace
 
 std::string SpecToJson(const JailSpec& s) {
@@ -113,6 +125,7 @@ std::string SpecToJson(const JailSpec& s) {
                       {"limits", LimitsToJson(s.limits)},
                       {"cgroups", s.cgroups},
                       {"network", NetworkToJson(s.network)},
+                      {"landlock", LandlockToJson(s.landlock)},
                       {"unsafe", UnsafeToJson(s.unsafe)}};
   PutOptional(j, "rootfs", s.rootfs);
   PutOptional(j, "skills_dir", s.skills_dir);
@@ -146,6 +159,8 @@ Result<JailSpec> SpecFromJson(const std::string& text) {
       // A record from before network.mode: no network namespace was the host's network.
       s.network.mode = "host";
     }
+    // A record from before Landlock keeps the default (auto).
+    if (j.contains("landlock")) s.landlock = LandlockFromJson(j.at("landlock"));
     GetOptional(j, "rootfs", &s.rootfs);
     GetOptional(j, "skills_dir", &s.skills_dir);
     GetOptional(j, "user_data_dir", &s.user_data_dir);

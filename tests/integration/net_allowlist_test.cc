@@ -56,7 +56,7 @@ class NetAllowlistTest : public JailTest {
     origin_ = *pid;
     ASSERT_TRUE(WaitForLoopbackListener(port_)) << "the origin server did not start";
     const std::string p = std::to_string(port_);
-    WriteConfig("allow.yaml",
+    const std::string allow =
                 "network:\n"
                 "  mode: allowlist\n"
                 "  allow: [\"allowed.test:" + p + "\", \"pypi.test:" + p + "\", \"*.wild.test:" + p +
@@ -65,8 +65,12 @@ class NetAllowlistTest : public JailTest {
                 "unsafe:\n"
                 "  network_resolve: {allowed.test: 127.0.0.1, pypi.test: 127.0.0.1,\n"
                 "                    denied.test: 127.0.0.1, a.wild.test: 127.0.0.1,\n"
-                "                    bad.wild.test: 127.0.0.1}\n");
-    WriteConfig("none.yaml", "network:\n  mode: none\n");
+                "                    bad.wild.test: 127.0.0.1}\n";
+    WriteConfig("allow.yaml", allow);
+    // The namespace alone (Landlock's TCP fence would answer EACCES before the routing).
+    WriteConfig("allow-namespace-only.yaml", allow + "landlock: {tcp: false}\n");
+    // The namespace alone (Landlock's TCP fence would answer EACCES before the routing).
+    WriteConfig("none.yaml", "network:\n  mode: none\nlandlock: {tcp: false}\n");
   }
 
   void TearDown() override {
@@ -184,8 +188,11 @@ TEST_F(NetAllowlistTest, NothingElseLeavesTheJail) {
       "except OSError as e: print('raw', errno.errorcode[e.errno])\n"
       "try:\n  socket.create_connection(('10.0.0.1', 80), timeout=3); print('tcp ok')\n"
       "except OSError as e: print('tcp', errno.errorcode.get(e.errno, e))\"";
-  json allow = Run(py);
+  json allow = Run(py, "allow-namespace-only.yaml");
   EXPECT_EQ(Out(allow), "udp ENETUNREACH\nraw EPERM\ntcp ENETUNREACH\n") << allow.dump();
+  // With Landlock's TCP fence (the default) port 80 is not among the allowed ports.
+  json fenced = Run(py);
+  EXPECT_EQ(Out(fenced), "udp ENETUNREACH\nraw EPERM\ntcp EACCES\n") << fenced.dump();
   json none = Run(py + "; curl -s -m 5 -o /dev/null " + Url("allowed.test") + "; echo curl=$?",
                   "none.yaml");
   EXPECT_NE(Out(none).find("udp ENETUNREACH\nraw EPERM\ntcp ENETUNREACH\n"), std::string::npos)

@@ -43,6 +43,9 @@ class AioApiTest : public JailTest {
     runtime::CreateRequest req;
     req.name = name_;
     req.spec.user_data_dir = dir_.Join("user-data");
+    // DeerFlow's agents start servers on localhost and query them from later calls: the
+    // documented opt-out from Landlock's TCP fence (README.md, "Landlock").
+    req.spec.landlock.tcp = false;
     auto rec = runtime::CreateSandbox(req);
     ASSERT_TRUE(rec) << rec.error().message();
     created_ = true;

@@ -137,6 +137,39 @@ TEST(CheckReport, MissingControllerIsRefusedUnlessAllowMissingLimits) {
   EXPECT_THAT(v.warnings[0], HasSubstr("pids 256) NOT enforced: cgroup v1 lacks"));
 }
 
+TEST(CheckReport, LandlockIsReportedWithWhatWouldBeEnforced) {
+  HostInfo host = HybridHost();
+  // auto on a kernel without Landlock: runs (the item says MISSING); true refuses.
+  JailSpec spec;
+  spec.landlock.enabled = "true";
+  CheckVerdict v = EvaluateHost(host, spec);
+  EXPECT_FALSE(v.can_run);
+  EXPECT_THAT(v.refusals, Contains(HasSubstr("landlock.enabled: true, but no usable Landlock")));
+
+  host.landlock_abi = 7;
+  host.landlock_errno = 0;
+  v = EvaluateHost(host, JailSpec{});
+  EXPECT_TRUE(v.can_run) << Joined(v.refusals);
+  EXPECT_THAT(v.enforced,
+              Contains("Landlock ABI 7: writes only beneath the jail's read-write mounts, reads "
+                       "and executes only beneath its mounts; TCP: no bind, no connect (not even "
+                       "on loopback; landlock.tcp: false allows it)"));
+  spec = JailSpec{};
+  spec.network.mode = "allowlist";
+  v = EvaluateHost(host, spec);
+  EXPECT_THAT(v.enforced, Contains(HasSubstr("TCP: connect only to the in-jail proxy")));
+  spec.landlock.tcp = false;
+  v = EvaluateHost(host, spec);
+  EXPECT_THAT(v.enforced, Contains(HasSubstr("TCP not fenced (landlock.tcp: false)")));
+  host.landlock_abi = 3;
+  v = EvaluateHost(host, JailSpec{});
+  EXPECT_THAT(v.enforced, Contains(HasSubstr("TCP not fenced (needs Landlock ABI 4)")));
+  spec = JailSpec{};
+  spec.landlock.enabled = "false";
+  v = EvaluateHost(host, spec);
+  EXPECT_THAT(v.warnings, Contains(HasSubstr("Landlock off (landlock.enabled: false)")));
+}
+
 TEST(CheckReport, ControllerMissingFromTheChosenDriverIsNamed) {
   HostInfo host = HybridHost();
   JailSpec spec;

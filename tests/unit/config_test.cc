@@ -51,6 +51,8 @@ std::string Dump(const JailSpec& s) {
   for (const auto& r : n.deny) o << " " << r;
   o << " max_connections=" << n.max_connections
     << " max_bytes=" << (n.max_bytes ? std::to_string(*n.max_bytes) : "null");
+  o << "\nlandlock: " << s.landlock.enabled << " tcp=" << s.landlock.tcp << " omit:";
+  for (const auto& path : s.landlock.omit) o << " " << path;
   o << "\nunsafe: " << s.unsafe.allow_root << s.unsafe.allow_missing_limits
     << s.unsafe.allow_unconfined_seccomp << s.unsafe.host_network << " network_resolve:";
   for (const auto& [name, address] : s.unsafe.network_resolve) o << " " << name << "=" << address;
@@ -79,6 +81,7 @@ limits: {memory: 1.5g, cpus: 0.5, pids: 64, timeout: 30.5, cpu_time: 10,
          output: 64k, tmp_size: 32MiB, file_size: 2G, open_files: 256, kill_grace: 0.25}
 cgroups: {driver: v1, parent: /jails/corral}
 network: {mode: host, allow: [pypi.org], deny: [evil.org], max_connections: 8, max_bytes: 1m}
+landlock: {enabled: true, tcp: false, omit: [/y]}
 unsafe: {allow_root: true, allow_missing_limits: true, allow_unconfined_seccomp: true,
          host_network: true, network_resolve: {pypi.test: 127.0.0.1}}
 )";
@@ -177,6 +180,9 @@ TEST(ConfigLoad, EveryKeyOverrides) {
   EXPECT_EQ(spec.network.deny, std::vector<std::string>{"evil.org"});
   EXPECT_EQ(spec.network.max_connections, 8);
   EXPECT_EQ(spec.network.max_bytes, kMiB);
+  EXPECT_EQ(spec.landlock.enabled, "true");
+  EXPECT_FALSE(spec.landlock.tcp);
+  EXPECT_EQ(spec.landlock.omit, std::vector<std::string>{"/y"});
   EXPECT_EQ(spec.unsafe.network_resolve,
             (std::vector<std::pair<std::string, std::string>>{{"pypi.test", "127.0.0.1"}}));
 }
