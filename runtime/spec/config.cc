@@ -12,6 +12,7 @@
 
 #include "base/files.h"
 #include "runtime/spec/config_network.h"
+#include "runtime/spec/config_python.h"
 #include "runtime/spec/config_schema.h"
 #include "runtime/spec/provider_config.h"
 #include "runtime/spec/server_config.h"
@@ -129,6 +130,7 @@ const Table<JailSpec>& TopLevel() {
       SectionKey("cgroups", &JailSpec::cgroups, CgroupTable()),
       NetworkSectionKey(),
       SectionKey("unsafe", &JailSpec::unsafe, UnsafeTable()),
+      PythonSectionKey(),
       ProviderSectionKey("sandbox"),
       ProviderSectionKey("skills"),
       ServerSectionKey(),
