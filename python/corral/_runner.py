@@ -67,11 +67,16 @@ def _header(findings, refused, scan_ms, nonce):
 
 
 def _print_user_traceback(exc):
+    """Like python3's own report, without the runner's frames before the snippet's and the
+    import guard's after them (its ImportError is the snippet's import failing)."""
     import traceback
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != SNIPPET:
         tb = tb.tb_next
-    traceback.print_exception(type(exc), exc, tb)
+    report = traceback.TracebackException(type(exc), exc, tb)
+    report.stack = traceback.StackSummary.from_list(
+        [f for f in report.stack if not f.filename.startswith("/corral/_guard")])
+    sys.stderr.write("".join(report.format()))
 
 
 def main(payload):

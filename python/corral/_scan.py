@@ -101,7 +101,8 @@ class _Scanner(ast.NodeVisitor):
     def visit_ImportFrom(self, node):
         if node.level != 0 or not node.module:
             return
-        self._check_module(node, node.module)
+        # Only deny_modules here: a module's denied names are checked one by one below.
+        self._check_module(node, node.module, whole_module_patterns=False)
         for alias in node.names:
             if alias.name == "*":
                 if any(p.startswith(node.module + ".") for p in self.deny_calls):
@@ -113,15 +114,13 @@ class _Scanner(ast.NodeVisitor):
             pattern = self._denied_call(full)
             if pattern:
                 self._call_finding(node, full, pattern)
-            elif self.deny_environ and full in _ENVIRON_NAMES:
-                pass  # judged where the name is used
 
-    def _check_module(self, node, module):
+    def _check_module(self, node, module, whole_module_patterns=True):
         denied = self._denied_module(module)
         if denied:
             self._add(node, module, "python.scan.deny_modules",
                       "module %s is denied (%r in python.scan.deny_modules)" % (module, denied))
-        elif self._module_wholly_denied(module):
+        elif whole_module_patterns and self._module_wholly_denied(module):
             self._add(node, module, "python.scan.deny_calls",
                       "module %s is denied (pattern %r in python.scan.deny_calls)"
                       % (module, module + ".*"))

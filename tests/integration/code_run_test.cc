@@ -312,7 +312,7 @@ print(json.dumps({"case": "hello", "stdout": result.stdout, "exit_code": result.
 
 from corral import Executor, Result
 for case, code, kwargs in [
-    ("exit", "import sys\nsys.exit(4)\n", {}),
+    ("exit", "raise SystemExit(4)\n", {}),
     ("timeout", "while True:\n    pass\n", {"timeout": 1}),
     ("oom", "b = b'x' * (512 * 1024 * 1024)\n", {"memory": "64m"}),
     ("refused", "import os\n\nos.system('id')\n", {}),
