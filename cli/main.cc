@@ -35,6 +35,7 @@ void AddCommands(CLI::App& app, std::string_view first_arg, int* exit_code) {
       {{"bench"}, AddBenchCommand},
       {{"serve"}, AddServeCommand},
       {{"version"}, AddVersionCommand},
+      {{"code"}, AddCodeCommand},
   };
   for (const CommandGroup& group : kGroups) {
     for (std::string_view name : group.names) {

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <thread>
 
+#include "runtime/code/code_run.h"
 #include "runtime/run/outcome.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/spec_json.h"
@@ -49,6 +50,7 @@ std::vector<std::pair<std::string, std::string>> CorralApi::Routes() {
           {"GET", p + "/sandboxes/{name}"},
           {"DELETE", p + "/sandboxes/{name}"},
           {"POST", p + "/sandboxes/{name}/exec"},
+          {"POST", p + "/sandboxes/{name}/code"},
           {"GET", p + "/sandboxes/{name}/stats"},
           {"GET", p + "/sandboxes/{name}/files"},
           {"PUT", p + "/sandboxes/{name}/files"},
@@ -123,7 +125,7 @@ void CorralApi::Handle(HttpRequest request, Reply reply, std::string* route) {
   const size_t slash = tail.find('/');
   const std::string name = tail.substr(0, slash);
   const std::string action = slash == std::string::npos ? "" : tail.substr(slash + 1);
-  static const std::set<std::string> kActions = {"", "exec", "stats", "files", "ls"};
+  static const std::set<std::string> kActions = {"", "exec", "code", "stats", "files", "ls"};
   if (kActions.count(action) == 0) return reply(Unknown(request.path));
   *route = "/api/corral/v1/sandboxes/{name}" + (action.empty() ? "" : "/" + action);
   if (std::string why = SandboxNameProblem(name); !why.empty()) {
@@ -134,6 +136,8 @@ void CorralApi::Handle(HttpRequest request, Reply reply, std::string* route) {
     if (method == "DELETE") return Remove(name, std::move(reply));
   } else if (action == "exec") {
     if (method == "POST") return Exec(name, request, std::move(reply));
+  } else if (action == "code") {
+    if (method == "POST") return Code(name, request, std::move(reply));
   } else if (action == "stats") {
     if (method == "GET") return Inspect(name, std::move(reply), true);
   } else if (action == "files") {
@@ -194,6 +198,35 @@ void CorralApi::Remove(const std::string& name, Reply reply) {
 void CorralApi::Exec(const std::string& name, const HttpRequest& request, Reply reply) {
   auto parsed = ParseExecRequest(request.body, name);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply(error->ToResponse());
+  OnExecThread(std::move(reply), [exec = std::get<runtime::ExecRequest>(std::move(parsed))] {
+    HttpResponse response;
+    auto outcome = runtime::ExecInSandbox(exec);
+    if (!outcome) {
+      response = RuntimeError(outcome.error(), "");
+    } else {
+      response.body = runtime::OutcomeToJson(*outcome);
+    }
+    return response;
+  });
+}
+
+void CorralApi::Code(const std::string& name, const HttpRequest& request, Reply reply) {
+  auto parsed = ParseCodeRequest(request.body, name, options_.base_spec.python);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return reply(error->ToResponse());
+  OnExecThread(std::move(reply),
+               [spec = options_.base_spec, code = std::get<runtime::code::CodeRequest>(std::move(parsed))] {
+                 HttpResponse response;
+                 auto result = runtime::code::RunCode(spec, code);
+                 if (!result) {
+                   response = RuntimeError(result.error(), "");
+                 } else {
+                   response.body = runtime::code::CodeResultToJson(*result);
+                 }
+                 return response;
+               });
+}
+
+void CorralApi::OnExecThread(Reply reply, std::function<HttpResponse()> work) {
   if (gate_->running.fetch_add(1) >= options_.max_execs) {
     gate_->running.fetch_sub(1);
     HttpResponse busy = ApiError{429, "too_many_execs",
@@ -206,15 +239,8 @@ void CorralApi::Exec(const std::string& name, const HttpRequest& request, Reply 
   }
   // A thread per exec that ends after it (see the header): never a pool thread that might
   // end while a jail it cloned still runs, never a thread of the server's.
-  std::thread([gate = gate_, reply = std::move(reply),
-               exec = std::get<runtime::ExecRequest>(std::move(parsed))] {
-    HttpResponse response;
-    auto outcome = runtime::ExecInSandbox(exec);
-    if (!outcome) {
-      response = RuntimeError(outcome.error(), "");
-    } else {
-      response.body = runtime::OutcomeToJson(*outcome);
-    }
+  std::thread([gate = gate_, reply = std::move(reply), work = std::move(work)] {
+    HttpResponse response = work();
     {
       std::lock_guard<std::mutex> lock(gate->mu);
       if (!gate->closed) reply(std::move(response));

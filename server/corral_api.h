@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -81,6 +82,10 @@ class CorralApi {
   void Inspect(const std::string& name, Reply reply, bool stats_only);
   void Remove(const std::string& name, Reply reply);
   void Exec(const std::string& name, const HttpRequest& request, Reply reply);
+  // `corral code run --sandbox` over HTTP: under the daemon's python: policy.
+  void Code(const std::string& name, const HttpRequest& request, Reply reply);
+  // Runs `work` on a thread of its own (see above), at most max_execs at once.
+  void OnExecThread(Reply reply, std::function<HttpResponse()> work);
   void ReadFile(const std::string& name, const HttpRequest& request, Reply reply);
   void WriteFile(const std::string& name, HttpRequest request, Reply reply);
   void ListDir(const std::string& name, const HttpRequest& request, Reply reply);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 
+#include "runtime/code/code_payload.h"
 #include "runtime/spec/config.h"
 #include "runtime/spec/sizes.h"
 
@@ -261,6 +262,39 @@ std::variant<runtime::ExecRequest, ApiError> ParseExecRequest(const std::string&
     }
   }
   if (auto problem = ReadExecFields(j, &r)) return *problem;
+  return r;
+}
+
+std::variant<runtime::code::CodeRequest, ApiError> ParseCodeRequest(
+    const std::string& body, const std::string& sandbox, const runtime::PythonSpec& policy) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return ApiError{400, "invalid_json", "the body must be a JSON object", "", {}};
+  }
+  static const std::set<std::string> kKeys = {"code", "lang", "timeout"};
+  for (const auto& [key, value] : j.items()) {
+    if (kKeys.count(key) == 0) return Invalid(key, "unknown field (expected code, lang, timeout)");
+  }
+  runtime::code::CodeRequest r;
+  r.sandbox = sandbox;
+  r.policy = policy;
+  if (!j.contains("code") || !j["code"].is_string()) return Invalid("code", "expected a string");
+  r.code = j["code"].get<std::string>();
+  if (Status st = runtime::code::CheckCode(r.code); !st) {
+    return Invalid("code", st.error().message());
+  }
+  if (j.contains("lang") && !j["lang"].is_null()) {
+    if (!j["lang"].is_string() || j["lang"].get<std::string>() != "python") {
+      return Invalid("lang", "expected \"python\" (the only language so far)");
+    }
+  }
+  if (j.contains("timeout") && !j["timeout"].is_null()) {
+    const json& t = j["timeout"];
+    if (!t.is_number() || !std::isfinite(t.get<double>()) || t.get<double>() < 0) {
+      return Invalid("timeout", "expected seconds >= 0 (0 = no limit)");
+    }
+    r.timeout_seconds = t.get<double>();
+  }
   return r;
 }
 

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/code/code_run.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/spec.h"
 #include "server/http_message.h"
@@ -55,6 +56,11 @@ std::variant<SandboxCreate, ApiError> ParseSandboxCreate(const std::string& body
 // with bash -c. 422 with the field for a wrong type or value.
 std::variant<runtime::ExecRequest, ApiError> ParseExecRequest(const std::string& body,
                                                               const std::string& sandbox);
+
+// POST .../code: {code, lang?, timeout?}: a snippet for `corral code run --sandbox`,
+// run under `policy` (the daemon's python: section; a request cannot change it).
+std::variant<runtime::code::CodeRequest, ApiError> ParseCodeRequest(
+    const std::string& body, const std::string& sandbox, const runtime::PythonSpec& policy);
 
 // "" when `name` can name a sandbox ([A-Za-z0-9_-]{1,64}), else why not.
 std::string SandboxNameProblem(const std::string& name);

@@ -24,6 +24,7 @@ JailSpec WithoutLateFields(JailSpec spec) {
   spec.workdir.reset();
   spec.limits.timeout_seconds = 0;
   spec.limits.output_limit_bytes = 0;
+  spec.python = {};  // `corral code run`'s policy: applied in the jail, not part of it
   return spec;
 }
 

@@ -12,6 +12,7 @@
 
 #include "base/files.h"
 #include "runtime/spec/config_network.h"
+#include "runtime/spec/config_python.h"
 #include "runtime/spec/config_schema.h"
 #include "runtime/spec/provider_config.h"
 #include "runtime/spec/server_config.h"
@@ -153,6 +154,7 @@ const Table<JailSpec>& TopLevel() {
       NetworkSectionKey(),
       SectionKey("landlock", &JailSpec::landlock, LandlockTable()),
       SectionKey("unsafe", &JailSpec::unsafe, UnsafeTable()),
+      PythonSectionKey(),
       ProviderSectionKey("sandbox"),
       ProviderSectionKey("skills"),
       ServerSectionKey(),

@@ -106,6 +106,37 @@ struct LandlockSpec {
   bool operator==(const LandlockSpec&) const = default;
 };
 
+// `python:` in config: the policy of `corral code run` (runtime/code/README.md). It
+// changes nothing about the jail; the runner applies it inside the jail, around the code.
+struct PythonScanSpec {
+  std::string mode = "deny";  // deny: a finding refuses the run | warn: run, report | off
+  // Globs over dotted names as the code writes them (after import aliases): a reference to
+  // a matching name is a finding; "M.*" also makes `import M` one.
+  std::vector<std::string> deny_calls = {
+      "os.system",   "os.popen",     "os.exec*", "os.spawn*", "subprocess.*",
+      "pty.spawn",   "pickle.loads", "pickle.load", "marshal.loads", "eval",
+      "exec",        "compile",      "__import__", "importlib.import_module"};
+  std::vector<std::string> deny_modules;  // `import M` / `from M import` of M or M.sub
+  // String literals naming these paths or anything under them.
+  std::vector<std::string> deny_paths = {"/etc/shadow", "/etc/gshadow", "/etc/sudoers",
+                                         "/proc/self/environ"};
+  bool deny_environ = true;  // os.environ used whole (printed, copied, iterated)
+
+  bool operator==(const PythonScanSpec&) const = default;
+};
+
+struct PythonSpec {
+  std::string interpreter = "/usr/bin/python3";  // path inside the jail
+  PythonScanSpec scan;
+  // Top-level modules the code may import; empty = any. `corral` is always allowed.
+  std::vector<std::string> allowlist;
+  // corral.secure_command's tools: (name, absolute path), resolved when the config loads.
+  std::vector<std::pair<std::string, std::string>> commands;
+  int64_t command_output_limit_bytes = 1 * kMiB;  // per stream of one secure_command.run
+
+  bool operator==(const PythonSpec&) const = default;
+};
+
 struct JailSpec {
   std::vector<std::string> argv;  // the command; argv[0] looked up in PATH if no '/'
   std::vector<std::pair<std::string, std::string>> env;  // added to the default env
@@ -128,6 +159,7 @@ struct JailSpec {
   NetworkSpec network;
   LandlockSpec landlock;
   UnsafeSpec unsafe;
+  PythonSpec python;  // for `corral code run` only
 
   bool operator==(const JailSpec&) const = default;
 };

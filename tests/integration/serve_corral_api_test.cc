@@ -255,6 +255,61 @@ TEST_F(CorralApiTest, IdleTimeoutRemovesTheSandbox) {
   EXPECT_EQ(Get("/sandboxes/idle1").status, 404);
 }
 
+// POST .../code: `corral code run --sandbox` over HTTP, under the daemon's python: policy
+// (a request cannot change it); the Python module's daemon mode creates, runs and removes.
+TEST_F(CorralApiTest, CodeRouteRunsUnderTheDaemonsPolicy) {
+  StartDaemon(Config() + "python:\n  allowlist: [json]\n");
+  ASSERT_EQ(Post("/sandboxes", {{"name", "code1"}}).status, 201) << DaemonLog();
+  auto ok = Post("/sandboxes/code1/code", {{"code", "import json\nprint(json.dumps([1]))\n"}});
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(ok.Json()["status"], "ok") << ok.body;
+  EXPECT_EQ(ok.Json()["stdout"], "[1]\n");
+  EXPECT_EQ(ok.Json()["exit_code"], 0);
+
+  auto refused = Post("/sandboxes/code1/code", {{"code", "import json\n\neval('1')\n"}});
+  ASSERT_EQ(refused.status, 200) << refused.body;
+  json r = refused.Json();
+  EXPECT_EQ(r["status"], "refused") << refused.body;
+  ASSERT_EQ(r["findings"].size(), 1u) << refused.body;
+  EXPECT_EQ(r["findings"][0]["line"], 3);
+  EXPECT_EQ(r["findings"][0]["name"], "eval");
+  EXPECT_EQ(r["findings"][0]["key"], "python.scan.deny_calls");
+
+  auto denied = Post("/sandboxes/code1/code", {{"code", "import requests\n"}});
+  EXPECT_EQ(denied.Json()["status"], "error") << denied.body;
+  EXPECT_NE(denied.Json()["stderr"].get<std::string>().find(
+                "module 'requests' is not allowed (python.allowlist)"),
+            std::string::npos)
+      << denied.body;
+
+  auto timed = Post("/sandboxes/code1/code", {{"code", "while True:\n    pass\n"}, {"timeout", 1}});
+  EXPECT_EQ(timed.Json()["status"], "timeout") << timed.body;
+  EXPECT_EQ(timed.Json()["limit"], "wall_time");
+
+  EXPECT_EQ(Field(Post("/sandboxes/code1/code", {{"code", 3}})), "code");
+  EXPECT_EQ(Field(Post("/sandboxes/code1/code", {{"code", "1"}, {"lang", "ruby"}})), "lang");
+  EXPECT_EQ(Field(Post("/sandboxes/code1/code", {{"code", "1"}, {"policy", {}}})), "policy");
+  EXPECT_EQ(Post("/sandboxes/nosuch/code", {{"code", "1"}}).status, 404);
+
+  // corral.Executor against the daemon: a sandbox of its own, removed by close().
+  ASSERT_TRUE(dir_.WriteFile("client.py", R"PY(
+import json, sys
+from corral import Executor
+with Executor(url=sys.argv[1], api_key=sys.argv[2]) as ex:
+    r = ex.run("print(6 * 7)")
+    print(json.dumps({"stdout": r.stdout, "status": r.status, "sandbox": ex.sandbox}))
+)PY"));
+  RunOptions options;
+  options.env = {"PYTHONPATH=" + SourceDir() + "/python"};
+  auto client = RunProgram("/usr/bin/python3", {dir_.Join("client.py"), Url(""), kKey}, options);
+  ASSERT_TRUE(client) << client.error().message();
+  ASSERT_EQ(client->exit_code, 0) << client->Describe();
+  json c = json::parse(client->out, nullptr, false);
+  EXPECT_EQ(c["stdout"], "42\n") << client->out;
+  EXPECT_EQ(c["status"], "ok");
+  EXPECT_EQ(Get("/sandboxes").Json()["count"], 1) << "the client's sandbox is gone; code1 stays";
+}
+
 // Every operation of the OpenAPI document reaches a handler of the running daemon (not the
 // router's unknown-route 404, not 405), and every route CorralApi serves is documented.
 TEST_F(CorralApiTest, OpenApiDocumentMatchesTheRoutes) {

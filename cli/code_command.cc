@@ -1,0 +1,122 @@
+// `corral code run [jail options] [--lang python] [--sandbox NAME] [--json] (-c CODE | FILE | -)`:
+// reads the snippet, then runtime/code does the rest (payload, runner, scan, result).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/jail_flags.h"
+#include "runtime/code/code_run.h"
+#include "runtime/run/outcome_report.h"
+
+namespace corral::cli {
+
+namespace {
+
+struct CodeFlags {
+  JailFlags jail;
+  bool json = false;
+  std::string lang = "python";
+  std::string sandbox;
+  std::optional<std::string> inline_code;  // -c
+  std::string file;                        // FILE or "-"
+};
+
+int Refuse(const Error& e, bool json) {
+  std::fprintf(stderr, "corral: %s\n", e.message().c_str());
+  if (json) std::cout << runtime::ErrorToJson(e) << std::endl;
+  return 125;
+}
+
+Result<std::string> ReadCode(const CodeFlags& flags) {
+  if (flags.inline_code && !flags.file.empty()) {
+    return Error(ErrorCode::kInvalidArgument, "code run: give -c CODE or FILE, not both");
+  }
+  if (flags.inline_code) return *flags.inline_code;
+  if (flags.file.empty()) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "code run: no code given (-c CODE, FILE, or - for stdin)");
+  }
+  std::ostringstream text;
+  if (flags.file == "-") {
+    text << std::cin.rdbuf();
+    return text.str();
+  }
+  std::ifstream in(flags.file, std::ios::binary);
+  if (!in) return Error::FromErrno(errno, flags.file);
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Without --json: the code's output as it would have printed it, then what corral adds.
+int Report(const runtime::code::CodeResult& r, const runtime::LimitsSpec& limits) {
+  std::fwrite(r.outcome.stdout_stream.text.data(), 1, r.outcome.stdout_stream.text.size(), stdout);
+  std::fflush(stdout);
+  std::fwrite(r.outcome.stderr_stream.text.data(), 1, r.outcome.stderr_stream.text.size(), stderr);
+  for (const auto& f : r.findings) {
+    std::fprintf(stderr, "corral: %s: %s\n", r.status == "refused" ? "refused" : "warning",
+                 runtime::code::FindingLine(f).c_str());
+  }
+  if (r.status == "refused") {
+    std::fprintf(stderr,
+                 "corral: the code was not run (change the keys named above, or set "
+                 "python.scan.mode: warn to run it anyway)\n");
+    return r.exit_code;
+  }
+  std::fputs(runtime::OutcomeReport(r.outcome, limits, /*with_reason=*/true).c_str(), stderr);
+  return r.exit_code;
+}
+
+int Run(const CodeFlags& flags) {
+  runtime::JailSpec spec;
+  FlagNames names;
+  if (!BuildSpec(flags.jail, &spec, &names)) {
+    if (flags.json) {
+      std::cout << runtime::ErrorToJson(Error(ErrorCode::kInvalidArgument,
+                                              "invalid arguments or configuration (see stderr)"))
+                << std::endl;
+    }
+    return 125;
+  }
+  auto code = ReadCode(flags);
+  if (!code) return Refuse(code.error(), flags.json);
+  runtime::code::CodeRequest request;
+  request.code = std::move(*code);
+  request.lang = flags.lang;
+  request.policy = spec.python;
+  request.sandbox = flags.sandbox;
+  if (flags.jail.timeout) request.timeout_seconds = *flags.jail.timeout;
+  auto result = runtime::code::RunCode(spec, request);
+  if (!result) return Refuse(NameFlags(result.error(), names), flags.json);
+  if (flags.json) {
+    std::printf("%s\n", runtime::code::CodeResultToJson(*result).c_str());
+    std::fflush(stdout);
+    return result->exit_code;
+  }
+  return Report(*result, spec.limits);
+}
+
+}  // namespace
+
+void AddCodeCommand(CLI::App& app, int* exit_code) {
+  CLI::App* code = app.add_subcommand("code", "run model-written code in a jail (Python)");
+  code->require_subcommand(1);
+  CLI::App* run = code->add_subcommand(
+      "run", "scan a snippet in the jail, then run it there under the python: policy");
+  auto flags = std::make_shared<CodeFlags>();
+  AddJailFlags(run, &flags->jail);
+  run->add_flag("--json", flags->json,
+                "print one JSON result: stdout, stderr, exit_code, status, limit, findings");
+  run->add_option("--lang", flags->lang, "the snippet's language (python)");
+  run->add_option("--sandbox", flags->sandbox,
+                  "run in this persistent sandbox (corral create) instead of a fresh jail");
+  run->add_option("-c", flags->inline_code, "the code, as one argument");
+  run->add_option("file", flags->file, "a file with the code, or - for stdin");
+  run->callback([flags, exit_code] { *exit_code = Run(*flags); });
+}
+
+}  // namespace corral::cli
