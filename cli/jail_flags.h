@@ -22,6 +22,7 @@ struct JailFlags {
   std::optional<std::string> network;     // none | allowlist | host
   std::vector<std::string> allow, deny;  // allow-list rules (runtime/net/policy.h)
   std::vector<std::string> mounts, env;
+  bool rootless = false;
 };
 
 void AddJailFlags(CLI::App* app, JailFlags* flags);

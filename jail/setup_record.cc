@@ -48,6 +48,8 @@ const char* StepName(SetupStep step) {
       return "execve";
     case SetupStep::kInit:
       return "init";
+    case SetupStep::kUserNamespace:
+      return "user_namespace";
   }
   return "unknown";
 }

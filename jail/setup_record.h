@@ -38,6 +38,7 @@ enum class SetupStep : uint32_t {
   kSeccomp,
   kExecve,
   kInit,             // the init's own hardening
+  kUserNamespace,    // waiting for the parent to write the id maps
 };
 
 // Lowercase name as shown to users: "mount", "pivot_root", "execve", ...
