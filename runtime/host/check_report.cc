@@ -321,7 +321,9 @@ void EvaluateCgroups(const HostInfo& host, const JailSpec& spec, CheckVerdict& v
   }
   if (!applied.empty()) {
     v.enforced.push_back(Join(applied, ", ") + " via cgroup " + cgroups::DriverName(*driver) +
-                         (host.is_root ? "" : " (delegated: " + *delegated->dir + ")"));
+                         (!host.is_root && delegated && delegated->dir
+                              ? " (delegated: " + *delegated->dir + ")"
+                              : std::string()));
   }
   if (driver == cgroups::Driver::kV1 && !host.cgroups.v1_memsw &&
       host.swap_enabled.value_or(true)) {

@@ -151,7 +151,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   if (RunsRootless(record.spec)) {
     return Error(ErrorCode::kUnsupported,
                  "persistent sandboxes need root for now: rootless mode (not root, or "
-                 "rootless: true) covers corral run and pools only");
+                 "rootless: true) covers corral run only so far");
   }
   for (const auto& w : WeakenedIsolation(record.spec)) spdlog::warn("{}", w);
   for (const auto& w : MountHints(record.spec)) spdlog::warn("{}", w);

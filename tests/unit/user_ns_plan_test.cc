@@ -8,12 +8,15 @@
 #include "runtime/run/user_ns_plan.h"
 #include "tests/support/temp_dir.h"
 
-namespace corral::runtime {
-namespace {
-
-bool operator==(const jail::IdMapping& a, const jail::IdMapping& b) {
+// Found by argument-dependent lookup from std::vector's ==.
+namespace corral::jail {
+static bool operator==(const IdMapping& a, const IdMapping& b) {
   return a.inside == b.inside && a.outside == b.outside && a.count == b.count;
 }
+}  // namespace corral::jail
+
+namespace corral::runtime {
+namespace {
 
 TEST(SubordinateRange, FoundByNameOrByUidFirstMatchWins) {
   const std::string text = "alice:100000:65536\nbob:200000:1000\n1234:300000:10\nbob:9:9\n";
