@@ -152,6 +152,17 @@ Result<HierarchyInfo> Detect(const ManagerOptions& options);
 // with what is missing when none fits, kInvalidArgument for an unknown name.
 Result<Driver> SelectDriver(const HierarchyInfo& info, const std::string& requested);
 
+// Limits without root (cgroups/delegation.cc): the cgroup v2 directory this process runs
+// in, if it is delegated to `uid` (it and its cgroup.procs and cgroup.subtree_control
+// owned and writable by uid, with memory, cpu and pids given to it by its parent), or why
+// not. `self_cgroup` is the text of /proc/self/cgroup.
+struct DelegatedCgroup {
+  std::optional<std::string> dir;  // a filesystem path under info.v2_mount
+  std::string why_not;             // set when dir is not
+};
+DelegatedCgroup FindDelegatedCgroup(const HierarchyInfo& info, const std::string& self_cgroup,
+                                    uid_t uid);
+
 class CgroupManager {
  public:
   virtual ~CgroupManager() = default;

@@ -26,6 +26,8 @@ void AddJailFlags(CLI::App* run, JailFlags* f) {
       ->allow_extra_args(false);
   run->add_option("-w,--workdir", f->workdir, "working directory inside the jail");
   run->add_option("--hostname", f->hostname, "hostname inside the jail (default sandbox)");
+  run->add_flag("--rootless", f->rootless,
+               "a user namespace for the jail even as root (always on for non-root callers)");
   run->add_option("--user", f->user, "UID[:GID] inside the jail (default 1000:1000)");
   run->add_option("--seccomp", f->seccomp, "default | strict | unconfined | /path/profile.json");
   run->add_option("--network", f->network,
@@ -196,6 +198,7 @@ void ApplyFlags(const JailFlags& f, runtime::JailSpec* spec, std::vector<std::st
     ids ? void(std::tie(spec->uid, spec->gid) = *ids) : a.Note("--user", ids.error());
     a.Key("user", FlagAsGiven({"--user"}, *f.user));
   }
+  if (f.rootless) spec->rootless = true;
   a.Network(f);
   a.Landlock(f);
   a.Mounts(f.mounts);

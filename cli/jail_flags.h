@@ -23,6 +23,7 @@ struct JailFlags {
   std::vector<std::string> allow, deny;  // allow-list rules (runtime/net/policy.h)
   std::optional<std::string> landlock, landlock_tcp;  // auto | on | off; on | off
   std::vector<std::string> mounts, env;
+  bool rootless = false;
 };
 
 void AddJailFlags(CLI::App* app, JailFlags* flags);

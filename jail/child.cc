@@ -22,6 +22,7 @@
 #include "jail/process_title.h"
 #include "jail/setup_record.h"
 #include "jail/syscalls.h"
+#include "jail/user_ns.h"
 
 namespace corral::jail {
 
@@ -67,8 +68,16 @@ bool SetUpUtsAndNet(const JailPlan& plan, int setup_fd) {
 // loses every capability and gets no_new_privs, the same Landlock rules (plus the
 // corral-init program it may still exec, `init_exe_fd`, which lies outside the jail's
 // mounts) and the same seccomp filter.
+//
+// In a user namespace with a single mapped id the init has the command's uid, so only
+// being non-dumpable keeps the command out of its /proc/1/mem, environ and fds (ptrace
+// itself is refused by seccomp).
 bool HardenInit(const JailPlan& plan, int setup_fd, int init_exe_fd) {
   if (!LockSecurebitsAndDropBounding(setup_fd) || !ClearCapabilities(setup_fd)) return false;
+  if (plan.user_ns.enabled && ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kInit, errno, "init not dumpable");
+    return false;
+  }
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     ReportSetupFailure(setup_fd, SetupStep::kInit, errno, "init no_new_privs");
     return false;
@@ -210,6 +219,7 @@ void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
   SetProcessTitle("corral-init");
   CloseUnusedFds(request, setup_fd, status_fd);
   if (!CheckLifeline(plan, setup_fd) ||
+      (plan.user_ns.enabled && !AwaitIdMaps(setup_fd)) ||
       !RedirectStdio(request.stdin_fd, request.stdout_fd, request.stderr_fd, setup_fd) ||
       !JoinCgroup(request, setup_fd) || !BuildRoot(plan, setup_fd) ||
       !SetUpUtsAndNet(plan, setup_fd)) {

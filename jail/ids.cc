@@ -16,8 +16,11 @@ namespace corral::jail {
 // still names threads the child does not have, and the wrapper would wait forever. The
 // child has one thread; the kernel's per-thread credentials are exactly what we want.
 bool SwitchIds(const JailPlan& plan, int report_fd) {
-  // Groups first: after setresuid we would no longer have CAP_SETGID.
-  if (::syscall(SYS_setgroups, 0, nullptr) != 0) {
+  // Groups first: after setresuid we would no longer have CAP_SETGID. In a user namespace
+  // whose setgroups is "deny" (an unprivileged caller's single-id map) the kernel refuses
+  // setgroups outright; the command then keeps the caller's supplementary groups (shown as
+  // the overflow gid, 65534), as with bwrap --unshare-user.
+  if (!plan.user_ns.deny_setgroups && ::syscall(SYS_setgroups, 0, nullptr) != 0) {
     ReportSetupFailure(report_fd, SetupStep::kIds, errno, "setgroups(0)");
     return false;
   }

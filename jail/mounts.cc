@@ -10,6 +10,7 @@
 #include "jail/child_text.h"
 #include "jail/setup_record.h"
 #include "jail/syscalls.h"
+#include "jail/user_ns.h"
 
 namespace corral::jail {
 
@@ -44,6 +45,72 @@ Result<UniqueFd> PrepareNullMaskTree() {
 }
 
 namespace {
+
+Status Defer(const std::string& host_path, uint64_t attrs, uint64_t clear, MountOp* op) {
+  struct stat st;
+  if (::lstat(host_path.c_str(), &st) != 0) return Error::FromErrno(errno, host_path);
+  op->source_fd = -1;
+  op->source_path = host_path;
+  op->source_attrs = attrs;
+  op->source_attrs_clear = clear;
+  op->source_dev = st.st_dev;
+  op->source_ino = st.st_ino;
+  return Ok();
+}
+
+}  // namespace
+
+Status DeferBindTree(const std::string& host_path, bool read_only, MountOp* op) {
+  uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  if (read_only) attrs |= MOUNT_ATTR_RDONLY;
+  return Defer(host_path, attrs, 0, op);
+}
+
+Status DeferNullMaskTree(MountOp* op) {
+  return Defer("/dev/null", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0, op);
+}
+
+Status DeferDeviceBind(const std::string& host_path, MountOp* op) {
+  return Defer(host_path, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0, op);
+}
+
+namespace {
+
+bool Fail(int report_fd, const MountOp& op, const char* what_if_no_description);
+
+// Trees the child cloned for deferred binds, by index into plan.mounts' deferred binds.
+// Static: the child allocates nothing (it is a copy of the parent's memory, so this is
+// its own).
+int g_deferred_trees[kMaxDeferredBinds];
+
+// Clones every deferred bind source while the paths still mean the host's (the staging
+// tmpfs may cover a source, e.g. a user-data directory under /tmp).
+bool OpenDeferredBinds(const JailPlan& plan, int report_fd) {
+  size_t n = 0;
+  for (const MountOp& op : plan.mounts) {
+    if (op.kind != MountOp::Kind::kBind || op.source_fd >= 0) continue;
+    if (n == kMaxDeferredBinds) {
+      errno = E2BIG;
+      return Fail(report_fd, op, "too many binds");
+    }
+    int tree = sys::OpenTree(
+        AT_FDCWD, op.source_path.c_str(),
+        OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+    if (tree < 0) return Fail(report_fd, op, op.source_path.c_str());
+    g_deferred_trees[n++] = tree;
+    struct stat st;
+    if (::fstat(tree, &st) != 0) return Fail(report_fd, op, op.source_path.c_str());
+    if (st.st_dev != op.source_dev || st.st_ino != op.source_ino) {
+      errno = ESTALE;  // replaced between planning and now
+      return Fail(report_fd, op, op.source_path.c_str());
+    }
+    if (sys::MountSetattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, op.source_attrs,
+                          op.source_attrs_clear, MS_PRIVATE) != 0) {
+      return Fail(report_fd, op, op.source_path.c_str());
+    }
+  }
+  return true;
+}
 
 // Every failure path reports and returns false; this keeps each call site to one line.
 bool Fail(int report_fd, const MountOp& op, const char* what_if_no_description) {
@@ -103,14 +170,14 @@ bool MakeReadOnly(const MountOp& op) {
   return ok;
 }
 
-bool RunOp(const MountOp& op) {
+bool RunOp(const MountOp& op, int source_fd) {
   switch (op.kind) {
     case MountOp::Kind::kTmpfs:
       return (::mkdir(op.path.c_str(), 0755) == 0 || errno == EEXIST) &&
              ::mount("tmpfs", op.path.c_str(), "tmpfs", op.flags | (op.read_only ? MS_RDONLY : 0),
                      op.data.c_str()) == 0;
     case MountOp::Kind::kBind:
-      return MakeMountPoint(op) && sys::MoveMount(op.source_fd, "", AT_FDCWD, op.path.c_str(),
+      return MakeMountPoint(op) && sys::MoveMount(source_fd, "", AT_FDCWD, op.path.c_str(),
                                                   MOVE_MOUNT_F_EMPTY_PATH) == 0;
     case MountOp::Kind::kMkdir:
       return (::mkdir(op.path.c_str(), op.mode) == 0 || errno == EEXIST) &&
@@ -177,10 +244,22 @@ bool BuildRoot(const JailPlan& plan, int report_fd) {
     ReportSetupFailure(report_fd, SetupStep::kMount, errno, "make / private");
     return false;
   }
+  if (plan.user_ns.enabled &&
+      (!OpenDeferredBinds(plan, report_fd) || !TakeInitIds(plan, report_fd))) {
+    return false;
+  }
   // Device nodes and generated files get exactly the modes in the plan.
   mode_t old_umask = ::umask(0);
+  size_t deferred = 0;
   for (const MountOp& op : plan.mounts) {
-    if (!RunOp(op)) {
+    const bool own_tree = plan.user_ns.enabled && op.kind == MountOp::Kind::kBind &&
+                          op.source_fd < 0;
+    const int source_fd = own_tree ? g_deferred_trees[deferred++] : op.source_fd;
+    bool ok = RunOp(op, source_fd);
+    int err = errno;
+    if (own_tree) ::close(source_fd);
+    errno = err;
+    if (!ok) {
       ::umask(old_umask);
       return Fail(report_fd, op, op.path.c_str());
     }

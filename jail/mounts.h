@@ -29,6 +29,21 @@ Result<UniqueFd> PrepareBindTree(const std::string& host_path, bool read_only);
 // writable on a read-only mount: harmless. Nosuid and noexec.
 Result<UniqueFd> PrepareNullMaskTree();
 
+// Parent, rootless mode: an unprivileged parent cannot clone the host's mounts (open_tree
+// of them needs CAP_SYS_ADMIN over the host's mount namespace), so the child clones the
+// path in its own copy of that namespace, before it mounts anything. The op records the
+// attributes to apply and what the path is now (device, inode, not following a final
+// symlink); the child refuses a path that has become something else since.
+Status DeferBindTree(const std::string& host_path, bool read_only, MountOp* op);
+// The same for PrepareNullMaskTree.
+Status DeferNullMaskTree(MountOp* op);
+// A host device node bound into the jail's /dev: mknod is not allowed in a user namespace,
+// and a node on a filesystem mounted there would not work anyway (the kernel marks such
+// mounts nodev). Read-write, nosuid, noexec.
+Status DeferDeviceBind(const std::string& host_path, MountOp* op);
+// The most binds a rootless plan may have: the child keeps their trees in a fixed array.
+inline constexpr size_t kMaxDeferredBinds = 512;
+
 // Child: builds the root and pivots into it. On failure reports a SetupRecord on
 // `report_fd` and returns false.
 bool BuildRoot(const JailPlan& plan, int report_fd);

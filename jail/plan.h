@@ -46,6 +46,14 @@ struct MountOp {
   // kTmpfs/kProc/kDevpts: MS_NOSUID | MS_NODEV | MS_NOEXEC. kBind: MS_NOEXEC if the tree
   // was prepared noexec (only read by the Landlock planner; the tree carries its flags).
   unsigned long flags = 0;
+  // kBind in a user namespace (source_fd == -1): the child clones `source_path` itself,
+  // with these mount attributes, and refuses it unless it is still the object the parent
+  // saw (device and inode). See jail/mounts.h, DeferBindTree.
+  std::string source_path;
+  uint64_t source_attrs = 0;
+  uint64_t source_attrs_clear = 0;
+  dev_t source_dev = 0;
+  ino_t source_ino = 0;
   std::string description;    // for errors: "bind-mount /srv/skills -> /mnt/skills"
 };
 
@@ -55,12 +63,41 @@ enum class InitMode {
   kPersistent,  // hold the namespaces and reap orphans until killed (corral create)
 };
 
+// One line of /proc/<pid>/uid_map or gid_map: `count` ids from `inside` map to `outside`.
+struct IdMapping {
+  uint32_t inside = 0;
+  uint32_t outside = 0;
+  uint32_t count = 1;
+};
+
+// Rootless mode (jail/user_ns.cc): the jail gets a user namespace of its own. The parent
+// writes the id maps after clone (itself, or through newuidmap/newgidmap for subordinate
+// ranges), then lets the child go on; until then the child has no ids to act as.
+struct UserNamespacePlan {
+  bool enabled = false;  // CLONE_NEWUSER is then in clone_flags
+  std::vector<IdMapping> uid_map;
+  std::vector<IdMapping> gid_map;
+  // An unprivileged caller mapping only its own gid must first turn setgroups(2) off in
+  // the namespace; the child then keeps its groups (it cannot drop them: see ids.cc).
+  bool deny_setgroups = false;
+  // Setuid helpers (Debian's uidmap) that may map subordinate ranges; empty: the parent
+  // writes the maps itself (its own id alone, or anything when it is root).
+  std::string newuidmap;
+  std::string newgidmap;
+  // The ids the child (the jail's init) takes once the maps are written: until then its
+  // own host ids may be unmapped there (root's are), and an unmapped fsuid cannot create
+  // a mount point (EOVERFLOW). 0 when a range maps it, else the command's ids.
+  uint32_t init_uid = 0;
+  uint32_t init_gid = 0;
+};
+
 struct JailPlan {
   // --- namespaces (jail/spawn.cc) ---
   unsigned long clone_flags = 0;  // CLONE_NEW* passed to clone3 (never CLONE_NEWCGROUP)
   bool new_cgroup_ns = false;     // unshare(CLONE_NEWCGROUP) after joining the cgroup
   bool die_with_parent = true;    // PR_SET_PDEATHSIG(SIGKILL) on the init
   InitMode init_mode = InitMode::kOneShot;
+  UserNamespacePlan user_ns;
   // One-shot only: build the jail, then wait for the command on the status socket
   // (jail/command.h) instead of running argv/envp/workdir below. A prepared jail of a
   // pool (runtime/pool/jail_pool.h) is spawned this way before anyone knows what it will run.

@@ -50,6 +50,8 @@ const char* StepName(SetupStep step) {
       return "init";
     case SetupStep::kLandlock:
       return "landlock";
+    case SetupStep::kUserNamespace:
+      return "user_namespace";
   }
   return "unknown";
 }

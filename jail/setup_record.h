@@ -39,6 +39,7 @@ enum class SetupStep : uint32_t {
   kExecve,
   kInit,             // the init's own hardening
   kLandlock,         // building or applying the Landlock ruleset
+  kUserNamespace,    // waiting for the parent to write the id maps
 };
 
 // Lowercase name as shown to users: "mount", "pivot_root", "execve", ...

@@ -15,6 +15,7 @@
 #include "jail/child.h"
 #include "jail/command.h"
 #include "jail/syscalls.h"
+#include "jail/user_ns.h"
 
 namespace corral::jail {
 
@@ -143,7 +144,14 @@ Result<JailProcess> Spawn(const SpawnRequest& request) {
     ::close(status_parent.get());
     RunJailChild(request, setup_child.get(), status_child.get());
   }
-  return JailProcess(pid, UniqueFd(pidfd), std::move(setup_parent), std::move(status_parent));
+  JailProcess jail(pid, UniqueFd(pidfd), std::move(setup_parent), std::move(status_parent));
+  if (request.plan->user_ns.enabled) {
+    // On failure `jail` is destroyed: the waiting child is killed and reaped.
+    Status mapped = WriteIdMaps(pid, request.plan->user_ns);
+    if (!mapped) return mapped.error().WithContext("user namespace id maps");
+    RETURN_IF_ERROR(SignalIdMapsWritten(jail.setup_fd()));
+  }
+  return jail;
 }
 
 }  // namespace corral::jail

@@ -21,6 +21,8 @@ packages=(
   libboost-dev libsystemd-dev libcurl4-openssl-dev curl
   # the network allow-list's in-jail resolver (runtime/net): DNS messages with ldns
   libldns-dev
+  # rootless mode: newuidmap/newgidmap map a user's /etc/subuid range into its jails
+  uidmap
   # tests
   libgtest-dev libgmock-dev busybox-static iproute2 procps util-linux python3
   # the network allow-list end to end: pip through the proxy from a local index

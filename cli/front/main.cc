@@ -72,8 +72,22 @@ void SocketPath(const char* pool, char** envp, Buffer* out) {
     out->Append(pool);
     return;
   }
+  // The same choice as runtime::RuntimeDir() (runtime/run/runtime_dir.cc).
   const char* dir = sys::GetEnv(envp, "CORRAL_RUNTIME_DIR");
-  out->Append(dir != nullptr && dir[0] == '/' ? dir : "/run/corral");
+  const long euid = sys::Syscall(__NR_geteuid);
+  const char* xdg = sys::GetEnv(envp, "XDG_RUNTIME_DIR");
+  if (dir != nullptr && dir[0] == '/') {
+    out->Append(dir);
+  } else if (euid == 0) {
+    out->Append("/run/corral");
+  } else if (xdg != nullptr && xdg[0] == '/') {
+    out->Append(xdg);
+    out->Append("/corral");
+  } else {
+    out->Append("/run/user/");
+    out->AppendInt(euid);
+    out->Append("/corral");
+  }
   out->Append("/pool.sock");
 }
 

@@ -122,6 +122,33 @@ void AddSecurityItems(const HostInfo& host, std::vector<CheckItem>& items) {
                                                 "lowered below the current hard limits)")});
 }
 
+// What this (non-root) user can enforce: README.md "Running without root".
+void AddRootlessItems(const HostInfo& host, std::vector<CheckItem>& items) {
+  const RootlessIds& ids = host.rootless_ids;
+  const std::string user = ids.user.empty() ? "uid " + std::to_string(host.euid) : ids.user;
+  if (ids.subid_ranges && ids.uidmap_helpers) {
+    items.push_back({"ok", "rootless ids: the jail's uid 1000 is you, the rest of its ids "
+                           "come from your /etc/subuid and /etc/subgid ranges (newuidmap)"});
+  } else {
+    items.push_back(
+        {"info", "rootless ids: only the jail's uid 1000 is mapped (to you), setgroups is off "
+                 "in the jail: " +
+                     std::string(ids.uidmap_helpers ? "" : "install uidmap and ") +
+                     (ids.subid_ranges ? "" : "add ranges for " + user +
+                                                  " to /etc/subuid and /etc/subgid ") +
+                     "for a full range"});
+  }
+  const std::optional<cgroups::DelegatedCgroup>& d = host.cgroups.delegated;
+  if (d && d->dir) {
+    items.push_back({"ok", "rootless limits: memory, cpu and pids in the delegated cgroup " +
+                               *d->dir});
+  } else {
+    items.push_back({"MISSING", "rootless limits: " +
+                                    (d ? d->why_not : std::string("cgroups not detected")) +
+                                    " (runs are refused unless unsafe.allow_missing_limits)"});
+  }
+}
+
 void AddCgroupItems(const HostInfo& host, std::vector<CheckItem>& items) {
   const CgroupSupport& cg = host.cgroups;
   items.push_back({"info", CgroupSummary(host)});
@@ -259,9 +286,20 @@ void EvaluateCgroups(const HostInfo& host, const JailSpec& spec, CheckVerdict& v
       {"pids", "pids " + std::to_string(l.pids)},
   };
   std::string why;
-  const std::optional<cgroups::Driver> driver = DriverFor(host, spec.cgroups.driver, &why);
+  std::optional<cgroups::Driver> driver = DriverFor(host, spec.cgroups.driver, &why);
   if (!driver && why.empty()) why = "no usable cgroup driver";
-  if (driver && driver == host.cgroups.auto_driver && !host.cgroups.writable) {
+  const std::optional<cgroups::DelegatedCgroup>& delegated = host.cgroups.delegated;
+  if (!host.is_root && delegated) {
+    // Not root: only a delegated v2 subtree (runtime/run/user_cgroup.h) will do.
+    if (delegated->dir) {
+      driver = cgroups::Driver::kV2;
+      why.clear();
+    } else {
+      why = delegated->why_not +
+            "; run corral under a delegated cgroup v2 subtree (`systemd-run --user --scope -p "
+            "Delegate=yes corral ...`) on a cgroup v2 host, or as root";
+    }
+  } else if (driver && driver == host.cgroups.auto_driver && !host.cgroups.writable) {
     why = "the cgroup hierarchies are not writable by us (need root or a delegated subtree)";
   }
   if (!why.empty()) {
@@ -285,7 +323,10 @@ void EvaluateCgroups(const HostInfo& host, const JailSpec& spec, CheckVerdict& v
     }
   }
   if (!applied.empty()) {
-    v.enforced.push_back(Join(applied, ", ") + " via cgroup " + cgroups::DriverName(*driver));
+    v.enforced.push_back(Join(applied, ", ") + " via cgroup " + cgroups::DriverName(*driver) +
+                         (!host.is_root && delegated && delegated->dir
+                              ? " (delegated: " + *delegated->dir + ")"
+                              : std::string()));
   }
   if (driver == cgroups::Driver::kV1 && !host.cgroups.v1_memsw &&
       host.swap_enabled.value_or(true)) {
@@ -413,6 +454,11 @@ nlohmann::json CgroupJson(const CgroupSupport& cg) {
   j["v1_memsw"] = cg.v1_memsw;
   j["writable"] = cg.writable;
   j["clone_into_cgroup"] = cg.clone_into_cgroup;
+  if (cg.delegated) {
+    j["delegated"] = {{"dir", cg.delegated->dir ? nlohmann::json(*cg.delegated->dir) : nullptr},
+                      {"why_not", cg.delegated->dir ? nlohmann::json(nullptr)
+                                                    : nlohmann::json(cg.delegated->why_not)}};
+  }
   return j;
 }
 
@@ -427,6 +473,7 @@ std::vector<CheckItem> CheckItems(const HostInfo& host) {
   AddNamespaceItems(host, items);
   AddSecurityItems(host, items);
   AddCgroupItems(host, items);
+  if (!host.is_root) AddRootlessItems(host, items);
   AddKernelItems(host, items);
   return items;
 }
@@ -500,6 +547,10 @@ nlohmann::json CheckReportJson(const HostInfo& host, const JailSpec& spec) {
         {"error",
          host.landlock_abi > 0 ? nlohmann::json(nullptr) : ErrnoJson(host.landlock_errno)}}},
       {"cgroups", CgroupJson(host.cgroups)},
+      {"rootless_ids",
+       {{"user", host.rootless_ids.user},
+        {"subid_ranges", host.rootless_ids.subid_ranges},
+        {"uidmap_helpers", host.rootless_ids.uidmap_helpers}}},
       {"overlayfs", host.overlayfs},
       {"syscalls",
        {{"clone3", host.syscalls.clone3},

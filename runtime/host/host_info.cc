@@ -3,6 +3,7 @@
 #include <linux/capability.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -186,6 +187,40 @@ void ProbeCgroups(HostInfo& info, bool clone3) {
   if (Result<std::string> expedited = ReadFile("/sys/kernel/rcu_expedited")) {
     cg.rcu_expedited = !expedited->empty() && (*expedited)[0] != '0';
   }
+  if (::geteuid() != 0) {
+    Result<std::string> self = ReadFile("/proc/self/cgroup");
+    cg.delegated = cgroups::FindDelegatedCgroup(*detected, self ? *self : "", ::geteuid());
+  }
+}
+
+// "name:start:count" lines; the caller's by name or by uid.
+bool HasSubordinateRange(const char* file, const std::string& user, uid_t uid) {
+  Result<std::string> text = ReadFile(file);
+  if (!text) return false;
+  size_t start = 0;
+  while (start < text->size()) {
+    size_t end = text->find('\n', start);
+    if (end == std::string::npos) end = text->size();
+    std::string line = text->substr(start, end - start);
+    start = end + 1;
+    std::string who = line.substr(0, line.find(':'));
+    if (!who.empty() && (who == user || who == std::to_string(uid))) return true;
+  }
+  return false;
+}
+
+void ProbeRootlessIds(HostInfo& info) {
+  passwd pw;
+  passwd* found = nullptr;
+  char buf[4096];
+  if (::getpwuid_r(info.euid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) {
+    info.rootless_ids.user = pw.pw_name;
+  }
+  info.rootless_ids.subid_ranges =
+      HasSubordinateRange("/etc/subuid", info.rootless_ids.user, info.euid) &&
+      HasSubordinateRange("/etc/subgid", info.rootless_ids.user, info.euid);
+  info.rootless_ids.uidmap_helpers =
+      ::access("/usr/bin/newuidmap", X_OK) == 0 && ::access("/usr/bin/newgidmap", X_OK) == 0;
 }
 
 bool EffectiveCap(int cap) {
@@ -245,6 +280,7 @@ Result<HostInfo> ProbeHost() {
   ProbeSecurity(info);
   info.syscalls = ProbeSyscalls();
   ProbeCgroups(info, info.syscalls.clone3);
+  if (!info.is_root) ProbeRootlessIds(info);
   if (Result<std::string> fs = ReadFile("/proc/filesystems")) {
     const std::vector<std::string> words = Words(*fs);
     info.overlayfs = std::find(words.begin(), words.end(), "overlay") != words.end();

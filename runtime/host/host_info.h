@@ -53,6 +53,16 @@ struct CgroupSupport {
   // /sys/kernel/rcu_expedited: without CLONE_INTO_CGROUP every join of a cgroup waits for
   // an RCU grace period, which this setting shortens host-wide. nullopt: unreadable.
   std::optional<bool> rcu_expedited;
+  // Not root: the delegated cgroup v2 subtree this process runs in, or why there is none
+  // (cgroups::FindDelegatedCgroup); a rootless jail's limits need one.
+  std::optional<cgroups::DelegatedCgroup> delegated;
+};
+
+// Not root: how a rootless jail's ids can be mapped (runtime/run/user_ns_plan.h).
+struct RootlessIds {
+  std::string user;            // the caller's name ("" if it has none)
+  bool subid_ranges = false;   // ranges for it in both /etc/subuid and /etc/subgid
+  bool uidmap_helpers = false; // /usr/bin/newuidmap and newgidmap (Debian's uidmap)
 };
 
 struct HostInfo {
@@ -69,6 +79,7 @@ struct HostInfo {
   // (unprivileged_userns_clone is a Debian/Ubuntu patch).
   std::optional<int64_t> unprivileged_userns_clone;
   std::optional<int64_t> max_user_namespaces;
+  RootlessIds rootless_ids;  // probed when not root
   bool unprivileged_userns_ok = false;  // a child at uid/gid 65534 could unshare(CLONE_NEWUSER)
   int unprivileged_userns_errno = 0;
 

@@ -1,6 +1,10 @@
 #include "runtime/run/jail_cgroup.h"
 
+#include <unistd.h>
+
 #include <spdlog/spdlog.h>
+
+#include "runtime/run/user_cgroup.h"
 
 namespace corral::runtime {
 
@@ -22,7 +26,21 @@ cgroups::ManagerOptions ManagerOptionsFor(const CgroupSpec& cgroups) {
 
 Result<CgroupParent> OpenCgroupParent(const JailSpec& spec) {
   CgroupParent parent;
-  auto manager = cgroups::CgroupManager::Create(ManagerOptionsFor(spec.cgroups));
+  cgroups::ManagerOptions options = ManagerOptionsFor(spec.cgroups);
+  if (::geteuid() != 0) {
+    // Not root: a delegated cgroup v2 subtree, or no cgroup at all (runtime/run/user_cgroup.h).
+    auto user_parent = PrepareUserCgroupParent(spec);
+    if (!user_parent) {
+      const std::string why = user_parent.error().message();
+      if (!spec.unsafe.allow_missing_limits) {
+        return Error(ErrorCode::kUnsupported, MissingLimitsRefusal(spec, why));
+      }
+      parent.warnings.push_back(MissingLimitsWarning(spec, why));
+      return parent;
+    }
+    if (spec.cgroups.parent == CgroupSpec().parent) options.parent = *user_parent;
+  }
+  auto manager = cgroups::CgroupManager::Create(options);
   if (!manager) {
     if (!spec.unsafe.allow_missing_limits) {
       return manager.error().WithContext(

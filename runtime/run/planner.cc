@@ -16,6 +16,7 @@
 #include "runtime/run/root_layout.h"
 #include "runtime/net/in_jail.h"
 #include "runtime/run/seccomp_cache.h"
+#include "runtime/run/user_ns_plan.h"
 
 namespace corral::runtime {
 
@@ -116,19 +117,22 @@ Status PrepareHostDirs(const JailSpec& spec) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return Error::FromErrno(errno, "user_data_dir " + dir);
   }
+  // The host ids the jail's uid/gid are (the caller's own when rootless).
+  const uid_t uid = HostUidOf(spec);
+  const gid_t gid = HostGidOf(spec);
   for (const char* sub : {"workspace", "uploads", "outputs"}) {
-    RETURN_IF_ERROR(MkdirOwned(dir + "/" + sub, spec.uid, spec.gid));
+    RETURN_IF_ERROR(MkdirOwned(dir + "/" + sub, uid, gid));
   }
   // Say so now rather than fail later at "chdir /mnt/user-data/workspace" in the jail.
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) return Error::FromErrno(errno, "user_data_dir " + dir);
-  bool searchable = (st.st_uid == spec.uid && (st.st_mode & S_IXUSR)) ||
-                    (st.st_gid == spec.gid && (st.st_mode & S_IXGRP)) || (st.st_mode & S_IXOTH);
+  bool searchable = (st.st_uid == uid && (st.st_mode & S_IXUSR)) ||
+                    (st.st_gid == gid && (st.st_mode & S_IXGRP)) || (st.st_mode & S_IXOTH);
   if (!searchable) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
     return Error(ErrorCode::kPermissionDenied,
-                 "user_data_dir " + dir + ": the jail's uid " + std::to_string(spec.uid) +
+                 "user_data_dir " + dir + ": the jail's uid " + std::to_string(uid) +
                      " cannot enter it (mode " + mode + ", owner " + std::to_string(st.st_uid) +
                      "); chmod o+x it or chown it to that uid");
   }
@@ -210,8 +214,9 @@ std::vector<std::string> MountHints(const JailSpec& spec) {
     const MountSpec& m = spec.mounts[i];
     struct stat st;
     if (m.read_only || ::stat(m.host_path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-    bool writable = (st.st_uid == spec.uid && (st.st_mode & S_IWUSR)) ||
-                    (st.st_gid == spec.gid && (st.st_mode & S_IWGRP)) || (st.st_mode & S_IWOTH);
+    bool writable = (st.st_uid == HostUidOf(spec) && (st.st_mode & S_IWUSR)) ||
+                    (st.st_gid == HostGidOf(spec) && (st.st_mode & S_IWGRP)) ||
+                    (st.st_mode & S_IWOTH);
     if (writable) continue;
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
@@ -241,6 +246,17 @@ Result<jail::JailPlan> Plan(const JailSpec& spec) {
   plan.loopback_up = ns.net;
   if (ns.uts) plan.hostname = spec.hostname;
   plan.staging_dir = kStagingDir;
+  if (RunsRootless(spec)) {
+    // The proxy's network namespace is made by root (runtime/net/netproxy_launch.h), and a
+    // jail in a user namespace of its own could not join it anyway.
+    if (spec.network.mode == "allowlist") {
+      return Error(ErrorCode::kUnsupported,
+                   "network.mode allowlist needs root (its proxy's network namespace is made "
+                   "by root); rootless jails have network none or host");
+    }
+    ASSIGN_OR_RETURN(plan.user_ns, PlanUserNamespace(spec));
+    plan.clone_flags |= CLONE_NEWUSER;
+  }
   RETURN_IF_ERROR(AddRootLayout(spec, &plan));
   RETURN_IF_ERROR(AddLandlock(spec, &plan));
   RETURN_IF_ERROR(PlanCommand(spec, &plan));

@@ -122,15 +122,19 @@ class RootBuilder {
     struct stat st;
     if (::stat(host_path.c_str(), &st) != 0) return Error::FromErrno(errno, host_path);
     RETURN_IF_ERROR(EnsureMountPoint(path));
-    ASSIGN_OR_RETURN(UniqueFd tree, jail::PrepareBindTree(host_path, read_only));
+    MountOp op = NewOp(MountOp::Kind::kBind, At(path));
+    if (user_ns()) {
+      RETURN_IF_ERROR(jail::DeferBindTree(host_path, read_only, &op));
+    } else {
+      ASSIGN_OR_RETURN(UniqueFd tree, jail::PrepareBindTree(host_path, read_only));
+      op.source_fd = tree.get();
+      plan_->source_fds.push_back(std::move(tree));
+    }
     RETURN_IF_ERROR(MkdirParents(path));
     if (read_only && S_ISDIR(st.st_mode)) read_only_trees_[path] = host_path;
-    MountOp op = NewOp(MountOp::Kind::kBind, At(path));
-    op.source_fd = tree.get();
     op.source_is_dir = S_ISDIR(st.st_mode);
     op.read_only = read_only;
     op.description = "bind-mount " + host_path + " -> " + path;
-    plan_->source_fds.push_back(std::move(tree));
     Push(std::move(op));
     if (S_ISDIR(st.st_mode)) dirs_.insert(path);
     return Ok();
@@ -138,16 +142,23 @@ class RootBuilder {
 
   // Mounts a read-only /dev/null over the existing file `path` (under /proc).
   Status MaskFile(const std::string& path) {
-    ASSIGN_OR_RETURN(UniqueFd tree, jail::PrepareNullMaskTree());
     MountOp op = NewOp(MountOp::Kind::kBind, At(path));
-    op.source_fd = tree.get();
+    if (user_ns()) {
+      RETURN_IF_ERROR(jail::DeferNullMaskTree(&op));
+    } else {
+      ASSIGN_OR_RETURN(UniqueFd tree, jail::PrepareNullMaskTree());
+      op.source_fd = tree.get();
+      plan_->source_fds.push_back(std::move(tree));
+    }
     op.read_only = true;
     op.flags = MS_NOEXEC;  // as PrepareNullMaskTree makes it
     op.description = "mask " + path;
-    plan_->source_fds.push_back(std::move(tree));
     Push(std::move(op));
     return Ok();
   }
+
+  // In a user namespace the jail's mounts are made by the child (jail/mounts.h).
+  bool user_ns() const { return plan_->user_ns.enabled; }
 
   // A directory that a bound tree already provides: later binds below it need no mkdir
   // (which would fail on a read-only bind).
@@ -209,12 +220,31 @@ class RootBuilder {
     Push(std::move(op));
   }
 
-  void Device(const std::string& path, unsigned major, unsigned minor) {
+  // A device node: made with mknod, or in a user namespace (where mknod is refused) the
+  // host's node of the same name bound over an empty file.
+  Status Device(const std::string& path, unsigned major, unsigned minor) {
+    if (user_ns()) {
+      MountOp op = NewOp(MountOp::Kind::kBind, At(path));
+      RETURN_IF_ERROR(jail::DeferDeviceBind(path, &op));
+      struct stat st;
+      if (::stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode) ||
+          st.st_rdev != makedev(major, minor)) {
+        return Error(ErrorCode::kUnsupported,
+                     "rootless: the host's " + path + " is not the device " +
+                         std::to_string(major) + ":" + std::to_string(minor) +
+                         ", so it cannot be bound into the jail");
+      }
+      op.source_is_dir = false;
+      op.description = "bind-mount the host's " + path;
+      Push(std::move(op));
+      return Ok();
+    }
     MountOp op = NewOp(MountOp::Kind::kDevice, At(path));
     op.mode = 0666;
     op.device = makedev(major, minor);
     op.description = "mknod " + path;
     Push(std::move(op));
+    return Ok();
   }
 
   void Special(MountOp::Kind kind, const std::string& path, const std::string& data,
@@ -425,10 +455,10 @@ Status AddAgentAndCustomMounts(RootBuilder& root, const JailSpec& spec) {
   return Ok();
 }
 
-void AddDev(RootBuilder& root, const JailSpec& spec) {
+Status AddDev(RootBuilder& root, const JailSpec& spec) {
   root.Tmpfs("/dev", "mode=0755,size=65536", MS_NOSUID | MS_NOEXEC);
   for (const DevNode& node : kDevNodes) {
-    root.Device(std::string("/dev/") + node.name, node.major, node.minor);
+    RETURN_IF_ERROR(root.Device(std::string("/dev/") + node.name, node.major, node.minor));
   }
   root.Symlink("/dev/fd", "/proc/self/fd");
   root.Symlink("/dev/stdin", "/proc/self/fd/0");
@@ -443,6 +473,7 @@ void AddDev(RootBuilder& root, const JailSpec& spec) {
                MS_NOSUID | MS_NOEXEC, "mount devpts at /dev/pts");
   root.Tmpfs("/dev/shm", "mode=1777,size=" + std::to_string(spec.limits.tmp_size_bytes),
              kNoSuidDev | MS_NOEXEC);
+  return Ok();
 }
 
 Status AddProc(RootBuilder& root) {
@@ -485,7 +516,7 @@ Status AddRootLayout(const JailSpec& spec, jail::JailPlan* plan) {
   root.Tmpfs("/tmp", "mode=1777,size=" + std::to_string(spec.limits.tmp_size_bytes), kNoSuidDev);
   AddVarTmpAndRun(root, spec);
   RETURN_IF_ERROR(AddAgentAndCustomMounts(root, spec));
-  AddDev(root, spec);
+  RETURN_IF_ERROR(AddDev(root, spec));
   return AddProc(root);
 }
 

@@ -1,6 +1,7 @@
 // The runtime directory and the content keys of what corral caches in it. Parent side.
 //
-// <runtime dir> is $CORRAL_RUNTIME_DIR when set to an absolute path, else /run/corral;
+// <runtime dir> is $CORRAL_RUNTIME_DIR when set to an absolute path, else /run/corral for
+// root and $XDG_RUNTIME_DIR/corral (or /run/user/<uid>/corral) for anyone else;
 // owner-only, like everything in it (sandboxes/, seccomp-cache/, etc/, tool-locks/).
 #pragma once
 
@@ -12,7 +13,8 @@ namespace corral::runtime {
 std::string RuntimeDir();
 
 // FNV-1a: stable across builds and processes, unlike std::hash. Cache keys only: only
-// root can write the runtime directory, so a collision could only be engineered by root.
+// the directory's owner (root, or the rootless caller) can write it, so only the owner
+// could engineer a collision, against itself.
 inline constexpr uint64_t kFnv1aSeed = 1469598103934665603ULL;
 inline uint64_t Fnv1a(const std::string& text, uint64_t h = kFnv1aSeed) {
   for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;

@@ -29,6 +29,7 @@
 #include "runtime/run/planner.h"
 #include "runtime/run/pty.h"
 #include "runtime/run/runtime_dir.h"
+#include "runtime/run/user_ns_plan.h"
 #include "runtime/run/watch.h"
 
 namespace corral::runtime {
@@ -146,6 +147,13 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   record.spec = request.spec;
   record.spec.argv = {"corral-init"};  // the init; execs bring their own argv
   RETURN_IF_ERROR(ValidateSpec(record.spec));
+  // An exec enters the sandbox's namespaces from the host's user namespace
+  // (jail/enter.cc), which does not work yet for one whose init has a user namespace.
+  if (RunsRootless(record.spec)) {
+    return Error(ErrorCode::kUnsupported,
+                 "persistent sandboxes need root for now: rootless mode (not root, or "
+                 "rootless: true) covers corral run only so far");
+  }
   for (const auto& w : WeakenedIsolation(record.spec)) spdlog::warn("{}", w);
   for (const auto& w : MountHints(record.spec)) spdlog::warn("{}", w);
   RETURN_IF_ERROR(store.Claim(record.name));

@@ -140,6 +140,7 @@ const Table<JailSpec>& TopLevel() {
   static const Table<JailSpec> table = {
       OptionalStringKey("rootfs", &JailSpec::rootfs),
       StringKey("hostname", &JailSpec::hostname),
+      BoolKey("rootless", &JailSpec::rootless),
       SectionKey("user", UserTable()),
       OptionalStringKey("workdir", &JailSpec::workdir),
       StringMapKey("env", &JailSpec::env),

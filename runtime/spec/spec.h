@@ -149,6 +149,9 @@ struct JailSpec {
   std::optional<std::string> workdir;  // default /mnt/user-data/workspace or /
 
   std::string hostname = "sandbox";
+  // A user namespace for the jail even when corral runs as root (as non-root it always has
+  // one): runtime/run/user_ns_plan.h.
+  bool rootless = false;
   uint32_t uid = 1000;
   uint32_t gid = 1000;
 

@@ -118,6 +118,7 @@ std::string SpecToJson(const JailSpec& s) {
                       {"env", s.env},
                       {"mounts", s.mounts},
                       {"hostname", s.hostname},
+                      {"rootless", s.rootless},
                       {"uid", s.uid},
                       {"gid", s.gid},
                       {"namespaces", s.namespaces},
@@ -146,6 +147,7 @@ Result<JailSpec> SpecFromJson(const std::string& text) {
     j.at("env").get_to(s.env);
     j.at("mounts").get_to(s.mounts);
     j.at("hostname").get_to(s.hostname);
+    if (j.contains("rootless")) j.at("rootless").get_to(s.rootless);
     GetInteger(j, "uid", &s.uid);
     GetInteger(j, "gid", &s.gid);
     j.at("namespaces").get_to(s.namespaces);

@@ -16,7 +16,26 @@ namespace {
 
 using nlohmann::json;
 
-class IsolationTest : public JailTest {};
+// Every test runs twice: corral as root, and as an unprivileged user (rootless mode: the
+// jail in a user namespace of its own, tests/support/jail_test.h UseTestUser).
+enum class Caller { kRoot, kUnprivileged };
+
+class IsolationTest : public JailTest, public ::testing::WithParamInterface<Caller> {
+ protected:
+  void SetUp() override {
+    JailTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    if (GetParam() == Caller::kUnprivileged) {
+      ASSERT_NO_FATAL_FAILURE(UseTestUser());
+    }
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(, IsolationTest,
+                         ::testing::Values(Caller::kRoot, Caller::kUnprivileged),
+                         [](const ::testing::TestParamInfo<Caller>& info) {
+                           return info.param == Caller::kRoot ? "AsRoot" : "AsUnprivilegedUser";
+                         });
 
 std::string Dump(const json& j) { return j.dump(); }
 
@@ -27,7 +46,7 @@ bool NotWritable(const json& write_result) {
          (write_result["errno"] == "EROFS" || write_result["errno"] == "EACCES");
 }
 
-TEST_F(IsolationTest, PidNamespaceShowsOnlyTheJail) {
+TEST_P(IsolationTest, PidNamespaceShowsOnlyTheJail) {
   json r;
   ASSERT_NO_FATAL_FAILURE(Report({}, &r));
   EXPECT_EQ(r["pid"], 2) << "the command should be corral-init's child";
@@ -38,7 +57,7 @@ TEST_F(IsolationTest, PidNamespaceShowsOnlyTheJail) {
   for (const json& pid : r["pids"]) EXPECT_LE(pid.get<int>(), 3) << Dump(r["pids"]);
 }
 
-TEST_F(IsolationTest, HostPidsCannotBeSignalled) {
+TEST_P(IsolationTest, HostPidsCannotBeSignalled) {
   ASSERT_GT(getpid(), 10) << "the test's own pid must not collide with jail pids";
   JailRun run;
   ASSERT_NO_FATAL_FAILURE(RunProbeOk({}, {"kill", std::to_string(getpid()), "0"}, &run));
@@ -48,13 +67,13 @@ TEST_F(IsolationTest, HostPidsCannotBeSignalled) {
 
 // corral-init is PID 1 of the jail; the kernel ignores SIGKILL sent to a namespace's init
 // from inside, and if corral-init did die the probe would die with it.
-TEST_F(IsolationTest, KillingInitFromInsideChangesNothing) {
+TEST_P(IsolationTest, KillingInitFromInsideChangesNothing) {
   JailRun run;
   ASSERT_NO_FATAL_FAILURE(RunProbeOk({}, {"kill", "1", "9"}, &run));
   RecordProperty("kill_1_9", Dump(run.probe));
 }
 
-TEST_F(IsolationTest, HostnameIsSandboxOrTheOneAsked) {
+TEST_P(IsolationTest, HostnameIsSandboxOrTheOneAsked) {
   json r;
   ASSERT_NO_FATAL_FAILURE(Report({}, &r));
   EXPECT_EQ(r["hostname"], "sandbox");
@@ -62,7 +81,7 @@ TEST_F(IsolationTest, HostnameIsSandboxOrTheOneAsked) {
   EXPECT_EQ(r["hostname"], "box-7");
 }
 
-TEST_F(IsolationTest, OnlyLoopbackAndItIsUp) {
+TEST_P(IsolationTest, OnlyLoopbackAndItIsUp) {
   json r;
   ASSERT_NO_FATAL_FAILURE(Report({}, &r));
   ASSERT_EQ(r["interfaces"].size(), 1u) << Dump(r["interfaces"]);
@@ -70,7 +89,7 @@ TEST_F(IsolationTest, OnlyLoopbackAndItIsUp) {
   EXPECT_EQ(r["interfaces"][0]["up"], true);
 }
 
-TEST_F(IsolationTest, UnprivilegedIdsWithoutSupplementaryGroups) {
+TEST_P(IsolationTest, UnprivilegedIdsWithoutSupplementaryGroups) {
   json r;
   ASSERT_NO_FATAL_FAILURE(Report({}, &r));
   for (const char* key : {"uid", "euid", "suid", "gid", "egid", "sgid"}) {
@@ -79,7 +98,7 @@ TEST_F(IsolationTest, UnprivilegedIdsWithoutSupplementaryGroups) {
   EXPECT_EQ(r["groups"], json::array());
 }
 
-TEST_F(IsolationTest, NoCapabilitiesNoNewPrivsSeccompFilter) {
+TEST_P(IsolationTest, NoCapabilitiesNoNewPrivsSeccompFilter) {
   json r;
   ASSERT_NO_FATAL_FAILURE(Report({}, &r));
   for (const char* key : {"CapEff", "CapPrm", "CapBnd", "CapAmb", "CapInh"}) {
@@ -89,7 +108,7 @@ TEST_F(IsolationTest, NoCapabilitiesNoNewPrivsSeccompFilter) {
   EXPECT_EQ(r["Seccomp"], 2) << "2 = SECCOMP_MODE_FILTER";
 }
 
-TEST_F(IsolationTest, CuratedEtcHasNoSecrets) {
+TEST_P(IsolationTest, CuratedEtcHasNoSecrets) {
   json r;
   ASSERT_NO_FATAL_FAILURE(Report({}, &r));
   for (const char* path : {"/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d",
@@ -106,7 +125,7 @@ TEST_F(IsolationTest, CuratedEtcHasNoSecrets) {
 
 // Only fds 0, 1 and 2 reach the command, even when corral itself was started with a stray
 // inheritable fd (here: one open on the host's "/", which would be an escape hatch).
-TEST_F(IsolationTest, OnlyStdioFdsReachTheCommand) {
+TEST_P(IsolationTest, OnlyStdioFdsReachTheCommand) {
   RunOptions options;
   options.stray_fd = 57;
   json r;
@@ -116,14 +135,14 @@ TEST_F(IsolationTest, OnlyStdioFdsReachTheCommand) {
   EXPECT_EQ(fds, (std::vector<int>{0, 1, 2})) << Dump(r["fds"]);
 }
 
-TEST_F(IsolationTest, NewSessionWithoutControllingTerminal) {
+TEST_P(IsolationTest, NewSessionWithoutControllingTerminal) {
   json r;
   ASSERT_NO_FATAL_FAILURE(Report({}, &r));
   EXPECT_GT(r["sid"].get<int>(), 0) << "session made outside the jail's pid namespace";
   EXPECT_NE(r["dev_tty_errno"], nullptr) << "/dev/tty opened: a controlling tty leaked in";
 }
 
-TEST_F(IsolationTest, EnvironmentIsTheSmallDefaultPlusE) {
+TEST_P(IsolationTest, EnvironmentIsTheSmallDefaultPlusE) {
   RunOptions options;
   options.env = {"CORRAL_TEST_CANARY=from-the-host"};
   json r;
@@ -141,7 +160,7 @@ TEST_F(IsolationTest, EnvironmentIsTheSmallDefaultPlusE) {
   EXPECT_LE(env.size(), 12u) << "not a small default: " << Dump(r["env"]);
 }
 
-TEST_F(IsolationTest, SystemDirectoriesAndSkillsAreNotWritable) {
+TEST_P(IsolationTest, SystemDirectoriesAndSkillsAreNotWritable) {
   TempDir skills;
   ASSERT_EQ(chmod(skills.path().c_str(), 0755), 0);
   ASSERT_TRUE(skills.WriteFile("SKILL.md", "# a skill\n"));
@@ -159,9 +178,10 @@ TEST_F(IsolationTest, SystemDirectoriesAndSkillsAreNotWritable) {
   EXPECT_NE(access(skills.Join("probe-was-here").c_str(), F_OK), 0);
 }
 
-TEST_F(IsolationTest, WorkspaceIsWritableAndSeenOnTheHost) {
+TEST_P(IsolationTest, WorkspaceIsWritableAndSeenOnTheHost) {
   TempDir user_data;
   ASSERT_EQ(chmod(user_data.path().c_str(), 0755), 0);
+  ASSERT_NO_FATAL_FAILURE(GiveToTestUser(user_data));  // a user-data dir is its owner's
   JailRun run;
   ASSERT_NO_FATAL_FAILURE(
       RunProbeOk({"--user-data", user_data.path()},
@@ -180,7 +200,7 @@ TEST_F(IsolationTest, WorkspaceIsWritableAndSeenOnTheHost) {
   EXPECT_EQ(r["cwd"], "/mnt/user-data/workspace");
 }
 
-TEST_F(IsolationTest, TmpAndHomeAreWritable) {
+TEST_P(IsolationTest, TmpAndHomeAreWritable) {
   for (const char* path : {"/tmp/probe-file", "/home/sandbox/probe-file"}) {
     JailRun run;
     ASSERT_NO_FATAL_FAILURE(RunProbeOk({}, {"write", path}, &run));
@@ -188,7 +208,7 @@ TEST_F(IsolationTest, TmpAndHomeAreWritable) {
   }
 }
 
-TEST_F(IsolationTest, RootAndSystemMountsAreReadOnlyAndNosuid) {
+TEST_P(IsolationTest, RootAndSystemMountsAreReadOnlyAndNosuid) {
   json r;
   ASSERT_NO_FATAL_FAILURE(Report({}, &r));
   std::map<std::string, std::string> options;  // last mount wins, as in path lookup
@@ -207,7 +227,7 @@ TEST_F(IsolationTest, RootAndSystemMountsAreReadOnlyAndNosuid) {
   }
 }
 
-TEST_F(IsolationTest, DangerousSyscallsAreRefused) {
+TEST_P(IsolationTest, DangerousSyscallsAreRefused) {
   JailRun run;
   ASSERT_NO_FATAL_FAILURE(RunProbeOk({}, {"try-syscalls"}, &run));
   const json& results = run.probe["results"];
@@ -236,8 +256,8 @@ TEST_F(IsolationTest, DangerousSyscallsAreRefused) {
   RecordProperty("try_syscalls", Dump(results));
 }
 
-TEST_F(IsolationTest, Int80IsKilledBySigsys) {
-  Result<JailRun> run = RunProbe({}, {"int80"});
+TEST_P(IsolationTest, Int80IsKilledBySigsys) {
+  Result<JailRun> run = RunProbeAsCaller({}, {"int80"});
   ASSERT_TRUE(run) << run.error().message();
   EXPECT_EQ(run->outcome["status"], "signaled") << run->Describe();
   EXPECT_EQ(run->outcome["signal"], 31) << run->Describe();
@@ -245,8 +265,8 @@ TEST_F(IsolationTest, Int80IsKilledBySigsys) {
   EXPECT_TRUE(run->probe.is_null()) << "int $0x80 returned: " << run->Describe();
 }
 
-TEST_F(IsolationTest, X32SyscallIsKilled) {
-  Result<JailRun> run = RunProbe({}, {"x32"});
+TEST_P(IsolationTest, X32SyscallIsKilled) {
+  Result<JailRun> run = RunProbeAsCaller({}, {"x32"});
   ASSERT_TRUE(run) << run.error().message();
   EXPECT_EQ(run->outcome["status"], "signaled") << run->Describe();
   EXPECT_EQ(run->outcome["signal"], 31) << run->Describe();
@@ -255,7 +275,7 @@ TEST_F(IsolationTest, X32SyscallIsKilled) {
 // TIOCSTI pushes characters into a terminal's input queue: a jail holding the user's
 // terminal could type commands into the shell that started corral. corral runs under a pty
 // here, as it would from an interactive shell.
-TEST_F(IsolationTest, TerminalOfTheCallerIsNotReachable) {
+TEST_P(IsolationTest, TerminalOfTheCallerIsNotReachable) {
   RunOptions pty;
   pty.use_pty = true;
   json r;
@@ -279,12 +299,12 @@ TEST_F(IsolationTest, TerminalOfTheCallerIsNotReachable) {
 }
 
 // Plain mode under a pty with -i: stdin, stdout and stderr may all be the caller's terminal.
-TEST_F(IsolationTest, TiocstiFailsOnAPassedThroughTerminal) {
+TEST_P(IsolationTest, TiocstiFailsOnAPassedThroughTerminal) {
   RunOptions pty;
   pty.use_pty = true;
   std::vector<std::string> args = ProbeRunArgs(ProbeBinary(), {"-i"}, {"try-syscalls"});
   args.erase(args.begin() + 1);  // drop --json
-  Result<RunResult> run = RunCorral(args, pty);
+  Result<RunResult> run = RunCorralAsCaller(args, pty);
   ASSERT_TRUE(run) << run.error().message();
   ASSERT_EQ(run->exit_code, 0) << run->Describe();
   json r = json::parse(run->out, nullptr, false);  // the tty turned \n into \r\n: whitespace
@@ -297,7 +317,7 @@ TEST_F(IsolationTest, TiocstiFailsOnAPassedThroughTerminal) {
 
 // A setuid-root binary bound into the jail must not raise privileges: binds are nosuid and
 // no_new_privs is set. Sanity first: the copy really is setuid root on the host.
-TEST_F(IsolationTest, SetuidBinaryGivesNoPrivilege) {
+TEST_P(IsolationTest, SetuidBinaryGivesNoPrivilege) {
   TempDir dir;
   ASSERT_EQ(chmod(dir.path().c_str(), 0755), 0);
   Result<std::string> probe = ReadFile(ProbeBinary());
@@ -317,9 +337,9 @@ TEST_F(IsolationTest, SetuidBinaryGivesNoPrivilege) {
   EXPECT_EQ(run.probe["CapEff"], "0000000000000000");
 }
 
-TEST_F(IsolationTest, BashWorksOnTheHostBindingRoot) {
+TEST_P(IsolationTest, BashWorksOnTheHostBindingRoot) {
   Result<JailRun> run =
-      RunJailed(CorralBinary(), {"run", "--json", "--", "bash", "-c", "id; hostname; ls /"});
+      RunJailedAsCaller({"run", "--json", "--", "bash", "-c", "id; hostname; ls /"});
   ASSERT_TRUE(run) << run.error().message();
   ASSERT_EQ(run->outcome["status"], "exited") << run->Describe();
   EXPECT_EQ(run->outcome["exit_code"], 0) << run->Describe();

@@ -246,6 +246,22 @@ std::vector<std::string> ProbeRunArgs(const std::string& probe_host_path,
 Result<JailRun> RunJailed(const std::string& corral_binary, const std::vector<std::string>& args,
                           const RunOptions& options) {
   ASSIGN_OR_RETURN(RunResult run, RunProgram(corral_binary, args, options));
+  return ParseJailed(std::move(run));
+}
+
+std::string StripCorralWarnings(const std::string& out) {
+  std::string kept;
+  size_t start = 0;
+  while (start < out.size()) {
+    size_t end = out.find('\n', start);
+    end = end == std::string::npos ? out.size() : end + 1;
+    if (out.compare(start, 17, "corral: warning: ") != 0) kept += out.substr(start, end - start);
+    start = end;
+  }
+  return kept;
+}
+
+Result<JailRun> ParseJailed(RunResult run) {
   JailRun jail;
   jail.outcome = nlohmann::json::parse(run.out, nullptr, /*allow_exceptions=*/false);
   if (jail.outcome.is_discarded() || !jail.outcome.is_object()) {

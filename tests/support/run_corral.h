@@ -81,5 +81,11 @@ struct JailRun {
 // when corral's stdout is not exactly one JSON object: that is a contract violation.
 Result<JailRun> RunJailed(const std::string& corral_binary, const std::vector<std::string>& args,
                           const RunOptions& options = {});
+// The parsing half of RunJailed, for a run made otherwise.
+Result<JailRun> ParseJailed(RunResult run);
+
+// `out` without corral's own "corral: warning: ..." lines: under a pty (RunOptions::use_pty)
+// they share the output with the command's.
+std::string StripCorralWarnings(const std::string& out);
 
 }  // namespace corral::test

@@ -1,0 +1,107 @@
+#include "runtime/run/user_ns_plan.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <charconv>
+
+#include "base/files.h"
+
+namespace corral::runtime {
+
+namespace {
+
+constexpr const char* kNewUidMap = "/usr/bin/newuidmap";
+constexpr const char* kNewGidMap = "/usr/bin/newgidmap";
+
+bool ParseU32(std::string_view text, uint32_t* out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return !text.empty() && ec == std::errc() && end == text.data() + text.size();
+}
+
+std::string CallerName() {
+  // getpwuid_r: the daemon calls this from worker threads.
+  passwd pw;
+  passwd* found = nullptr;
+  char buf[4096];
+  if (::getpwuid_r(::geteuid(), &pw, buf, sizeof buf, &found) != 0 || found == nullptr) return "";
+  return pw.pw_name;
+}
+
+std::optional<SubordinateRange> RangeFromFile(const char* path, const std::string& name,
+                                              uint32_t id) {
+  auto text = ReadFile(path);
+  if (!text) return std::nullopt;
+  return FindSubordinateRange(*text, name, id);
+}
+
+}  // namespace
+
+bool RunsRootless(const JailSpec& spec) { return spec.rootless || ::geteuid() != 0; }
+
+// Root may map any id: the jail's ids keep the host ids they have in root mode, so that
+// --rootless adds a user namespace without giving the command root's files.
+uid_t HostUidOf(const JailSpec& spec) { return ::geteuid() == 0 ? spec.uid : ::geteuid(); }
+gid_t HostGidOf(const JailSpec& spec) { return ::geteuid() == 0 ? spec.gid : ::getegid(); }
+
+std::optional<SubordinateRange> FindSubordinateRange(const std::string& file_text,
+                                                     const std::string& user_name, uint32_t id) {
+  size_t start = 0;
+  while (start < file_text.size()) {
+    size_t end = file_text.find('\n', start);
+    if (end == std::string::npos) end = file_text.size();
+    std::string_view line(file_text.data() + start, end - start);
+    start = end + 1;
+    size_t c1 = line.find(':');
+    size_t c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string_view::npos) continue;
+    std::string_view who = line.substr(0, c1);
+    uint32_t who_id = 0;
+    bool match = (!user_name.empty() && who == user_name) || (ParseU32(who, &who_id) && who_id == id);
+    SubordinateRange range;
+    if (match && ParseU32(line.substr(c1 + 1, c2 - c1 - 1), &range.start) &&
+        ParseU32(line.substr(c2 + 1), &range.count) && range.count > 0) {
+      return range;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<jail::IdMapping> MapAround(uint32_t inside, uint32_t caller,
+                                       const std::optional<SubordinateRange>& range) {
+  std::vector<jail::IdMapping> map = {{inside, caller, 1}};
+  if (!range) return map;
+  uint32_t below = std::min(inside, range->count);
+  if (below > 0) map.push_back({0, range->start, below});
+  uint32_t above = range->count - below;
+  if (above > 0) map.push_back({inside + 1, range->start + below, above});
+  return map;
+}
+
+Result<jail::UserNamespacePlan> PlanUserNamespace(const JailSpec& spec) {
+  jail::UserNamespacePlan ns;
+  ns.enabled = true;
+  const bool root = ::geteuid() == 0;
+  const std::string name = CallerName();
+  auto uids = RangeFromFile("/etc/subuid", name, ::geteuid());
+  auto gids = RangeFromFile("/etc/subgid", name, ::geteuid());  // keyed by user, too
+  // Ranges only in pairs, and (unprivileged) only where the setuid helpers are installed.
+  const bool helpers = ::access(kNewUidMap, X_OK) == 0 && ::access(kNewGidMap, X_OK) == 0;
+  if (!uids || !gids || (!root && !helpers)) {
+    uids.reset();
+    gids.reset();
+  }
+  ns.uid_map = MapAround(spec.uid, HostUidOf(spec), uids);
+  ns.gid_map = MapAround(spec.gid, HostGidOf(spec), gids);
+  if (!root && uids) {
+    ns.newuidmap = kNewUidMap;
+    ns.newgidmap = kNewGidMap;
+  }
+  ns.deny_setgroups = !root && !uids;
+  // The init is the range's uid 0 when there is a range, else the command's uid itself.
+  ns.init_uid = uids ? 0 : spec.uid;
+  ns.init_gid = gids ? 0 : spec.gid;
+  return ns;
+}
+
+}  // namespace corral::runtime
