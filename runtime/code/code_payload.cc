@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/trusted_files.h"
 #include "runtime/spec/utf8_text.h"
 
 namespace corral::runtime::code {
@@ -25,23 +26,11 @@ constexpr const char* kBootstrap =
     "exec(compile(p['modules']['corral._runner'],'/corral/_runner.py','exec'),g)\n"
     "g['main'](p)\n";
 
-std::string OwnExecutableDir() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return {};
-  std::string path(buf, static_cast<size_t>(n));
-  return path.substr(0, path.rfind('/'));
-}
-
 // Its files decide what the scan allows: only root or we may have written them.
 Status CheckTrusted(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return Error::FromErrno(errno, path);
-  if ((st.st_uid != 0 && st.st_uid != ::geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return Error(ErrorCode::kPermissionDenied,
-                 path + ": refused: writable by or owned by another user");
-  }
-  return {};
+  return CheckOwnedByRootOrUs(path, st);
 }
 
 }  // namespace

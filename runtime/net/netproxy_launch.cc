@@ -23,6 +23,8 @@
 #include <sstream>
 #include <thread>
 
+#include "base/trusted_files.h"
+
 namespace corral::runtime::net {
 namespace {
 
@@ -35,14 +37,6 @@ std::vector<std::pair<IpAddress, uint16_t>> own_endpoints;
 std::vector<std::pair<IpAddress, uint16_t>> OwnEndpoints() {
   std::lock_guard lock(own_mu);
   return own_endpoints;
-}
-
-std::string OwnExecutableDir() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return {};
-  std::string path(buf, static_cast<size_t>(n));
-  return path.substr(0, path.rfind('/'));
 }
 
 }  // namespace
@@ -62,10 +56,7 @@ Result<std::string> FindNetproxyProgram() {
       tried += (tried.empty() ? "" : ", ") + path;
       continue;
     }
-    if ((st.st_uid != 0 && st.st_uid != ::geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-      return Error(ErrorCode::kPermissionDenied,
-                   path + ": refused: writable by or owned by another user");
-    }
+    RETURN_IF_ERROR(CheckOwnedByRootOrUs(path, st));
     return path;
   }
   return Error(ErrorCode::kNotFound,

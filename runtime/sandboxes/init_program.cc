@@ -10,18 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "base/trusted_files.h"
+
 namespace corral::runtime {
 
 namespace {
-
-std::string OwnExecutableDir() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return {};
-  std::string path(buf, static_cast<size_t>(n));
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? std::string() : path.substr(0, slash);
-}
 
 std::vector<std::string> Candidates() {
   std::vector<std::string> out;
@@ -43,10 +36,7 @@ Result<UniqueFd> OpenTrusted(const std::string& path) {
   if (!S_ISREG(st.st_mode) || (st.st_mode & S_IXUSR) == 0) {
     return Error(ErrorCode::kInvalidArgument, path + ": not an executable file");
   }
-  if ((st.st_uid != 0 && st.st_uid != ::geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return Error(ErrorCode::kPermissionDenied,
-                 path + ": refused: writable by or owned by another user");
-  }
+  RETURN_IF_ERROR(CheckOwnedByRootOrUs(path, st));
   return fd;
 }
 
