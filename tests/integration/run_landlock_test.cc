@@ -71,6 +71,21 @@ class LandlockTest : public JailTest {
     return RunJailed(CorralBinary(), args);
   }
 
+  // `corral pool --size 1 --socket <socket> <flags>`, started and answering.
+  void StartPool(const std::string& socket, const std::vector<std::string>& flags, pid_t* pid) {
+    std::vector<std::string> argv = {CorralBinary(), "pool", "--size", "1", "--socket", socket};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto server = StartProgram(argv);
+    ASSERT_TRUE(server) << server.error().message();
+    *pid = *server;
+    Status ready = Error(ErrorCode::kNotFound, "no socket");
+    for (int i = 0; i < 500 && !ready; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (PathExists(socket)) ready = runtime::WaitForPoolReady(socket);
+    }
+    ASSERT_TRUE(ready) << ready.error().message();
+  }
+
   TempDir fence_;
   TempDir config_dir_;
   std::string config_;
@@ -259,14 +274,8 @@ TEST_F(LandlockTest, ExecsIntoAPersistentSandboxGetTheSameRules) {
   // Through a pool's exec slot (prepared after the first exec it serves).
   TempDir sock_dir;
   const std::string socket = sock_dir.Join("pool.sock");
-  auto server = StartProgram({CorralBinary(), "pool", "--size", "1", "--socket", socket});
-  ASSERT_TRUE(server) << server.error().message();
-  Status ready = Error(ErrorCode::kNotFound, "no socket");
-  for (int i = 0; i < 500 && !ready; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (PathExists(socket)) ready = runtime::WaitForPoolReady(socket);
-  }
-  ASSERT_TRUE(ready) << ready.error().message();
+  pid_t server = -1;
+  ASSERT_NO_FATAL_FAILURE(StartPool(socket, {}, &server));
   bool pooled = false;
   for (int i = 0; i < 50 && !pooled; ++i) {
     auto slot = RunJailed(CorralBinary(),
@@ -281,9 +290,9 @@ TEST_F(LandlockTest, ExecsIntoAPersistentSandboxGetTheSameRules) {
   }
   EXPECT_TRUE(pooled) << "no exec was served by an exec slot";
   EXPECT_FALSE(PathExists(fence_.Join("from-exec")));
-  ::kill(*server, SIGTERM);
+  ::kill(server, SIGTERM);
   int status = 0;
-  ::waitpid(*server, &status, 0);
+  ::waitpid(server, &status, 0);
   auto removed = RunCorral({"rm", name});
   EXPECT_TRUE(removed && removed->exit_code == 0);
 }
@@ -292,15 +301,8 @@ TEST_F(LandlockTest, ExecsIntoAPersistentSandboxGetTheSameRules) {
 TEST_F(LandlockTest, PooledJailsGetTheSameRules) {
   TempDir sock_dir;
   const std::string socket = sock_dir.Join("pool.sock");
-  auto server =
-      StartProgram({CorralBinary(), "pool", "--size", "1", "--socket", socket, "--config", config_});
-  ASSERT_TRUE(server) << server.error().message();
-  Status ready = Error(ErrorCode::kNotFound, "no socket");
-  for (int i = 0; i < 500 && !ready; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (PathExists(socket)) ready = runtime::WaitForPoolReady(socket);
-  }
-  ASSERT_TRUE(ready) << ready.error().message();
+  pid_t server = -1;
+  ASSERT_NO_FATAL_FAILURE(StartPool(socket, {"--config", config_}, &server));
   auto run = Bash({"--pool", socket}, std::string("echo x > ") + kFence + "/pooled");
   ASSERT_TRUE(run) << run.error().message();
   EXPECT_EQ(run->outcome.value("pooled", false), true) << run->Describe();
@@ -308,9 +310,9 @@ TEST_F(LandlockTest, PooledJailsGetTheSameRules) {
   EXPECT_NE(run->outcome["stderr"].get<std::string>().find("Permission denied"), std::string::npos)
       << run->Describe();
   EXPECT_FALSE(PathExists(fence_.Join("pooled")));
-  ::kill(*server, SIGTERM);
+  ::kill(server, SIGTERM);
   int status = 0;
-  ::waitpid(*server, &status, 0);
+  ::waitpid(server, &status, 0);
 }
 
 }  // namespace
