@@ -74,14 +74,7 @@ int Report(const runtime::code::CodeResult& r, const runtime::LimitsSpec& limits
 int Run(const CodeFlags& flags) {
   runtime::JailSpec spec;
   FlagNames names;
-  if (!BuildSpec(flags.jail, &spec, &names)) {
-    if (flags.json) {
-      std::cout << runtime::ErrorToJson(Error(ErrorCode::kInvalidArgument,
-                                              "invalid arguments or configuration (see stderr)"))
-                << std::endl;
-    }
-    return 125;
-  }
+  if (!BuildSpec(flags.jail, &spec, &names)) return InvalidSpecExit(flags.json);
   auto code = ReadCode(flags);
   if (!code) return Refuse(code.error(), flags.json);
   runtime::code::CodeRequest request;

@@ -2,9 +2,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <tuple>
 
 #include "cli/commands.h"
+#include "runtime/run/outcome.h"
 #include "runtime/spec/config.h"
 #include "runtime/spec/sizes.h"
 
@@ -267,6 +269,15 @@ bool BuildSpec(const JailFlags& flags, runtime::JailSpec* spec, FlagNames* names
   std::fprintf(stderr, "corral: invalid arguments:\n");
   for (const auto& p : problems) std::fprintf(stderr, "  %s\n", p.c_str());
   return false;
+}
+
+int InvalidSpecExit(bool json) {
+  if (json) {
+    std::cout << runtime::ErrorToJson(Error(ErrorCode::kInvalidArgument,
+                                            "invalid arguments or configuration (see stderr)"))
+              << std::endl;
+  }
+  return 125;
 }
 
 }  // namespace corral::cli

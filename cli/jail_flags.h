@@ -38,6 +38,10 @@ struct FlagNames {
 // returns false if there were any. *names (if given) learns which flag set which key.
 bool BuildSpec(const JailFlags& flags, runtime::JailSpec* spec, FlagNames* names = nullptr);
 
+// The exit code (125) of a command whose spec BuildSpec refused; with `json`, also prints
+// the error object that `--json` callers parse in place of an outcome.
+int InvalidSpecExit(bool json);
+
 // `e` with every problem line about a key a flag set reworded to name the flag as given:
 // "mounts[0].host_path: does not exist ..." -> "-v /nope:/work: host path does not exist
 // ...". Keys that came from the config file keep their config key path.

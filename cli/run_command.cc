@@ -32,14 +32,7 @@ int Refuse(const Error& e, bool json) {
 int Run(const RunFlags& flags, CLI::App* run) {
   runtime::JailSpec spec;
   FlagNames names;
-  if (!BuildSpec(flags.jail, &spec, &names)) {
-    if (flags.json) {
-      std::cout << runtime::ErrorToJson(Error(ErrorCode::kInvalidArgument,
-                                              "invalid arguments or configuration (see stderr)"))
-                << std::endl;
-    }
-    return 125;
-  }
+  if (!BuildSpec(flags.jail, &spec, &names)) return InvalidSpecExit(flags.json);
   auto command = CommandOf(run);
   if (!command) return Refuse(command.error(), flags.json);
   spec.argv = std::move(*command);
