@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <string>
 #include <vector>
 
@@ -62,7 +63,35 @@ Status RunMapHelper(const std::string& helper, pid_t pid, const std::vector<IdMa
   return Ok();
 }
 
+bool ParseU32(std::string_view text, uint32_t* out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return !text.empty() && ec == std::errc() && end == text.data() + text.size();
+}
+
 }  // namespace
+
+std::optional<SubordinateRange> FindSubordinateRange(const std::string& file_text,
+                                                     const std::string& user_name, uint32_t id) {
+  size_t start = 0;
+  while (start < file_text.size()) {
+    size_t end = file_text.find('\n', start);
+    if (end == std::string::npos) end = file_text.size();
+    std::string_view line(file_text.data() + start, end - start);
+    start = end + 1;
+    size_t c1 = line.find(':');
+    size_t c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string_view::npos) continue;
+    std::string_view who = line.substr(0, c1);
+    uint32_t who_id = 0;
+    bool match = (!user_name.empty() && who == user_name) || (ParseU32(who, &who_id) && who_id == id);
+    SubordinateRange range;
+    if (match && ParseU32(line.substr(c1 + 1, c2 - c1 - 1), &range.start) &&
+        ParseU32(line.substr(c2 + 1), &range.count) && range.count > 0) {
+      return range;
+    }
+  }
+  return std::nullopt;
+}
 
 std::string IdMapText(const std::vector<IdMapping>& map) {
   std::string text;

@@ -10,6 +10,11 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "base/result.h"
 #include "jail/plan.h"
 
@@ -26,6 +31,16 @@ bool AwaitIdMaps(int setup_fd);
 // traverse directories the init's ids could not, e.g. root's 0700 /run/corral): takes the
 // init's ids (user_ns.init_uid/gid). False (reported) on failure.
 bool TakeInitIds(const JailPlan& plan, int setup_fd);
+
+// A line "name-or-uid:start:count" of /etc/subuid or /etc/subgid.
+struct SubordinateRange {
+  uint32_t start = 0;
+  uint32_t count = 0;
+};
+// Parent: the first range of `user_name` (or of decimal `id`) in the text of a subid file;
+// malformed lines and empty ranges are skipped.
+std::optional<SubordinateRange> FindSubordinateRange(const std::string& file_text,
+                                                     const std::string& user_name, uint32_t id);
 
 // "1000 4321 1\n..." as the kernel reads it.
 std::string IdMapText(const std::vector<IdMapping>& map);

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "base/files.h"
+#include "jail/user_ns.h"
 #include "runtime/net/netproxy_launch.h"
 
 namespace corral::runtime {
@@ -193,20 +194,10 @@ void ProbeCgroups(HostInfo& info, bool clone3) {
   }
 }
 
-// "name:start:count" lines; the caller's by name or by uid.
+// A usable "name:start:count" line of the caller's, by name or by uid (jail/user_ns.h).
 bool HasSubordinateRange(const char* file, const std::string& user, uid_t uid) {
   Result<std::string> text = ReadFile(file);
-  if (!text) return false;
-  size_t start = 0;
-  while (start < text->size()) {
-    size_t end = text->find('\n', start);
-    if (end == std::string::npos) end = text->size();
-    std::string line = text->substr(start, end - start);
-    start = end + 1;
-    std::string who = line.substr(0, line.find(':'));
-    if (!who.empty() && (who == user || who == std::to_string(uid))) return true;
-  }
-  return false;
+  return text && jail::FindSubordinateRange(*text, user, uid).has_value();
 }
 
 void ProbeRootlessIds(HostInfo& info) {

@@ -3,8 +3,6 @@
 #include <pwd.h>
 #include <unistd.h>
 
-#include <charconv>
-
 #include "base/files.h"
 
 namespace corral::runtime {
@@ -13,11 +11,6 @@ namespace {
 
 constexpr const char* kNewUidMap = "/usr/bin/newuidmap";
 constexpr const char* kNewGidMap = "/usr/bin/newgidmap";
-
-bool ParseU32(std::string_view text, uint32_t* out) {
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return !text.empty() && ec == std::errc() && end == text.data() + text.size();
-}
 
 std::string CallerName() {
   // getpwuid_r: the daemon calls this from worker threads.
@@ -43,29 +36,6 @@ bool RunsRootless(const JailSpec& spec) { return spec.rootless || ::geteuid() !=
 // --rootless adds a user namespace without giving the command root's files.
 uid_t HostUidOf(const JailSpec& spec) { return ::geteuid() == 0 ? spec.uid : ::geteuid(); }
 gid_t HostGidOf(const JailSpec& spec) { return ::geteuid() == 0 ? spec.gid : ::getegid(); }
-
-std::optional<SubordinateRange> FindSubordinateRange(const std::string& file_text,
-                                                     const std::string& user_name, uint32_t id) {
-  size_t start = 0;
-  while (start < file_text.size()) {
-    size_t end = file_text.find('\n', start);
-    if (end == std::string::npos) end = file_text.size();
-    std::string_view line(file_text.data() + start, end - start);
-    start = end + 1;
-    size_t c1 = line.find(':');
-    size_t c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
-    if (c2 == std::string_view::npos) continue;
-    std::string_view who = line.substr(0, c1);
-    uint32_t who_id = 0;
-    bool match = (!user_name.empty() && who == user_name) || (ParseU32(who, &who_id) && who_id == id);
-    SubordinateRange range;
-    if (match && ParseU32(line.substr(c1 + 1, c2 - c1 - 1), &range.start) &&
-        ParseU32(line.substr(c2 + 1), &range.count) && range.count > 0) {
-      return range;
-    }
-  }
-  return std::nullopt;
-}
 
 std::vector<jail::IdMapping> MapAround(uint32_t inside, uint32_t caller,
                                        const std::optional<SubordinateRange>& range) {

@@ -19,6 +19,7 @@
 
 #include "base/result.h"
 #include "jail/plan.h"
+#include "jail/user_ns.h"
 #include "runtime/spec/spec.h"
 
 namespace corral::runtime {
@@ -26,14 +27,8 @@ namespace corral::runtime {
 // As non-root always; as root when the spec asks (rootless: true / --rootless).
 bool RunsRootless(const JailSpec& spec);
 
-// A line "name-or-uid:start:count" of /etc/subuid or /etc/subgid.
-struct SubordinateRange {
-  uint32_t start = 0;
-  uint32_t count = 0;
-};
-// The first range of `user` (by name or by decimal id) in the text of a subid file.
-std::optional<SubordinateRange> FindSubordinateRange(const std::string& file_text,
-                                                     const std::string& user_name, uint32_t id);
+using jail::FindSubordinateRange;  // jail/user_ns.h
+using jail::SubordinateRange;
 
 // `inside` -> `caller`, and around it (when `range` is given) 0..inside-1 and then
 // inside+1.. onto the range, as far as it goes.
