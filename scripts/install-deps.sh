@@ -10,6 +10,8 @@ export DEBIAN_FRONTEND=noninteractive
 packages=(
   # build
   build-essential cmake pkg-config
+  # compiler cache (.ci/run; optional for a one-off build)
+  ccache
   # libraries (see README "Dependencies")
   libseccomp-dev libcap-dev libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
   # fuzzing (tests/fuzz: libFuzzer, ASan and UBSan runtimes for clang)
