@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/launcher.h"
+#include "bench/serve_figures.h"
 
 namespace corral::bench {
 namespace {
@@ -155,6 +156,7 @@ std::string FormatTable(const BenchResults& r) {
            MiB(s.init_pss_per_sandbox_bytes) + "\n";
     if (!s.reason.empty()) out += "  note: " + s.reason + "\n";
   }
+  out += FormatServe(r.serve);
   out += "\ntargets:\n";
   for (const auto& t : r.targets) {
     std::string line = Pad("  " + t.name, 52) + Pad(t.target, 13);
@@ -227,6 +229,7 @@ std::string ToJson(const BenchResults& r) {
                     {"mem_available_per_sandbox_bytes", opt(s.mem_available_per_sandbox_bytes)},
                     {"cgroup_memory_per_sandbox_bytes", opt(s.cgroup_memory_per_sandbox_bytes)},
                     {"init_pss_per_sandbox_bytes", opt(s.init_pss_per_sandbox_bytes)}};
+  j["serve"] = ServeJson(r.serve);
   j["targets"] = json::array();
   for (const auto& t : r.targets) {
     j["targets"].push_back({{"name", t.name},

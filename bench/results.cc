@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "bench/serve_figures.h"
+
 namespace corral::bench {
 
 const char* EntryStatusName(EntryStatus s) {
@@ -135,6 +137,7 @@ void EvaluateTargets(BenchResults* r) {
     up.note = "not measured: " + s.reason;
   }
   r->targets.push_back(up);
+  AddServeTargets(r->serve, &r->targets);
 }
 
 }  // namespace corral::bench

@@ -64,6 +64,21 @@ struct SandboxFigures {
   std::optional<double> init_pss_per_sandbox_bytes;       // PSS of the inits / N
 };
 
+// `corral serve` over HTTP on loopback (bench/serve_figures.h says how each is taken).
+struct ServeFigures {
+  EntryStatus status = EntryStatus::kSkipped;
+  std::string reason;
+  int requested = 0;
+  int created = 0;
+  double bring_up_s = 0;              // all creates, each followed by its first exec
+  std::vector<double> create_to_exec_ms;  // per sandbox
+  std::vector<double> exec_fresh_ms;      // shell/exec `true`, no session id
+  std::vector<double> exec_session_ms;    // shell/exec `true` in one live session
+  std::optional<double> daemon_rss_start_bytes;
+  std::optional<double> daemon_rss_idle_bytes;  // with `created` sandboxes idle
+  std::optional<double> mem_available_per_sandbox_bytes;
+};
+
 struct TargetResult {
   std::string name;    // "corral run vs bwrap (median, /bin/true)"
   std::string target;  // "<= 0.50x"
@@ -87,6 +102,7 @@ struct BenchResults {
   std::vector<WorkloadResult> latency;
   std::vector<ThroughputEntry> throughput;
   SandboxFigures sandboxes;
+  ServeFigures serve;
   std::vector<TargetResult> targets;
   double duration_s = 0;
 };

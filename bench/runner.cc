@@ -16,6 +16,7 @@
 #include "bench/peers.h"
 #include "bench/progress.h"
 #include "bench/sandboxes.h"
+#include "bench/serve_figures.h"
 
 namespace corral::bench {
 namespace {
@@ -188,6 +189,7 @@ BenchOptions ResolveOptions(BenchOptions o) {
   if (o.rounds <= 0) o.rounds = o.quick ? 8 : 60;
   if (o.workers <= 0) o.workers = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   if (o.sandboxes < 0) o.sandboxes = o.quick ? 10 : 100;
+  if (o.serve_sandboxes < 0) o.serve_sandboxes = o.quick ? 5 : 50;
   if (o.slice_seconds <= 0) o.slice_seconds = o.quick ? 0.5 : 1.5;
   if (o.throughput_rounds <= 0) o.throughput_rounds = o.quick ? 1 : 3;
   return o;
@@ -255,6 +257,11 @@ Result<BenchResults> RunBench(const BenchOptions& options) {
     results.sandboxes = MeasureSandboxes(o.corral_exe, o.sandboxes, progress);
   } else {
     results.sandboxes.reason = "skipped (--sandboxes 0)";
+  }
+  if (o.serve_sandboxes > 0) {
+    results.serve = MeasureServe(o.corral_exe, o.serve_sandboxes, o.quick ? 20 : 100, progress);
+  } else {
+    results.serve.reason = "skipped (--serve-sandboxes 0)";
   }
   progress.Done();
   EvaluateTargets(&results);

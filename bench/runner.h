@@ -1,6 +1,7 @@
 // The benchmark run: prepares every launcher, measures latency in interleaved rounds,
 // throughput with N workers in interleaved slices, and N persistent sandboxes (bring-up
-// time, idle memory), then cleans up everything it created.
+// time, idle memory), the daemon's figures over HTTP (create -> first exec, exec round
+// trips, idle memory), then cleans up everything it created.
 #pragma once
 
 #include <string>
@@ -15,6 +16,8 @@ struct BenchOptions {
   int rounds = 0;             // 0 = default (60, quick 8)
   int workers = 0;            // 0 = online CPUs
   int sandboxes = -1;         // -1 = default (100, quick 10); 0 = skip that phase
+  // `corral serve` figures (bench/serve_figures.h): sandboxes created through its API.
+  int serve_sandboxes = -1;   // -1 = default (50, quick 5); 0 = skip that phase
   double slice_seconds = 0;   // throughput slice; 0 = default (1.5, quick 0.5)
   int throughput_rounds = 0;  // 0 = default (3, quick 1)
   // Latency rounds: idle time before each timed launch, as an agent thinks between tool

@@ -21,6 +21,8 @@ using Clock = std::chrono::steady_clock;
 // and thousands of simultaneous processes would measure the scheduler, not corral.
 constexpr int kMaxInFlight = 64;
 
+}  // namespace
+
 std::optional<int64_t> ReadKbField(const std::string& path, const std::string& field) {
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {
@@ -47,8 +49,6 @@ std::optional<int64_t> SettledMemAvailable() {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
-
-}  // namespace
 
 std::optional<int64_t> ReadPssBytes(int pid) {
   return ReadKbField("/proc/" + std::to_string(pid) + "/smaps_rollup", "Pss:");

@@ -28,6 +28,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                   "concurrent launchers for throughput (default: online CPUs)");
   cmd->add_option("--sandboxes", flags->options.sandboxes,
                   "persistent sandboxes to bring up (default 100, quick 10; 0 = skip)");
+  cmd->add_option("--serve-sandboxes", flags->options.serve_sandboxes,
+                  "sandboxes to create through a `corral serve` on loopback for the daemon's "
+                  "figures (default 50, quick 5; 0 = skip)");
   cmd->add_option("--slice", flags->options.slice_seconds,
                   "seconds per throughput slice (default 1.5, quick 0.5)");
   cmd->add_option("--throughput-rounds", flags->options.throughput_rounds,

@@ -19,7 +19,7 @@ grep -q "issue [0-9]" "$out/table.txt" && fail "table names internal issues"
 python3 - "$out/bench.json" "$out/bench.svg" <<'PY' || fail "malformed report"
 import json, sys, xml.etree.ElementTree as ET
 j = json.load(open(sys.argv[1]))
-for key in ("machine", "latency", "throughput", "sandboxes", "targets", "command"):
+for key in ("machine", "latency", "throughput", "sandboxes", "serve", "targets", "command"):
     assert key in j, key
 assert j["machine"]["cores"] >= 1 and j["machine"]["kernel"]
 names = [e["name"] for e in j["latency"][0]["entries"]]
@@ -38,13 +38,18 @@ for w in j["latency"]:
             assert e["reason"], e["name"]
 bare = j["latency"][0]["entries"][0]
 assert bare["name"] == "bare fork+exec" and bare["status"] == "ok", bare
-assert len(j["targets"]) == 7
+assert len(j["targets"]) == 12
+serve = j["serve"]
+assert serve["status"] == "ok" and serve["created"] == serve["requested"] > 0, serve
+for row in ("create_to_first_exec_ms", "exec_fresh_session_ms", "exec_same_session_ms"):
+    assert len(serve[row]) > 0 and all(v > 0 for v in serve[row]), row
+assert serve["daemon_rss_idle_bytes"] > 0, serve
 root = ET.parse(sys.argv[2]).getroot()
 assert root.tag == "{http://www.w3.org/2000/svg}svg", root.tag
 assert len(root.findall("{http://www.w3.org/2000/svg}rect")) > 1
 PY
 # Nothing of the run may be left behind.
 if ls -d /sys/fs/cgroup/*/isolation-bench-* /tmp/corral-bench-root.* /tmp/corral-bench-oci.* \
-    /tmp/corral-bench-tool.* 2>/dev/null | grep -q .; then fail "left cgroups or temp dirs"; fi
+    /tmp/corral-bench-tool.* /tmp/corral-bench-serve-* 2>/dev/null | grep -q .; then fail "left cgroups or temp dirs"; fi
 if "$corral" ps 2>/dev/null | grep -q corral-bench-; then fail "left sandboxes"; fi
 echo "bench smoke: ok"
