@@ -72,7 +72,8 @@ struct ServeFigures {
   int created = 0;
   double bring_up_s = 0;              // all creates, each followed by its first exec
   std::vector<double> create_to_exec_ms;  // per sandbox
-  std::vector<double> exec_fresh_ms;      // shell/exec `true`, no session id
+  std::vector<double> exec_fresh_ms;      // shell/exec `true`, no session id, back to back
+  std::vector<double> exec_fresh_paused_ms;  // the same, kServePauseMs after each call
   std::vector<double> exec_session_ms;    // shell/exec `true` in one live session
   std::optional<double> daemon_rss_start_bytes;
   std::optional<double> daemon_rss_idle_bytes;  // with `created` sandboxes idle

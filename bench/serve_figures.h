@@ -5,7 +5,10 @@
 //   create -> first exec   POST /api/sandboxes, then POST {sandbox_url}/v1/shell/exec of
 //                          `true` until it answers success: what a new thread waits for
 //   exec, fresh session    POST v1/shell/exec of `true` without a session id, as DeerFlow's
-//                          bash tool calls it (each call gets a fresh shell session)
+//                          bash tool calls it (each call gets a fresh shell session), back
+//                          to back, and with kServePauseMs between calls as an agent's
+//                          model turns leave them (the daemon keeps a spare shell started
+//                          per sandbox; back to back, a call can find it still starting)
 //   exec, same session     the same with the id of a live session (cd/export carry over)
 //   idle                   the daemon's RSS and the host's MemAvailable with every sandbox
 //                          of the run up and idle
@@ -24,6 +27,8 @@
 #include "bench/results.h"
 
 namespace corral::bench {
+
+inline constexpr int kServePauseMs = 200;
 
 // Runs `corral serve` (corral_exe) with `count` sandboxes; `exec_rounds` calls per exec row.
 ServeFigures MeasureServe(const std::string& corral_exe, int count, int exec_rounds,
