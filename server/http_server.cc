@@ -308,28 +308,6 @@ void Accept(std::shared_ptr<HttpServer::Shared> shared, Acceptor& acceptor) {
 
 }  // namespace
 
-std::string PercentDecode(std::string_view text, bool plus_is_space) {
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() + 0 && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2])));
-      i += 2;
-    } else if (plus_is_space && text[i] == '+') {
-      out.push_back(' ');
-    } else {
-      out.push_back(text[i]);
-    }
-  }
-  return out;
-}
-
 HttpServer::HttpServer(asio::io_context& io, const runtime::ServerConfig& limits, Handler handler,
                        RejectLog reject_log)
     : shared_(std::make_shared<Shared>(io, limits, std::move(handler), std::move(reject_log))) {}

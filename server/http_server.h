@@ -28,6 +28,7 @@
 #include "runtime/spec/server_config.h"
 #include "server/http_message.h"
 #include "server/listen_address.h"
+#include "server/request_text.h"
 
 namespace corral::server {
 
@@ -58,8 +59,5 @@ class HttpServer {
   std::shared_ptr<Shared> shared_;
   uint16_t bound_port_ = 0;
 };
-
-// Percent-decodes `text` ('+' too when `plus_is_space`). Invalid escapes stay as they are.
-std::string PercentDecode(std::string_view text, bool plus_is_space);
 
 }  // namespace corral::server

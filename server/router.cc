@@ -6,6 +6,7 @@
 
 #include "server/auth.h"
 #include "server/provision_request.h"
+#include "server/request_text.h"
 
 namespace corral::server {
 namespace {
@@ -23,29 +24,7 @@ struct CallContext {
   std::string client, method, route = "-", sandbox_id;
 };
 
-bool IsWord(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!((c >= 'a' && c <= 'z') || c == '_')) return false;
-  }
-  return true;
-}
-
 }  // namespace
-
-std::string Router::RouteTemplate(std::string_view rest) {
-  std::string out;
-  size_t start = 0;
-  while (start <= rest.size()) {
-    size_t slash = rest.find('/', start);
-    if (slash == std::string_view::npos) slash = rest.size();
-    std::string_view seg = rest.substr(start, slash - start);
-    if (!out.empty()) out += "/";
-    out += (IsWord(seg) || (seg == "v1" && start == 0)) ? std::string(seg) : "{x}";
-    start = slash + 1;
-  }
-  return out;
-}
 
 Router::Router(RouterOptions options, HostCheck host_check, SandboxManager* manager, AioApi* aio,
                Metrics* metrics, AccessLog* access_log, boost::asio::thread_pool* blocking,

@@ -51,10 +51,6 @@ class Router {
   // corral's own API (/api/corral/v1/...), served once set; set before Start.
   void SetCorralApi(CorralApi* corral_api) { corral_api_ = corral_api; }
 
-  // "v1/shell/sessions/1f2e..." -> "v1/shell/sessions/{x}": segments other than
-  // [a-z_]+ words become {x}, so labels and logs never carry ids or user data.
-  static std::string RouteTemplate(std::string_view rest);
-
  private:
   bool KeyOk(const HttpRequest& request) const;
   void HandleApi(HttpRequest request, Reply reply, std::string* route);

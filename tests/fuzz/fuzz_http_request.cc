@@ -8,10 +8,9 @@
 #include <string>
 #include <variant>
 
-#include "server/http_server.h"
 #include "server/listen_address.h"
 #include "server/provision_request.h"
-#include "server/router.h"
+#include "server/request_text.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
@@ -28,7 +27,7 @@ bool IsWord(const std::string& s) {
 }
 
 void CheckTemplate(const std::string& rest) {
-  std::string tmpl = Router::RouteTemplate(rest);
+  std::string tmpl = RouteTemplate(rest);
   size_t start = 0;
   while (start <= tmpl.size()) {
     size_t end = tmpl.find('/', start);

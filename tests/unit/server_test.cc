@@ -221,10 +221,10 @@ TEST(ServerRegistry, SavesLoadsAndLocks) {
 }
 
 TEST(ServerRouter, RouteTemplatesCarryNoIds) {
-  EXPECT_EQ(Router::RouteTemplate("v1/shell/exec"), "v1/shell/exec");
-  EXPECT_EQ(Router::RouteTemplate("v1/shell/sessions/3f2a-11"), "v1/shell/sessions/{x}");
-  EXPECT_EQ(Router::RouteTemplate("v1/bash/sessions/abc1/close"), "v1/bash/sessions/{x}/close");
-  EXPECT_EQ(Router::RouteTemplate(""), "{x}");
+  EXPECT_EQ(RouteTemplate("v1/shell/exec"), "v1/shell/exec");
+  EXPECT_EQ(RouteTemplate("v1/shell/sessions/3f2a-11"), "v1/shell/sessions/{x}");
+  EXPECT_EQ(RouteTemplate("v1/bash/sessions/abc1/close"), "v1/bash/sessions/{x}/close");
+  EXPECT_EQ(RouteTemplate(""), "{x}");
 }
 
 TEST(ServerHttp, PercentDecode) {
