@@ -165,7 +165,16 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
                                           record.spec.unsafe.allow_missing_limits);
   if (!warnings) return warnings.error();
   for (const auto& w : *warnings) spdlog::warn("{}", w);
-  ASSIGN_OR_RETURN(auto init_cg, sandbox_cg->CreateChild("init"));
+  // cgroup v2 lets a cgroup that hands controllers down hold no process, so there the init
+  // gets a leaf of its own. v1 has no such rule, and there every memory cgroup costs about
+  // 0.5 MiB of unreclaimable kernel memory (496 KiB per mkdir, measured on Debian 12's
+  // 6.1): on v1 the init lives in the sandbox's cgroup itself, one memory cgroup per idle
+  // sandbox instead of two.
+  std::unique_ptr<cgroups::Cgroup> init_leaf;
+  if (manager->driver() == cgroups::Driver::kV2) {
+    ASSIGN_OR_RETURN(init_leaf, sandbox_cg->CreateChild("init"));
+  }
+  cgroups::Cgroup* init_cg = init_leaf ? init_leaf.get() : sandbox_cg.get();
   std::jthread attach_warmup = manager->WarmUpAttach();
 
   RETURN_IF_ERROR(PrepareHostDirs(record.spec));
@@ -216,7 +225,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   // From here on the sandbox outlives us (and its proxy ends when its init does).
   if (network) network->Release();
   init.Release();
-  init_cg->Release();
+  if (init_leaf) init_leaf->Release();
   sandbox_cg->Release();
   forget.Dismiss();
   return record;

@@ -2,10 +2,11 @@
 //
 // A persistent sandbox is a jail whose init (PID 1, jail/child.cc in InitMode::kPersistent)
 // holds the namespaces and the root and reaps orphans, in a sandbox-wide cgroup
-// "sbx-<name>" carrying the limits. The init lives in the leaf "sbx-<name>/init" and each
-// exec in a leaf of its own, "sbx-<name>/exec-<pid>-<n>" (cgroup v2 allows processes only
-// in leaves once controllers are enabled below a cgroup), so an exec's timeout can kill
-// exactly that exec's tree. The init survives the corral that created it; the record in
+// "sbx-<name>" carrying the limits. Each exec runs in a leaf of its own,
+// "sbx-<name>/exec-<pid>-<n>", so an exec's timeout can kill exactly that exec's tree. On
+// cgroup v2 the init lives in the leaf "sbx-<name>/init" (v2 allows processes only in
+// leaves once controllers are enabled below a cgroup); on v1, which has no such rule, in
+// "sbx-<name>" itself (each v1 memory cgroup costs ~0.5 MiB of kernel memory). The init survives the corral that created it; the record in
 // runtime/sandboxes/sandbox_store.h lets later invocations find it.
 //
 // Idle timeouts are enforced lazily: every create/exec/ps/rm (and `corral reap`) removes
