@@ -117,7 +117,11 @@ json SandboxRuntimes(pid_t init_pid) {
   if (!root) return runtime;
   static const std::regex kPython(R"(python3(\.\d+)?|python)");
   static const std::regex kNode(R"(node|nodejs)");
+  std::set<std::pair<dev_t, ino_t>> seen;  // /bin is often a symlink to /usr/bin
   for (const char* dir : kBinDirs) {
+    UniqueFd d = OpenInRoot(root.get(), dir, O_RDONLY | O_DIRECTORY);
+    struct stat st;
+    if (!d || ::fstat(d.get(), &st) != 0 || !seen.insert({st.st_dev, st.st_ino}).second) continue;
     auto py = Candidates(root.get(), dir, kPython);
     std::map<std::string, std::string> versions;
     for (const Entry& e : py) {

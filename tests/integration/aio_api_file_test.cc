@@ -173,7 +173,7 @@ TEST_F(AioApiTest, GrepHonoursMaxFileSize) {
   const std::vector<std::string> small_only = {kWs + "/big/small.txt"};
   const std::vector<std::string> both = {kWs + "/big/big.txt", kWs + "/big/small.txt"};
   EXPECT_EQ(files({{"max_file_size", "1M"}}), small_only);
-  EXPECT_EQ(files({}), small_only);
+  EXPECT_EQ(files(json::object()), small_only);
   EXPECT_EQ(files({{"max_file_size", "2M"}}), both);
   EXPECT_EQ(files({{"max_file_size", "1600000"}}), both);
   EXPECT_EQ(files({{"max_file_size", "5"}}), std::vector<std::string>{});

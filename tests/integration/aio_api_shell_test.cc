@@ -201,7 +201,9 @@ TEST_F(AioApiTest, ExportsAndCwdSurviveAShellRestart) {
   const std::string id = "restart";
   Post("v1/shell/sessions/create", {{"id", id}});
   const std::string first_shell = Shell("cd /tmp && export KEEP_ME='a b' MULTI=$'x\\ny' && printf %s $$", id);
-  AioAnswer b = Post("v1/shell/exec", {{"command", "while :; do :; done"}, {"id", id}, {"hard_timeout", 1}});
+  // A loop in the shell itself that ignores the trap the timeout uses first: the shell is
+  // killed and replaced.
+  AioAnswer b = Post("v1/shell/exec", {{"command", "trap '' USR1; while :; do :; done"}, {"id", id}, {"hard_timeout", 1}});
   EXPECT_EQ(b.data()["status"], "hard_timeout") << b.raw;
   EXPECT_NE(Shell("printf %s $$", id), first_shell) << "the shell was not replaced";
   EXPECT_EQ(Shell("pwd; echo \"$KEEP_ME\"; echo \"$MULTI\"", id), "/tmp\na b\nx\ny\n");
