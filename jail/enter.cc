@@ -35,6 +35,10 @@ namespace {
     ReportSetupFailure(setup_fd, SetupStep::kLifeline, errno, "PR_SET_PDEATHSIG");
     ::_exit(kSetupFailedExit);
   }
+  if (r.child_subreaper && ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kLifeline, errno, "PR_SET_CHILD_SUBREAPER");
+    ::_exit(kSetupFailedExit);
+  }
   if (!RedirectStdio(r.stdin_fd, r.stdout_fd, r.stderr_fd, setup_fd) ||
       !JoinCgroupThroughFds(r.cgroup_attach_fds, setup_fd)) {
     ::_exit(kSetupFailedExit);

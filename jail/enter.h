@@ -46,6 +46,10 @@ struct EnterRequest {
   // of the hardening and the exec. The stdio fds above are only what it holds while it
   // waits.
   bool deferred_command = false;
+  // PR_SET_CHILD_SUBREAPER on the command (kept across its execve): processes it leaves
+  // orphaned (a double fork, setsid + &) are reparented to it instead of to the sandbox's
+  // init, so they stay in its tree. The AIO shell sessions ask for it (server/aio_proc_tree.h).
+  bool child_subreaper = false;
 };
 
 // The returned JailProcess is the command itself (no init between): Reap() gives the

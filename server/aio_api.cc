@@ -2,6 +2,8 @@
 // lifecycle (ForgetSandbox, Shutdown). The routes live in aio_{file,shell,bash}_routes.cc.
 #include "server/aio_api.h"
 
+#include <sched.h>
+
 #include <sys/socket.h>
 #include <sys/utsname.h>
 
@@ -10,6 +12,7 @@
 #include <thread>
 
 #include "runtime/sandboxes/persistent.h"
+#include "server/aio_context.h"
 #include "server/aio_internal.h"
 
 namespace corral::server {
@@ -127,7 +130,9 @@ void AioApi::Impl::SandboxInfo(const AioSandboxRef& ref, Reply reply) {
     nlohmann::json system = {{"os", "linux"},        {"os_version", u.release},
                              {"arch", u.machine},     {"user", "sandbox"},
                              {"home_dir", home},      {"workspace", workspace},
-                             {"timezone", "UTC"},     {"occupied_ports", nlohmann::json::array()}};
+                             {"timezone", "UTC"},
+                             {"occupied_ports", aio::ListeningPorts(hold->record.init_pid,
+                                                                    (hold->record.ns_flags & CLONE_NEWNET) != 0)}};
     nlohmann::json body = {
         {"success", true},
         {"message", "Sandbox context"},
@@ -138,7 +143,7 @@ void AioApi::Impl::SandboxInfo(const AioSandboxRef& ref, Reply reply) {
         {"version", kVersion},
         {"detail",
          {{"system", system},
-          {"runtime", {{"python", nlohmann::json::array()}, {"nodejs", nlohmann::json::array()}}},
+          {"runtime", aio::SandboxRuntimes(hold->record.init_pid)},
           {"utils", nlohmann::json::array()}}}};
     reply(HttpResponse::Json(200, body));
   });

@@ -342,6 +342,9 @@ void AioApi::Impl::FileRoute(const AioSandboxRef& ref, const std::string& op, Ht
     opts.literal = fixed;
     opts.case_sensitive = !ci;
     opts.max_results = static_cast<int>(max_results.value_or(100));
+    // AIO's max_file_size: larger files are skipped. The per-call byte budget
+    // (kGrepMaxBytesScanned) still bounds what a call reads in all.
+    if (max_file_size) opts.max_file_bytes = *ParseSize(*max_file_size);
     if (include && include->size() == 1) opts.glob = include->front();
     std::string root = *path, pat = *pattern;
     auto includes = include.value_or(std::vector<std::string>{});

@@ -6,6 +6,10 @@
 // reports its $$ and we compare like with like. Signals go through fds of /proc/<pid>
 // directories (pidfd_send_signal accepts them), opened and then checked against the start
 // time seen in the scan, so a recycled pid is never signalled.
+//
+// A session's shell is a child subreaper (server/aio_session_core.cc), so what a command
+// orphans — a double fork, `setsid sh -c 'cmd &'` — is reparented to the shell and shows
+// up here as one of its new children, not as a child of the sandbox's init.
 #pragma once
 
 #include <sys/types.h>

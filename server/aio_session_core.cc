@@ -101,7 +101,9 @@ void SessionCore::ShellLoop() {
       init_ticks = hold->record.init_start_ticks;
       out_buf.clear();
       err_buf.clear();
-      write_buf.clear();
+      // The exported variables of the last shell, eval'd before the handshake.
+      write_buf = exported_env;
+      write_buf.push_back('\0');
       Wake();
     }
     runtime::ExecRequest req;
@@ -115,6 +117,13 @@ void SessionCore::ShellLoop() {
     req.io.stdout_fd = out[1];
     req.io.stderr_fd = opt.separate_stderr ? err[1] : out[1];
     req.io.interrupt_fd = intr[1];  // also keeps corral's signal handling out of the daemon
+    // The shell is a child subreaper: what a command orphans (a double fork, `setsid cmd &`)
+    // is reparented to the shell, not to the sandbox's init, so a timeout finds it among the
+    // shell's new children (aio_proc_tree.h) and kills it with the rest of the call. A
+    // per-call cgroup would hold them as surely, but the command runs inside the shell
+    // itself (cd and export must persist), so the shell would have to be moved between
+    // cgroups around every call; a process group or session id the command can leave.
+    req.child_subreaper = true;
     hold = Error(ErrorCode::kNotFound, "released");  // ExecInSandbox holds it itself
     auto outcome = runtime::ExecInSandbox(req);
     for (int fd : {cmd[1], out[1], err[1], intr[1]}) {
@@ -247,10 +256,19 @@ void SessionCore::CheckMarker() {
   int rc = std::atoi(tail.c_str());
   size_t space = tail.find(' ');
   if (space != std::string::npos) cwd = tail.substr(space + 1);
-  out_buf.resize(pos);
+  // The exported variables, between "\n<marker>-env\n" and the marker line: kept for the
+  // next incarnation of the shell (after a timeout kill or an `exit`).
+  const std::string env_needle = "\n" + marker + "-env\n";
+  size_t cut = pos;
+  if (size_t env = out_buf.rfind(env_needle, pos); env != std::string::npos) {
+    const size_t from = env + env_needle.size();
+    if (pos - from <= kExportedEnvMax) exported_env = out_buf.substr(from, pos - from);
+    cut = env;
+  }
+  out_buf.resize(cut);
   bool ignored = false;
   ReadPipes(&ignored);  // stderr written before the marker is in its pipe by now
-  out_buf.resize(std::min(out_buf.size(), pos));
+  out_buf.resize(std::min(out_buf.size(), cut));
   Finish(CmdStatus::kCompleted, rc);
 }
 

@@ -21,6 +21,7 @@ namespace corral::server::aio {
 
 extern const char* const kSessionScript;
 inline constexpr size_t kHistoryMax = 100;  // commands remembered per session
+inline constexpr size_t kExportedEnvMax = 1 << 20;  // larger environments are not carried over
 std::string ShellQuote(const std::string& s);
 // The text handed to the shell's eval for `r` (exec_dir and env folded in).
 std::string BuildScript(const CommandRequest& r);
@@ -75,6 +76,8 @@ struct SessionCore {
   std::chrono::system_clock::time_point last_used_at = created_at;
   size_t commands_run = 0;
   std::string cwd;  // last known working directory (from the markers)
+  // `declare -px` after the last completed command: what a restarted shell re-exports.
+  std::string exported_env;
 
   // The running command.
   bool running = false;

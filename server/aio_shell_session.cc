@@ -19,7 +19,12 @@ namespace corral::server::aio {
 // The command runs in a function so that a timeout can abort the rest of it: SIGUSR1's
 // trap returns from the function (bash runs it once the killed foreground job is gone,
 // or between two builtins of a loop), and the loop prints the marker as usual.
+// The first string read is the exported variables of the session's previous shell (`declare
+// -px` text, empty for a new session), so that a restarted shell keeps them. After each
+// command: its marker line is preceded by `<marker>-env` and the exported variables now —
+// a builtin writing into the pipe, no fork on the command's path.
 const char* const kSessionScript = R"SH(exec 3<&0 4>&1 0</dev/null
+IFS= read -r -d '' -u 3 __corral_c && eval "$__corral_c" 2>/dev/null
 __corral_run() { eval "$__corral_c"; }
 trap 'return 130 2>/dev/null' USR1
 printf '%s %s %s\n' "$1" "$$" "$PWD" >&4
@@ -27,7 +32,7 @@ while IFS= read -r -d '' -u 3 __corral_c; do
   __corral_run 3<&- 4>&-
   __corral_s=$?
   IFS= read -r -d '' -u 3 __corral_m
-  printf '\n%s %d %s\n' "$__corral_m" "$__corral_s" "$PWD" >&4
+  { printf '\n%s-env\n' "$__corral_m"; declare -px; printf '\n%s %d %s\n' "$__corral_m" "$__corral_s" "$PWD"; } >&4
   unset __corral_m
 done
 )SH";

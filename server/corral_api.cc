@@ -12,6 +12,7 @@
 #include "runtime/spec/spec_json.h"
 #include "server/corral_api_internal.h"
 #include "server/corral_api_request.h"
+#include "server/corral_api_stream.h"
 
 namespace corral::server {
 namespace {
@@ -196,8 +197,12 @@ void CorralApi::Remove(const std::string& name, Reply reply) {
 }
 
 void CorralApi::Exec(const std::string& name, const HttpRequest& request, Reply reply) {
-  auto parsed = ParseExecRequest(request.body, name);
+  // The body's "stream" (when given) wins over the Accept header.
+  const std::string* accept = request.Header("accept");
+  bool stream = accept && accept->find("text/event-stream") != std::string::npos;
+  auto parsed = ParseExecRequest(request.body, name, &stream);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply(error->ToResponse());
+  if (stream) return ExecStreamed(std::get<runtime::ExecRequest>(std::move(parsed)), std::move(reply));
   OnExecThread(std::move(reply), [exec = std::get<runtime::ExecRequest>(std::move(parsed))] {
     HttpResponse response;
     auto outcome = runtime::ExecInSandbox(exec);
@@ -207,6 +212,51 @@ void CorralApi::Exec(const std::string& name, const HttpRequest& request, Reply 
       response.body = runtime::OutcomeToJson(*outcome);
     }
     return response;
+  });
+}
+
+void CorralApi::ExecStreamed(runtime::ExecRequest exec, Reply reply) {
+  if (!options_.io) {
+    return reply(ApiError{501, "not_implemented", "streamed exec needs the daemon's I/O context",
+                          "stream", {}}
+                     .ToResponse());
+  }
+  if (gate_->running.fetch_add(1) >= options_.max_execs) {
+    gate_->running.fetch_sub(1);
+    HttpResponse busy = ApiError{429, "too_many_execs",
+                                 "more than " + std::to_string(options_.max_execs) +
+                                     " execs are running; retry later",
+                                 "", {}}
+                            .ToResponse();
+    busy.headers.emplace_back("Retry-After", "1");
+    return reply(std::move(busy));
+  }
+  auto release = [gate = gate_] { gate->running.fetch_sub(1); };
+  // Looked up first, so that an unknown sandbox is a 404 rather than an error event, and
+  // for the sandbox's own output cap when the request gives none.
+  OnWorker(std::move(reply), [this, exec = std::move(exec), release]() mutable {
+    auto info = runtime::InspectSandbox(exec.sandbox);
+    if (!info || !info->alive) {
+      release();
+      return RuntimeError(info ? Error(ErrorCode::kNotFound, "sandbox " + exec.sandbox + " is dead")
+                               : info.error(),
+                          "name");
+    }
+    const int64_t cap = exec.output_limit_bytes.value_or(info->record.spec.limits.output_limit_bytes);
+    ExecThread exec_thread = [gate = gate_](std::function<std::function<void()>()> blocking) {
+      // A thread per exec that ends after it, as OnExecThread's (see the header).
+      std::thread([gate, blocking = std::move(blocking)]() mutable {
+        std::function<void()> then = blocking();
+        std::lock_guard<std::mutex> lock(gate->mu);
+        if (!gate->closed) return then();
+        // The API (and soon the io_context the stream's Asio objects belong to) is gone:
+        // destroying them now could touch a dead io_context, so they are left to the
+        // process's exit, which is under way.
+        (void)new std::function<void()>(std::move(then));
+        (void)new std::function<std::function<void()>()>(std::move(blocking));
+      }).detach();
+    };
+    return StreamExec(*options_.io, std::move(exec), cap, std::move(exec_thread), release);
   });
 }
 

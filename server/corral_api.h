@@ -32,8 +32,10 @@
 #include <utility>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/spec.h"
 #include "server/http_message.h"
 
@@ -48,6 +50,9 @@ struct CorralApiOptions {
   int max_execs = 64;           // execs running at once
   int workers = 4;              // threads for creates, removals, stats, files
   double reap_period_seconds = 10;  // how often sandboxes past their idle_timeout go
+  // The daemon's I/O context: streamed exec output (server/corral_api_stream.h) is read
+  // and written on it. nullptr: a streamed exec is refused (501).
+  boost::asio::io_context* io = nullptr;
 };
 
 // The embedded server/openapi.json.
@@ -82,6 +87,8 @@ class CorralApi {
   void Inspect(const std::string& name, Reply reply, bool stats_only);
   void Remove(const std::string& name, Reply reply);
   void Exec(const std::string& name, const HttpRequest& request, Reply reply);
+  // `"stream": true` or `Accept: text/event-stream`: server-sent events while it runs.
+  void ExecStreamed(runtime::ExecRequest exec, Reply reply);
   // `corral code run --sandbox` over HTTP: under the daemon's python: policy.
   void Code(const std::string& name, const HttpRequest& request, Reply reply);
   // Runs `work` on a thread of its own (see above), at most max_execs at once.

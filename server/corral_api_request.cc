@@ -224,7 +224,8 @@ std::optional<ApiError> ReadExecFields(const json& j, runtime::ExecRequest* r) {
 }  // namespace
 
 std::variant<runtime::ExecRequest, ApiError> ParseExecRequest(const std::string& body,
-                                                              const std::string& sandbox) {
+                                                              const std::string& sandbox,
+                                                              bool* stream) {
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return ApiError{400, "invalid_json", "the body must be a JSON object", "", {}};
@@ -232,10 +233,14 @@ std::variant<runtime::ExecRequest, ApiError> ParseExecRequest(const std::string&
   static const std::set<std::string> kKeys = {"argv",    "command", "env",
                                               "workdir", "timeout", "output_limit"};
   for (const auto& [key, value] : j.items()) {
-    if (kKeys.count(key) == 0) {
+    if (kKeys.count(key) == 0 && !(stream && key == "stream")) {
       return Invalid(key, "unknown field (expected argv or command, env, workdir, timeout, "
-                          "output_limit)");
+                          "output_limit, stream)");
     }
+  }
+  if (stream && j.contains("stream") && !j["stream"].is_null()) {
+    if (!j["stream"].is_boolean()) return Invalid("stream", "expected true or false");
+    *stream = j["stream"].get<bool>();
   }
   runtime::ExecRequest r;
   r.sandbox = sandbox;

@@ -52,10 +52,13 @@ std::variant<SandboxCreate, ApiError> ParseSandboxCreate(const std::string& body
                                                          const runtime::JailSpec& base,
                                                          const std::string& base_dir);
 
-// POST .../exec: {argv | command, env?, workdir?, timeout?, output_limit?}. `command` runs
-// with bash -c. 422 with the field for a wrong type or value.
+// POST .../exec: {argv | command, env?, workdir?, timeout?, output_limit?, stream?}.
+// `command` runs with bash -c. 422 with the field for a wrong type or value. `stream`
+// (a boolean: answer with server-sent events, server/corral_api_stream.h) goes to *stream
+// when given; without `stream` the field is refused as unknown.
 std::variant<runtime::ExecRequest, ApiError> ParseExecRequest(const std::string& body,
-                                                              const std::string& sandbox);
+                                                              const std::string& sandbox,
+                                                              bool* stream = nullptr);
 
 // POST .../code: {code, lang?, timeout?}: a snippet for `corral code run --sandbox`,
 // run under `policy` (the daemon's python: section; a request cannot change it).

@@ -227,7 +227,9 @@ int RunServe(const ServeOptions& options) {
                     cfg.provider.base_dir},
       host_check, &manager, &aio, &metrics, access_log->get(), &blocking, gauges);
   // After the server: destroyed before it, so no exec's reply reaches a server that is gone.
-  CorralApi corral_api(CorralApiOptions{cfg.spec, cfg.provider.base_dir});
+  CorralApiOptions corral_options{cfg.spec, cfg.provider.base_dir};
+  corral_options.io = &io;
+  CorralApi corral_api(std::move(corral_options));
   router->SetCorralApi(&corral_api);
   server.Start();
 

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,11 +35,35 @@ struct HttpRequest {
   }
 };
 
+// The writing end of a streamed response body (server-sent events, or any chunked body),
+// implemented by server/http_server.cc. Thread-safe; cheap to call from any thread.
+class ResponseStream {
+ public:
+  virtual ~ResponseStream() = default;
+  // Queues `data` as one HTTP chunk, written in order. Ignored after End() or once the
+  // client is gone. Unbounded: the producer bounds what it sends (an exec's output cap).
+  virtual void Send(std::string data) = 0;
+  // Writes the last chunk, then closes the connection (a streamed response never keeps
+  // the connection alive: the end of the socket is how a client's going is seen).
+  virtual void End() = 0;
+};
+
+// A body produced over time. The server writes the status and headers (chunked transfer
+// encoding, no Content-Length), then calls `start` once on an I/O thread. `client_gone`
+// (optional) is called at most once, on an I/O thread, if the client disconnects (EOF or
+// an error on its socket, or a chunk it does not take within the write timeout) before
+// End(); the producer should then stop its work (an exec ends its command).
+struct StreamBody {
+  std::function<void(std::shared_ptr<ResponseStream>)> start;
+  std::function<void()> client_gone;
+};
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
+  std::shared_ptr<StreamBody> stream;  // set: `body` is ignored, the body is streamed
 
   static HttpResponse Json(int status, const nlohmann::json& body) {
     HttpResponse r;

@@ -10,6 +10,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <deque>
 #include <optional>
 
 namespace corral::server {
@@ -220,6 +221,7 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
   }
 
   void Write(HttpResponse r, bool keep_alive, bool counted) {
+    if (r.stream) return WriteStream(std::move(r), counted);
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(r.status), 11);
     res->set(http::field::server, "corral");
@@ -236,6 +238,112 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
                         if (!res->keep_alive()) return self->LingerClose();
                         self->Read();
                       });
+  }
+
+  // The writing end handed to a streamed body's producer: every call hops onto the
+  // connection's strand, where the chunks are queued and written one at a time.
+  class Chunks : public ResponseStream {
+   public:
+    explicit Chunks(std::shared_ptr<Session> session) : session_(std::move(session)) {}
+    void Send(std::string data) override {
+      if (data.empty()) return;  // an empty chunk would end the body
+      asio::post(session_->stream_.get_executor(), [s = session_, d = std::move(data)]() mutable {
+        s->QueueChunk(std::move(d), false);
+      });
+    }
+    void End() override {
+      asio::post(session_->stream_.get_executor(), [s = session_] { s->QueueChunk({}, true); });
+    }
+
+   private:
+    std::shared_ptr<Session> session_;
+  };
+
+  // A streamed body: the header (chunked, Connection: close), then the producer's chunks.
+  // Meanwhile one read stays posted on the socket: a client that sends nothing more and
+  // whose read ends (EOF, reset) has gone, and the producer is told at once, even while it
+  // has nothing to write. The connection is never reused (pipelined requests are dropped).
+  void WriteStream(HttpResponse r, bool counted) {
+    stream_counted_ = counted;
+    stream_body_ = std::move(r.stream);
+    auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(r.status), 11);
+    res->set(http::field::server, "corral");
+    res->set(http::field::content_type, r.content_type);
+    for (auto& [name, value] : r.headers) res->set(name, value);
+    res->keep_alive(false);
+    res->chunked(true);
+    auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
+    stream_.expires_after(Seconds(shared_->limits.body_timeout));
+    http::async_write_header(stream_, *sr, [self = this->shared_from_this(), res, sr](beast::error_code ec, size_t) {
+      if (ec) return self->StreamGone();
+      if (!self->writing_) self->stream_.expires_never();
+      self->WatchClient();
+      if (self->stream_body_ && self->stream_body_->start) {
+        self->stream_body_->start(std::make_shared<Chunks>(self));
+      }
+    });
+  }
+
+  void WatchClient() {
+    stream_.async_read_some(asio::buffer(drain_), [self = this->shared_from_this()](beast::error_code ec, size_t) {
+      if (self->stream_done_) return self->Close();  // the lingering read after the end
+      if (ec) return self->StreamGone();
+      self->WatchClient();  // bytes from the client are ignored
+    });
+  }
+
+  void QueueChunk(std::string data, bool last) {
+    if (stream_done_ || stream_ending_) return;
+    if (last) stream_ending_ = true;
+    chunks_.push_back({std::move(data), last});
+    if (!writing_) WriteNextChunk();
+  }
+
+  void WriteNextChunk() {
+    if (chunks_.empty()) {
+      writing_ = false;
+      stream_.expires_never();  // the producer may be silent for long; the read watches
+      return;
+    }
+    writing_ = true;
+    auto chunk = std::make_shared<std::pair<std::string, bool>>(std::move(chunks_.front()));
+    chunks_.pop_front();
+    stream_.expires_after(Seconds(shared_->limits.body_timeout));  // a client not reading
+    auto done = [self = this->shared_from_this(), chunk](beast::error_code ec, size_t) {
+      if (ec) return self->StreamGone();
+      if (chunk->second) return self->StreamFinished();
+      self->WriteNextChunk();
+    };
+    if (chunk->second) {
+      asio::async_write(stream_, http::make_chunk_last(), std::move(done));
+    } else {
+      asio::async_write(stream_, http::make_chunk(asio::buffer(chunk->first)), std::move(done));
+    }
+  }
+
+  // The last chunk is out: half-close and let the watching read see the client's EOF
+  // (bounded) before closing, as LingerClose does.
+  void StreamFinished() {
+    EndStream();
+    beast::error_code ignored;
+    stream_.socket().shutdown(asio::socket_base::shutdown_send, ignored);
+    stream_.expires_after(std::chrono::seconds(2));
+  }
+
+  void StreamGone() {
+    if (stream_done_) return;
+    auto body = stream_body_;
+    EndStream();
+    Close();
+    if (body && body->client_gone) body->client_gone();
+  }
+
+  void EndStream() {
+    stream_done_ = true;
+    chunks_.clear();
+    stream_body_.reset();  // the producer holds a Chunks, which holds us: no cycle left
+    if (stream_counted_) shared_->in_flight.fetch_sub(1);
+    stream_counted_ = false;
   }
 
   // Closing with unread request bytes would make the kernel send a reset, which can
@@ -269,6 +377,13 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
   bool first_ = true;
   std::array<char, 4096> drain_;
   bool keep_alive_ = false;
+  // A streamed response (WriteStream), all on the strand.
+  std::shared_ptr<StreamBody> stream_body_;
+  std::deque<std::pair<std::string, bool>> chunks_;  // (data, is the last chunk)
+  bool writing_ = false;
+  bool stream_ending_ = false;  // End() queued
+  bool stream_done_ = false;    // finished or the client went
+  bool stream_counted_ = false;
 };
 
 template <class Acceptor>

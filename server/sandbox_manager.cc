@@ -44,13 +44,38 @@ Status MakeDirs(const std::string& path) {
   return Ok();
 }
 
-// The extra mounts as jail mounts. The skill views cannot be expressed yet: a jail binds
-// one skills directory at /mnt/skills (server/README.md says so).
-Status ApplyExtraMounts(const std::vector<ExtraMount>& mounts, runtime::JailSpec* spec) {
+bool IsRealDir(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// A skills view (/mnt/skills/<view>), always read-only. With skills.path bound at
+// /mnt/skills the view's mount point must exist there (nothing can be created in a
+// read-only tree): else the view is skipped with a warning, as a missing host directory is
+// by DeerFlow's own backends.
+void AddSkillsView(const std::string& host, const std::string& container, runtime::JailSpec* spec) {
+  for (const auto& m : spec->mounts) {
+    if (m.container_path == container) return;  // the first one wins, as in DeerFlow
+  }
+  if (spec->skills_dir &&
+      !IsRealDir(*spec->skills_dir + container.substr(std::string("/mnt/skills").size()))) {
+    spdlog::warn("skills view {}: skills.path has no such directory to mount it on; skipped",
+                 container);
+    return;
+  }
+  spec->mounts.push_back({host, container, true});
+}
+
+// The extra mounts as jail mounts (docs/deerflow-contract.md §4): the skills views
+// (/mnt/skills/custom, /mnt/skills/integrations) and /mnt/acp-workspace read-only whatever
+// the request says; lark-cli's as asked. Then the views the reference provisioner derives
+// itself when their host directories exist: {base}/skills_view/public and the user's
+// {base}/users/{user}/skills_view/{custom,legacy}.
+Status ApplyExtraMounts(const std::vector<ExtraMount>& mounts, const std::string& base,
+                        const std::string& user, runtime::JailSpec* spec) {
   for (const ExtraMount& m : mounts) {
     if (m.container_path.rfind("/mnt/skills/", 0) == 0) {
-      spdlog::warn("extra mount {}: not supported (corral binds one skills directory); skipped",
-                   m.container_path);
+      AddSkillsView(m.host_path, m.container_path, spec);
       continue;
     }
     if (!m.read_only) RETURN_IF_ERROR(MakeDirs(m.host_path));
@@ -59,6 +84,13 @@ Status ApplyExtraMounts(const std::vector<ExtraMount>& mounts, runtime::JailSpec
       continue;
     }
     spec->mounts.push_back({m.host_path, m.container_path, m.read_only});
+  }
+  const std::vector<std::pair<std::string, std::string>> derived = {
+      {base + "/skills_view/public", "/mnt/skills/public"},
+      {base + "/users/" + user + "/skills_view/custom", "/mnt/skills/custom"},
+      {base + "/users/" + user + "/skills_view/legacy", "/mnt/skills/legacy"}};
+  for (const auto& [host, container] : derived) {
+    if (IsRealDir(host)) AddSkillsView(host, container, spec);
   }
   return Ok();
 }
@@ -193,7 +225,7 @@ CreateResult SandboxManager::MakeLocked(const CreateParams& params) {
   runtime::JailSandboxProvider provider(options_.provider, options_.base_spec);
   runtime::CreateRequest req;
   req.spec = provider.SpecFor(*dirs);
-  if (Status st = ApplyExtraMounts(params.extra_mounts, &req.spec); !st) {
+  if (Status st = ApplyExtraMounts(params.extra_mounts, base, params.user_id, &req.spec); !st) {
     return {400, "extra mounts: " + st.error().message(), {}};
   }
   req.name = CorralNameFor(params.sandbox_id);

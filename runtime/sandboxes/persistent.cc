@@ -262,7 +262,8 @@ Result<std::unique_ptr<cgroups::Cgroup>> CreateExecCgroup(const SandboxRecord& r
 // Clones the exec's process into the sandbox (and into `exec_cg`).
 Result<jail::JailProcess> SpawnExec(const SandboxRecord& record, int init_pidfd,
                                     const jail::JailPlan& plan, cgroups::Cgroup* exec_cg,
-                                    int stdin_fd, int stdout_fd, int stderr_fd, bool deferred) {
+                                    int stdin_fd, int stdout_fd, int stderr_fd, bool deferred,
+                                    bool child_subreaper = false) {
   // Opened after the pidfd: a recycled pid cannot slip in between (OpenInit checked it).
   UniqueFd init_root(::open(("/proc/" + std::to_string(record.init_pid) + "/root").c_str(),
                             O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -280,6 +281,7 @@ Result<jail::JailProcess> SpawnExec(const SandboxRecord& record, int init_pidfd,
   enter.stdout_fd = stdout_fd;
   enter.stderr_fd = stderr_fd;
   enter.deferred_command = deferred;
+  enter.child_subreaper = child_subreaper;
   if (exec_cg) {
     enter.cgroup_fd = exec_cg->clone_into_fd();
     if (enter.cgroup_fd < 0) enter.cgroup_attach_fds = exec_cg->attach_fds();
@@ -366,7 +368,8 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   StopSources stops(request.io);
   ASSIGN_OR_RETURN(jail::JailProcess command,
                    SpawnExec(record, init_pidfd.get(), plan, exec_cg.get(), io.child_stdin(),
-                             io.child_stdout(), io.child_stderr(), /*deferred=*/false));
+                             io.child_stdout(), io.child_stderr(), /*deferred=*/false,
+                             request.child_subreaper));
   io.CloseChildEnds();
   trace.Mark("clone");
   if (request.io.tty) {

@@ -54,6 +54,9 @@ struct ExecRequest {
   std::optional<int64_t> output_limit_bytes;  // captured stdout/stderr, each; default: the
                                               // sandbox's limits.output
   RunOptions io;
+  // The command becomes a child subreaper (jail/enter.h): what it orphans stays in its
+  // tree, where a caller that ends its commands' trees can find it.
+  bool child_subreaper = false;
 };
 
 // Errors: the sandbox does not exist, or is dead (its init is gone) — never a hang.

@@ -124,7 +124,10 @@ bool CheckHostPath(Problems& p, const std::string& field, const std::string& pat
   return true;
 }
 
-void CheckContainerPath(Problems& p, const std::string& field, const std::string& path) {
+// `read_only`: a read-only mount strictly below /mnt/skills is a skills view (DeerFlow's
+// /mnt/skills/{public,custom,legacy,integrations}), allowed beside or inside skills_dir.
+void CheckContainerPath(Problems& p, const std::string& field, const std::string& path,
+                        bool read_only) {
   if (std::string why = PathShapeProblem(path); !why.empty()) {
     p.Add(field, why, Quote(path));
     return;
@@ -134,6 +137,10 @@ void CheckContainerPath(Problems& p, const std::string& field, const std::string
     return;
   }
   for (const auto& reserved : kReservedContainerPaths) {
+    if (read_only && std::string(reserved.path) == "/mnt/skills" && path != reserved.path &&
+        StartsWithDir(path, reserved.path)) {
+      continue;
+    }
     if (StartsWithDir(path, reserved.path)) {
       p.Add(field, std::string("is reserved: ") + reserved.why, Quote(path));
       return;
@@ -216,7 +223,8 @@ void CheckMounts(Problems& p, const std::vector<MountSpec>& mounts) {
   for (size_t i = 0; i < mounts.size(); ++i) {
     const std::string field = "mounts[" + std::to_string(i) + "]";
     CheckHostPath(p, field + ".host_path", mounts[i].host_path, HostKind::kAny);
-    CheckContainerPath(p, field + ".container_path", mounts[i].container_path);
+    CheckContainerPath(p, field + ".container_path", mounts[i].container_path,
+                       mounts[i].read_only);
     auto [it, inserted] = first_use.emplace(mounts[i].container_path, i);
     if (!inserted) {
       p.Add(field + ".container_path",

@@ -153,5 +153,32 @@ TEST_F(AioApiTest, ListFindGrepSearchShapes) {
   EXPECT_EQ(s.data()["matches"], json({"import os", "hello = 1"}));
 }
 
+// max_file_size (DeerFlow sends "1M"): files larger than it are skipped, smaller ones read;
+// without it the default is DeerFlow's local 1,000,000 bytes.
+TEST_F(AioApiTest, GrepHonoursMaxFileSize) {
+  // 1.5 MiB with the match on its last line, and a small file with one too.
+  Post("v1/file/write", {{"file", kWs + "/big/big.txt"},
+                         {"content", std::string(1536 * 1024 - 12, 'x') + "\nneedle here\n"}});
+  Post("v1/file/write", {{"file", kWs + "/big/small.txt"}, {"content", "needle too\n"}});
+  auto files = [&](const json& extra) {
+    json body = {{"path", kWs + "/big"}, {"pattern", "needle"}};
+    body.update(extra);
+    AioAnswer g = Post("v1/file/grep", body);
+    EXPECT_EQ(g.body["success"], true) << g.raw;
+    std::vector<std::string> out;
+    for (const auto& m : g.data()["matches"]) out.push_back(m["file"]);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const std::vector<std::string> small_only = {kWs + "/big/small.txt"};
+  const std::vector<std::string> both = {kWs + "/big/big.txt", kWs + "/big/small.txt"};
+  EXPECT_EQ(files({{"max_file_size", "1M"}}), small_only);
+  EXPECT_EQ(files(json::object()), small_only);
+  EXPECT_EQ(files({{"max_file_size", "2M"}}), both);
+  EXPECT_EQ(files({{"max_file_size", "1600000"}}), both);
+  EXPECT_EQ(files({{"max_file_size", "5"}}), std::vector<std::string>{});
+  EXPECT_EQ(Post("v1/file/grep", {{"path", kWs}, {"pattern", "x"}, {"max_file_size", "lots"}}).status, 422);
+}
+
 }  // namespace
 }  // namespace corral::test

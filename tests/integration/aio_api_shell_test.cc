@@ -36,6 +36,44 @@ TEST_F(AioApiTest, SandboxContextIsASandboxResponse) {
   EXPECT_TRUE(a.body["detail"]["runtime"]["nodejs"].is_array());
   EXPECT_TRUE(a.body["detail"]["utils"].is_array());
   EXPECT_EQ(Call("POST", "v1/sandbox", "{}").status, 405);
+  EXPECT_TRUE(sys["occupied_ports"].empty()) << a.raw;
+}
+
+// The context's runtimes and ports are the sandbox's real ones: the interpreters in its
+// root (the SDK's ToolSpec {ver, bin, alias}) and the TCP ports listening in its network
+// namespace (strings, as the SDK's occupied_ports).
+TEST_F(AioApiTest, SandboxContextReportsRuntimesAndPorts) {
+  if (Shell("command -v python3 >/dev/null && echo yes") != "yes\n") GTEST_SKIP() << "no python3";
+  const std::string py = Shell("readlink -f \"$(command -v python3)\" | tr -d '\\n'");
+  Shell("python3 -c 'import socket,time; s=socket.socket(); s.bind((\"127.0.0.1\", 18766)); "
+        "s.listen(); time.sleep(300)' > /dev/null 2>&1 &");
+  json ports;
+  for (int i = 0; i < 100; ++i) {
+    ports = Call("GET", "v1/sandbox", "").body["detail"]["system"]["occupied_ports"];
+    if (ports.size() > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(ports, json::array({"18766"}));
+  const json runtime = Call("GET", "v1/sandbox", "").body["detail"]["runtime"];
+  bool found = false;
+  for (const auto& spec : runtime["python"]) {
+    if (spec.value("bin", "") != py) continue;
+    found = true;
+    // python3.11 -> "3.11"; the version the interpreter itself reports starts with it.
+    const std::string ver = spec.value("ver", "");
+    EXPECT_EQ(Shell("python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'"), ver + "\n");
+    EXPECT_TRUE(spec["alias"].is_array() && !spec["alias"].empty()) << spec;
+  }
+  EXPECT_TRUE(found) << py << " not in " << runtime;
+  if (Shell("command -v node >/dev/null && echo yes") == "yes\n") {
+    ASSERT_FALSE(runtime["nodejs"].empty()) << runtime;
+    if (runtime["nodejs"][0].contains("ver")) {
+      EXPECT_EQ(Shell("node --version"), "v" + runtime["nodejs"][0]["ver"].get<std::string>() + "\n");
+    }
+  }
+}
+
+TEST_F(AioApiTest, UnknownAioRouteIsFastApis404) {
   AioAnswer nf = Call("GET", "v1/nope", "");
   EXPECT_EQ(nf.status, 404);
   EXPECT_EQ(nf.body, json({{"detail", "Not Found"}}));
@@ -135,6 +173,45 @@ TEST_F(AioApiTest, TimeoutsKillTheCommandTreeOnly) {
   AioAnswer b = Post("v1/shell/exec", {{"command", "cd /tmp; while :; do :; done"}, {"id", id}, {"hard_timeout", 1}});
   EXPECT_EQ(b.data()["status"], "hard_timeout") << b.raw;
   EXPECT_EQ(Shell("echo ok; kill -0 " + bg + " && echo alive", id), "ok\nalive\n");
+}
+
+// A call that double-forks (its daemon is reparented away from the call's processes) still
+// loses that daemon when it times out; what earlier calls left — a plain `&` job and a
+// double-forked daemon of a call that finished normally — lives on.
+TEST_F(AioApiTest, TimeoutKillsWhatTheCallDoubleForked) {
+  const std::string id = "double-fork";
+  Post("v1/shell/sessions/create", {{"id", id}});
+  std::string bg = Shell("sleep 301 > /dev/null 2>&1 & printf %s $!", id);
+  // setsid runs sh in place (no job control: not a group leader); sh forks the sleep and
+  // exits, so once setsid returns the sleep is an orphan.
+  Shell("setsid sh -c 'sleep 302 > /dev/null 2>&1 &'", id);
+  AioAnswer a = Post("v1/shell/exec", {{"command", "setsid sh -c 'sleep 303 > /dev/null 2>&1 &'; "
+                                                   "setsid sh -c 'setsid sleep 304 > /dev/null 2>&1 &'; sleep 100"},
+                                       {"id", id}, {"no_change_timeout", 1}});
+  EXPECT_EQ(a.data()["status"], "no_change_timeout") << a.raw;
+  EXPECT_EQ(Shell("pgrep -x -f 'sleep 303' || echo none", id), "none\n") << "the call's daemon outlived its timeout";
+  EXPECT_EQ(Shell("pgrep -x -f 'sleep 304' || echo none", id), "none\n") << "the call's daemon outlived its timeout";
+  EXPECT_EQ(Shell("kill -0 " + bg + " && echo alive", id), "alive\n") << "an earlier job was killed";
+  EXPECT_NE(Shell("pgrep -x -f 'sleep 302' || echo none", id), "none\n") << "an earlier call's daemon was killed";
+}
+
+// A shell that is replaced (a timeout in the shell itself, an `exit`) comes back with the
+// session's exported variables and directory.
+TEST_F(AioApiTest, ExportsAndCwdSurviveAShellRestart) {
+  const std::string id = "restart";
+  Post("v1/shell/sessions/create", {{"id", id}});
+  const std::string first_shell = Shell("cd /tmp && export KEEP_ME='a b' MULTI=$'x\\ny' && printf %s $$", id);
+  // A loop in the shell itself that ignores the trap the timeout uses first: the shell is
+  // killed and replaced.
+  AioAnswer b = Post("v1/shell/exec", {{"command", "trap '' USR1; while :; do :; done"}, {"id", id}, {"hard_timeout", 1}});
+  EXPECT_EQ(b.data()["status"], "hard_timeout") << b.raw;
+  EXPECT_NE(Shell("printf %s $$", id), first_shell) << "the shell was not replaced";
+  EXPECT_EQ(Shell("pwd; echo \"$KEEP_ME\"; echo \"$MULTI\"", id), "/tmp\na b\nx\ny\n");
+  EXPECT_EQ(Shell("export -n MULTI; export ONE_MORE=1", id), "");
+  AioAnswer e = Post("v1/shell/exec", {{"command", "export LOST=1; exit 2"}, {"id", id}, {"no_change_timeout", 600}});
+  EXPECT_EQ(e.data()["exit_code"], 2) << e.raw;
+  EXPECT_EQ(Shell("echo \"$KEEP_ME|$ONE_MORE|$LOST\"; printenv MULTI || echo unexported", id), "a b|1|\nunexported\n");
+  EXPECT_EQ(Shell("echo \"[$KEEP_ME]\""), "[]\n") << "a new session starts clean";
 }
 
 TEST_F(AioApiTest, AsyncModeWaitViewKillAndUpdate) {

@@ -184,6 +184,46 @@ TEST_F(ServeTest, BadIdsAndBodiesAreRefusedClearly) {
   EXPECT_EQ(Curl("GET", Url("/health"), "", {}, false).status, 200);
 }
 
+// The mounts of docs/deerflow-contract.md §4: the skills views (the extra mounts
+// /mnt/skills/custom and /mnt/skills/integrations, and the public/legacy views the
+// provisioner derives itself) and /mnt/acp-workspace, all read-only whatever the request
+// says; the thread's user-data read-write.
+TEST_F(ServeTest, SkillsViewsAndAcpWorkspaceAreMountedReadOnly) {
+  StartDaemon(Config());
+  const std::string base = dir_.Join("base");
+  for (const char* d : {"skills_view/public", "users/u1/skills_view/custom", "users/u1/skills_view/legacy",
+                        "users/u1/skills_view/integrations", "users/u1/threads/t-sk/acp-workspace"}) {
+    ASSERT_TRUE(dir_.MakeDirs(std::string("base/") + d));
+  }
+  ASSERT_TRUE(dir_.WriteFile("base/skills_view/public/p.md", "public\n"));
+  ASSERT_TRUE(dir_.WriteFile("base/users/u1/skills_view/custom/c.md", "custom\n"));
+  ASSERT_TRUE(dir_.WriteFile("base/users/u1/skills_view/legacy/l.md", "legacy\n"));
+  ASSERT_TRUE(dir_.WriteFile("base/users/u1/skills_view/integrations/i.md", "integrations\n"));
+  ASSERT_TRUE(dir_.WriteFile("base/users/u1/threads/t-sk/acp-workspace/a.md", "acp\n"));
+  json body = {{"sandbox_id", "sk1"}, {"thread_id", "t-sk"}, {"user_id", "u1"},
+               {"extra_mounts", json::array({
+                   {{"host_path", base + "/users/u1/skills_view/custom"}, {"container_path", "/mnt/skills/custom"}, {"read_only", true}},
+                   {{"host_path", base + "/users/u1/skills_view/integrations"}, {"container_path", "/mnt/skills/integrations"}, {"read_only", false}},
+                   {{"host_path", base + "/users/u1/threads/t-sk/acp-workspace"}, {"container_path", "/mnt/acp-workspace"}, {"read_only", false}}})}};
+  auto created = Api("POST", "/api/sandboxes", body.dump());
+  ASSERT_EQ(created.status, 200) << created.body << DaemonLog();
+  const std::string url = created.Json()["sandbox_url"];
+  auto shell = [&](const std::string& command) {
+    auto r = Curl("POST", url + "/v1/shell/exec", json{{"command", command}}.dump(), {}, false);
+    return r.Json()["data"]["output"].get<std::string>();
+  };
+  EXPECT_EQ(shell("cat /mnt/skills/public/p.md /mnt/skills/custom/c.md /mnt/skills/legacy/l.md "
+                  "/mnt/skills/integrations/i.md /mnt/acp-workspace/a.md"),
+            "public\ncustom\nlegacy\nintegrations\nacp\n");
+  for (const char* dir : {"/mnt/skills/public", "/mnt/skills/custom", "/mnt/skills/legacy",
+                          "/mnt/skills/integrations", "/mnt/acp-workspace"}) {
+    EXPECT_EQ(shell(std::string("touch ") + dir + "/new 2>/dev/null && echo writable || echo read-only"),
+              "read-only\n") << dir;
+  }
+  EXPECT_EQ(shell("touch /mnt/user-data/workspace/new && echo writable"), "writable\n");
+  EXPECT_EQ(Api("DELETE", "/api/sandboxes/sk1").status, 200);
+}
+
 TEST_F(ServeTest, LimitsAndSlowClientsLeaveTheDaemonHealthy) {
   StartDaemon(Config("  max_sandboxes: 1\n"));
   // Over max_body_bytes (1m here): 413, by Content-Length before any byte of the body...

@@ -132,7 +132,7 @@ TEST(ConfigValidate, MountContainerPaths) {
   }
   for (const char* bad :
        {"/", "/proc", "/proc/sys", "/dev", "/dev/shm", "/sys", "/sys/fs/cgroup", "/tmp", "/tmp/x",
-        "/mnt/skills", "/mnt/skills/a", "/mnt/user-data", "/mnt/user-data/workspace",
+        "/mnt/skills", "/mnt/user-data", "/mnt/user-data/workspace",
         "/mnt/acp-workspace", "/mnt", "relative", "/a/../b", "/a//b", "/a/"}) {
     spec.mounts[0].container_path = bad;
     OneProblem(spec, "mounts[0].container_path");
@@ -141,6 +141,14 @@ TEST(ConfigValidate, MountContainerPaths) {
   EXPECT_THAT(OneProblem(spec, "mounts[0].container_path"), HasSubstr("reserved"));
   spec.mounts[0].container_path = "/mnt";
   EXPECT_THAT(OneProblem(spec, "mounts[0].container_path"), HasSubstr("would cover /mnt/skills"));
+  // Below /mnt/skills: a read-only skills view (DeerFlow's /mnt/skills/custom, ...) only.
+  spec.mounts[0].container_path = "/mnt/skills/custom";
+  EXPECT_EQ(Validate(spec), std::vector<std::string>{});
+  spec.mounts[0].read_only = false;
+  EXPECT_THAT(OneProblem(spec, "mounts[0].container_path"), HasSubstr("reserved for skills_dir"));
+  spec.mounts[0].container_path = "/mnt/skills";
+  spec.mounts[0].read_only = true;
+  EXPECT_THAT(OneProblem(spec, "mounts[0].container_path"), HasSubstr("reserved for skills_dir"));
 }
 
 TEST(ConfigValidate, DuplicateContainerPaths) {

@@ -6,6 +6,7 @@
 
 #include "server/corral_api.h"
 #include "server/corral_api_request.h"
+#include "server/corral_api_stream.h"
 
 namespace corral::server {
 namespace {
@@ -96,6 +97,35 @@ TEST(CorralApiRequest, ExecRequest) {
   EXPECT_EQ(field(R"({"command":"x","env":{"A":1}})"), "env.A");
   EXPECT_EQ(field(R"({"command":"x","extra":1})"), "extra");
   EXPECT_EQ(field("{\"argv\":[\"a\\u0000b\"]}"), "argv");
+  EXPECT_EQ(field(R"({"command":"x","stream":true})"), "stream") << "unknown without a stream out-parameter";
+}
+
+TEST(CorralApiRequest, ExecStreamField) {
+  bool stream = true;
+  ASSERT_TRUE(std::holds_alternative<runtime::ExecRequest>(ParseExecRequest(R"({"command":"x"})", "box", &stream)));
+  EXPECT_TRUE(stream) << "left alone when not given (the Accept header decides)";
+  ASSERT_TRUE(std::holds_alternative<runtime::ExecRequest>(
+      ParseExecRequest(R"({"command":"x","stream":false})", "box", &stream)));
+  EXPECT_FALSE(stream);
+  ASSERT_TRUE(std::holds_alternative<runtime::ExecRequest>(
+      ParseExecRequest(R"({"command":"x","stream":true})", "box", &stream)));
+  EXPECT_TRUE(stream);
+  auto bad = ParseExecRequest(R"({"command":"x","stream":"yes"})", "box", &stream);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(bad));
+  EXPECT_EQ(std::get<ApiError>(bad).field, "stream");
+}
+
+TEST(CorralApiStream, Utf8SequencesAreNeverSplit) {
+  EXPECT_EQ(CompleteUtf8Prefix(""), 0u);
+  EXPECT_EQ(CompleteUtf8Prefix("abc"), 3u);
+  EXPECT_EQ(CompleteUtf8Prefix("a\xc3"), 1u);
+  EXPECT_EQ(CompleteUtf8Prefix("a\xc3\xa9"), 3u);
+  EXPECT_EQ(CompleteUtf8Prefix("\xe2\x82"), 0u);
+  EXPECT_EQ(CompleteUtf8Prefix("x\xe2\x82\xac"), 4u);
+  EXPECT_EQ(CompleteUtf8Prefix("\xf0\x9f\x98"), 0u);
+  EXPECT_EQ(CompleteUtf8Prefix("\xf0\x9f\x98\x80"), 4u);
+  EXPECT_EQ(CompleteUtf8Prefix("\x80\x80"), 2u) << "stray continuation bytes: nothing to wait for";
+  EXPECT_EQ(CompleteUtf8Prefix("a\xff"), 2u) << "an invalid lead byte stands alone";
 }
 
 }  // namespace

@@ -262,6 +262,7 @@ SbResult<GrepResult> AioSandbox::DoGrep(const std::string& path, const std::stri
                {"case_insensitive", !options.case_sensitive},
                {"fixed_strings", options.literal},
                {"max_results", std::clamp(options.max_results + 1, 1, 10000)},
+               {"max_file_size", std::to_string(options.max_file_bytes)},
                {"recursive", true}};
   auto data = Call("file/grep", body, path, options.max_seconds + 30);
   if (!data) return data.error();

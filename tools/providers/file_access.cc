@@ -277,6 +277,7 @@ struct GrepRun {
   const LineMatcher* matcher;
   size_t limit;  // max_results + 1: one more than shown tells "truncated"
   int64_t bytes_left;
+  int64_t max_file_bytes;  // larger files are skipped
   std::chrono::steady_clock::time_point deadline;
   std::vector<GrepHit> hits;
   std::optional<std::string> stopped_by;
@@ -292,13 +293,13 @@ struct GrepRun {
 // Greps one open file into `run`.
 void GrepFile(int fd, const std::string& rel, GrepRun* run) {
   struct stat st;
-  if (::fstat(fd, &st) != 0 || st.st_size > kGrepMaxFileBytes) return;  // skipped like DeerFlow
+  if (::fstat(fd, &st) != 0 || st.st_size > run->max_file_bytes) return;  // skipped like DeerFlow
   if (st.st_size > run->bytes_left) {
     run->stopped_by = "grep_max_bytes_scanned";
     return;
   }
   if (run->OutOfTime()) return;
-  auto content = ReadAllFd(fd, std::min<int64_t>(kGrepMaxFileBytes, run->bytes_left), rel);
+  auto content = ReadAllFd(fd, std::min<int64_t>(run->max_file_bytes, run->bytes_left), rel);
   if (!content) return;  // grew past the cap, or unreadable: skipped
   run->bytes_left -= static_cast<int64_t>(content->size());
   const std::string& c = *content;
@@ -326,6 +327,7 @@ SbResult<std::string> GrepOp(int root_fd, bool in_root, const std::string& rel,
   GrepRun run{&*matcher,
               static_cast<size_t>(std::max(1, req.options.max_results)) + 1,
               std::max<int64_t>(0, req.options.max_bytes_scanned),
+              std::max<int64_t>(0, req.options.max_file_bytes),
               std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(std::max(0.0, req.options.max_seconds))),

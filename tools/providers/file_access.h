@@ -85,7 +85,7 @@ struct GrepHits {
   std::optional<std::string> stopped_by;  // the work bound that ended the search early
 };
 // Greps the file `rel`, or every file below the directory `rel` (ignore patterns,
-// binary files and files over kGrepMaxFileBytes skipped). Stops after max_results + 1 hits,
+// binary files and files over options.max_file_bytes skipped). Stops after max_results + 1 hits,
 // or when options.max_bytes_scanned or options.max_seconds is spent (stopped_by).
 SbResult<GrepHits> GrepTree(const FileView& view, const std::string& rel,
                             const GrepRequest& request);

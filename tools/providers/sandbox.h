@@ -130,6 +130,7 @@ struct GrepResult {
 // Per-call work bounds of grep (named in the tool's notice when they fire).
 inline constexpr int64_t kGrepMaxBytesScanned = 64LL * 1024 * 1024;
 inline constexpr double kGrepMaxSeconds = 10;
+inline constexpr int64_t kGrepMaxFileBytes = 1000000;  // DeerFlow's local grep skips larger files
 
 struct GrepOptions {
   std::optional<std::string> glob;  // file filter, relative to the searched path
@@ -138,6 +139,8 @@ struct GrepOptions {
   int max_results = 100;
   int64_t max_bytes_scanned = kGrepMaxBytesScanned;  // file bytes read, over all files
   double max_seconds = kGrepMaxSeconds;              // wall time of the search
+  // Files larger than this are skipped (the AIO API's max_file_size sets it per call).
+  int64_t max_file_bytes = kGrepMaxFileBytes;
 };
 
 inline constexpr int64_t kDownloadMaxBytes = 100LL * 1024 * 1024;

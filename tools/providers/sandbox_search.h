@@ -26,7 +26,6 @@ bool GlobMatches(const std::string& pattern, const std::string& rel);
 
 // Grep limits (DeerFlow sandbox/search.py), and corral's per-call work bounds
 // (GrepOptions::max_bytes_scanned, max_seconds; named in the tool's notice).
-inline constexpr int64_t kGrepMaxFileBytes = 1000000;
 inline constexpr size_t kGrepBinaryProbeBytes = 8192;
 inline constexpr size_t kGrepMaxLineChars = 2000;
 inline constexpr size_t kGrepSummaryChars = 200;
