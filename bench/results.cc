@@ -77,7 +77,7 @@ void EvaluateTargets(BenchResults* r) {
   r->targets.push_back(RatioTarget(*r, "corral run, pool server / bwrap, median /bin/true",
                                    kCorralPoolRunName, kBwrapName, 0.5, true));
   // The same bar as root's, both sides unprivileged (bench/rootless.h).
-  r->targets.push_back(RatioTarget(*r, "rootless: corral run / bwrap, both unprivileged, median /bin/true",
+  r->targets.push_back(RatioTarget(*r, "rootless corral run / bwrap, median /bin/true",
                                    kCorralRootlessRunName, kBwrapRootlessName, 0.5, true));
   r->targets.push_back(RatioTarget(*r, "corral exec / bare fork+exec, median /bin/true",
                                    kCorralExecName, kBareName, 2.0, true));

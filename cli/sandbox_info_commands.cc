@@ -86,13 +86,17 @@ int Ps(bool json) {
   std::printf("%-*s  %-12s  %-7s  %6s  %6s  %9s  %17s  %4s\n", name_width, "NAME", "ID", "STATE",
               "AGE", "IDLE", "PROCS", "MEMORY", "CPUS");
   for (const auto& info : list) {
+    // A rootless sandbox without a cgroup (unsafe.allow_missing_limits): nothing counted,
+    // nothing enforced; never show its configured limits as if they held.
+    const bool cgroup = !info.record.cgroup_name.empty();
     const std::string procs =
-        std::to_string(info.processes) + "/" + std::to_string(info.record.spec.limits.pids);
+        cgroup ? std::to_string(info.processes) + "/" + std::to_string(info.record.spec.limits.pids)
+               : "-";
     std::printf("%-*s  %-12s  %-7s  %6s  %6s  %9s  %17s  %4s\n", name_width,
                 info.record.name.c_str(), info.record.id.c_str(), info.alive ? "running" : "dead",
                 Duration(info.age_seconds).c_str(), Duration(info.idle_seconds).c_str(),
-                procs.c_str(), MemoryText(info).c_str(),
-                CpusText(info.record.spec.limits.cpus).c_str());
+                procs.c_str(), cgroup ? MemoryText(info).c_str() : "not enforced",
+                cgroup ? CpusText(info.record.spec.limits.cpus).c_str() : "-");
   }
   return 0;
 }

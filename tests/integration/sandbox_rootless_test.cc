@@ -2,7 +2,9 @@
 // test user (tests/support/test_user.h), and as root with --rootless. Black-box through
 // the corral binary; root only (the test drops to the test user itself); leak-checked.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -11,6 +13,7 @@
 #include <sstream>
 
 #include "base/files.h"
+#include "base/scope_guard.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/temp_dir.h"
 
@@ -71,12 +74,12 @@ class SandboxRootlessTest : public JailTest {
     return RuntimeDir() + "/corral/sandboxes/" + name;
   }
 
-  // `corral <args>` as the test user, with its XDG_RUNTIME_DIR; `config` (create only:
+  // `corral <args>` as the test user, with its XDG_RUNTIME_DIR; `config` (create and run:
   // the others act on what create recorded): with the config that allows running without
   // cgroup limits (a v1 host has none for the user).
   Result<RunResult> AsUser(std::vector<std::string> args, bool config = true,
                            std::vector<std::string> env = {}) {
-    if (config && args[0] == "create") {
+    if (config && (args[0] == "create" || args[0] == "run")) {
       args.insert(args.begin() + 1, {"--config", home_.Join("limits.yaml")});
     }
     RunOptions options;
@@ -274,6 +277,90 @@ TEST_F(SandboxRootlessTest, NoRuntimeDirectoryIsAClearError) {
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_NE(r->exit_code, 0) << r->Describe();
   EXPECT_NE(r->err.find("XDG_RUNTIME_DIR is not set"), std::string::npos) << r->Describe();
+}
+
+// `corral pool` as the unprivileged user: a pooled run is a rootless jail, and a pooled
+// exec (an exec slot) enters a rootless sandbox.
+TEST_F(SandboxRootlessTest, PoolServesRootlessRunsAndExecs) {
+  const std::string socket = RuntimeDir() + "/corral/pool.sock";
+  Result<pid_t> pool = StartProgram(AsTestUser(
+      user_, "/usr/bin/env",
+      {"XDG_RUNTIME_DIR=" + RuntimeDir(), CorralBinary(), "pool", "--config",
+       home_.Join("limits.yaml"), "--size", "1"}));
+  ASSERT_TRUE(pool) << pool.error().message();
+  // kSetprivBinary execs env, which execs corral: the pid is the pool server's.
+  ScopeGuard stop([&] {
+    ::kill(*pool, SIGTERM);
+    ::waitpid(*pool, nullptr, 0);
+  });
+  struct stat st;
+  for (int i = 0; i < 500 && ::stat(socket.c_str(), &st) != 0; ++i) ::usleep(20 * 1000);
+  ASSERT_EQ(::stat(socket.c_str(), &st), 0) << "no pool socket at " << socket;
+
+  // Until the pool is full a run may go cold; the server answers only its own user, so
+  // the test cannot wait for it directly.
+  json outcome;
+  for (int i = 0; i < 50 && !outcome.value("pooled", false); ++i) {
+    if (i > 0) ::usleep(100 * 1000);
+    Result<RunResult> run =
+        AsUser({"run", "--pool", "auto", "--json", "--", "cat", "/proc/self/uid_map"});
+    ASSERT_TRUE(run) << run.error().message();
+    outcome = json::parse(run->out, nullptr, false);
+    ASSERT_TRUE(outcome.is_object()) << run->Describe();
+    ASSERT_EQ(outcome["status"], "exited") << run->Describe();
+  }
+  EXPECT_EQ(outcome.value("pooled", false), true) << outcome.dump();
+  std::istringstream map(outcome.value("stdout", ""));
+  long inside = -1, outside = -1;
+  map >> inside >> outside;
+  EXPECT_EQ(inside, 1000) << outcome.dump();
+  EXPECT_EQ(outside, static_cast<long>(user_.uid)) << outcome.dump();
+
+  const std::string name = NewName();
+  ASSERT_NO_FATAL_FAILURE(CreateAsUser(name));
+  bool pooled = false;
+  for (int i = 0; i < 10 && !pooled; ++i) {  // the server prepares a slot after a first use
+    Result<RunResult> exec = AsUser({"exec", "--pool", "auto", "--json", name, "--", "id", "-u"});
+    ASSERT_TRUE(exec) << exec.error().message();
+    json o = json::parse(exec->out, nullptr, false);
+    ASSERT_TRUE(o.is_object()) << exec->Describe();
+    ASSERT_EQ(o["status"], "exited") << exec->Describe();
+    EXPECT_EQ(o.value("stdout", ""), "1000\n") << exec->Describe();
+    pooled = o.value("pooled", false);
+    if (!pooled) ::usleep(100 * 1000);
+  }
+  EXPECT_TRUE(pooled) << "no exec went through an exec slot";
+}
+
+// The agent tools' jail provider as the unprivileged user: bash and the file tools act in
+// the thread's rootless sandbox.
+TEST_F(SandboxRootlessTest, ToolLayerWorksRootless) {
+  ASSERT_TRUE(home_.MakeDirs("base", 0755));
+  ASSERT_EQ(::chown(home_.Join("base").c_str(), user_.uid, user_.gid), 0);
+  auto tool = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"tool", "--config", home_.Join("limits.yaml"), "--base-dir",
+                               home_.Join("base"), "--provider", "jail", "--thread", "t1"});
+    return AsUser(args, /*config=*/false);
+  };
+  Result<RunResult> bash = tool({"bash", "--command", "id -u; echo from-bash > /tmp/b"});
+  ASSERT_TRUE(bash) << bash.error().message();
+  ASSERT_EQ(bash->exit_code, 0) << bash->Describe();
+  EXPECT_NE(bash->out.find("1000"), std::string::npos) << bash->Describe();
+  Result<RunResult> read = tool({"read_file", "--path", "/tmp/b"});
+  ASSERT_TRUE(read && read->exit_code == 0) << (read ? read->Describe() : read.error().message());
+  EXPECT_NE(read->out.find("from-bash"), std::string::npos) << read->Describe();
+  Result<RunResult> write = tool({"write_file", "--path", "/mnt/user-data/workspace/w.txt",
+                                  "--content", "from-tool"});
+  ASSERT_TRUE(write && write->exit_code == 0) << (write ? write->Describe() : write.error().message());
+  Result<RunResult> cat = tool({"bash", "--command", "cat /mnt/user-data/workspace/w.txt"});
+  ASSERT_TRUE(cat && cat->exit_code == 0) << (cat ? cat->Describe() : cat.error().message());
+  EXPECT_NE(cat->out.find("from-tool"), std::string::npos) << cat->Describe();
+  // The thread's sandbox is the user's: its ps lists it; rm --all takes it down.
+  Result<RunResult> ps = AsUser({"ps", "--json"});
+  ASSERT_TRUE(ps && ps->exit_code == 0);
+  EXPECT_NE(ps->out.find("\"th-"), std::string::npos) << ps->out;
+  Result<RunResult> rm = AsUser({"rm", "--all"});
+  ASSERT_TRUE(rm && rm->exit_code == 0) << (rm ? rm->Describe() : rm.error().message());
 }
 
 // As root, --rootless gives the sandbox a user namespace; execs join it.
