@@ -44,6 +44,8 @@ BenchResults MakeResults() {
   w.entries.push_back(skipped);
   w.entries.push_back(Ok(kCorralPoolRunName, "layer", {6, 6, 6}));
   w.entries.push_back(Ok(kCorralPoolExecName, "layer", {3, 3, 3}));
+  w.entries.push_back(Ok(kCorralRootlessRunName, "layer", {12, 12, 12}));
+  w.entries.push_back(Ok(kBwrapRootlessName, "peer", {8, 8, 8}));
   r.latency.push_back(w);
   ThroughputEntry tc{kCorralRunName, EntryStatus::kOk, "", 2, 400, {400, 400}};
   ThroughputEntry tb{kBwrapName, EntryStatus::kOk, "", 2, 100, {100, 100}};
@@ -58,7 +60,7 @@ BenchResults MakeResults() {
 
 TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   BenchResults r = MakeResults();
-  ASSERT_EQ(r.targets.size(), 7u);
+  ASSERT_EQ(r.targets.size(), 8u);
   EXPECT_TRUE(r.targets[0].measured);
   EXPECT_DOUBLE_EQ(r.targets[0].value, 0.4);  // 4 / 10
   EXPECT_TRUE(r.targets[0].pass);
@@ -75,6 +77,8 @@ TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   EXPECT_DOUBLE_EQ(r.targets[6].value, 20.0);  // 2 s for 100 -> 20 s for 1000
   EXPECT_FALSE(r.targets[6].pass);
   EXPECT_THAT(r.targets[6].note, HasSubstr("extrapolated"));
+  EXPECT_DOUBLE_EQ(r.targets[7].value, 1.5);  // rootless corral run / unprivileged bwrap
+  EXPECT_FALSE(r.targets[7].pass);
 }
 
 TEST(BenchTargets, MissingPeerMeansNotMeasuredRatherThanPass) {
