@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "runtime/run/runtime_dir.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sandboxes/sandbox_info_json.h"
 #include "runtime/spec/spec_json.h"
@@ -70,6 +71,11 @@ std::string CpusText(double cpus) {
 }
 
 int Ps(bool json) {
+  // Say so rather than list nothing when a non-root caller has no runtime directory.
+  if (auto dir = runtime::UsableRuntimeDir(); !dir) {
+    std::fprintf(stderr, "corral: %s\n", dir.error().message().c_str());
+    return 125;
+  }
   auto list = runtime::ListSandboxes();
   if (json) {
     nlohmann::json j = nlohmann::json::array();

@@ -34,7 +34,17 @@ std::string PidNamespaceOf(pid_t pid) {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
 }
 
-// Host pids of every process in pid namespace `ns`.
+// Whether `pid` has exited (a zombie: this test is a child subreaper, so a killed
+// sandbox's processes wait here to be reaped).
+bool Exited(pid_t pid) {
+  auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  size_t paren = stat->rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat->size() || (*stat)[paren + 2] == 'Z' ||
+         (*stat)[paren + 2] == 'X';
+}
+
+// Host pids of every live process in pid namespace `ns`.
 std::vector<pid_t> ProcessesIn(const std::string& ns) {
   std::vector<pid_t> out;
   std::error_code ec;
@@ -42,7 +52,7 @@ std::vector<pid_t> ProcessesIn(const std::string& ns) {
     const std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     pid_t pid = std::stoi(name);
-    if (PidNamespaceOf(pid) == ns) out.push_back(pid);
+    if (PidNamespaceOf(pid) == ns && !Exited(pid)) out.push_back(pid);
   }
   return out;
 }
@@ -270,23 +280,28 @@ TEST_F(SandboxRootlessTest, CreateWithoutDelegatedCgroupIsRefusedLimits) {
 
 // Without XDG_RUNTIME_DIR (and no /run/user/<uid> of its own) the store says what to set.
 TEST_F(SandboxRootlessTest, NoRuntimeDirectoryIsAClearError) {
-  Result<RunResult> r = RunProgram(
-      kSetprivBinary, AsTestUser(user_, "/usr/bin/env",
-                                 {"-u", "XDG_RUNTIME_DIR", "-u", "CORRAL_RUNTIME_DIR",
-                                  CorralBinary(), "ps", "--json"}));
-  ASSERT_TRUE(r) << r.error().message();
-  EXPECT_NE(r->exit_code, 0) << r->Describe();
-  EXPECT_NE(r->err.find("XDG_RUNTIME_DIR is not set"), std::string::npos) << r->Describe();
+  for (std::vector<std::string> command :
+       {std::vector<std::string>{"exec", "somewhere", "--", "true"}, {"ps", "--json"}}) {
+    std::vector<std::string> args = {"-u", "XDG_RUNTIME_DIR", "-u", "CORRAL_RUNTIME_DIR",
+                                     CorralBinary()};
+    args.insert(args.end(), command.begin(), command.end());
+    Result<RunResult> r = RunProgram(kSetprivBinary, AsTestUser(user_, "/usr/bin/env", args));
+    ASSERT_TRUE(r) << r.error().message();
+    EXPECT_EQ(r->exit_code, 125) << r->Describe();
+    EXPECT_NE(r->err.find("XDG_RUNTIME_DIR is not set"), std::string::npos) << r->Describe();
+  }
 }
 
 // `corral pool` as the unprivileged user: a pooled run is a rootless jail, and a pooled
 // exec (an exec slot) enters a rootless sandbox.
 TEST_F(SandboxRootlessTest, PoolServesRootlessRunsAndExecs) {
   const std::string socket = RuntimeDir() + "/corral/pool.sock";
-  Result<pid_t> pool = StartProgram(AsTestUser(
+  std::vector<std::string> argv = AsTestUser(
       user_, "/usr/bin/env",
       {"XDG_RUNTIME_DIR=" + RuntimeDir(), CorralBinary(), "pool", "--config",
-       home_.Join("limits.yaml"), "--size", "1"}));
+       home_.Join("limits.yaml"), "--size", "1"});
+  argv.insert(argv.begin(), kSetprivBinary);
+  Result<pid_t> pool = StartProgram(argv);
   ASSERT_TRUE(pool) << pool.error().message();
   // kSetprivBinary execs env, which execs corral: the pid is the pool server's.
   ScopeGuard stop([&] {
@@ -299,7 +314,7 @@ TEST_F(SandboxRootlessTest, PoolServesRootlessRunsAndExecs) {
 
   // Until the pool is full a run may go cold; the server answers only its own user, so
   // the test cannot wait for it directly.
-  json outcome;
+  json outcome = json::object();
   for (int i = 0; i < 50 && !outcome.value("pooled", false); ++i) {
     if (i > 0) ::usleep(100 * 1000);
     Result<RunResult> run =
