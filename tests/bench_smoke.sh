@@ -25,7 +25,8 @@ assert j["machine"]["cores"] >= 1 and j["machine"]["kernel"]
 names = [e["name"] for e in j["latency"][0]["entries"]]
 for must in ("bare fork+exec", "corral run (full default)", "corral run, pool server",
              "corral exec (persistent)", "corral exec, pool server",
-             "bwrap", "nsjail", "crun", "runc", "docker"):
+             "bwrap", "nsjail", "crun", "runc", "docker",
+             "corral run, rootless", "bwrap, unprivileged"):
     assert must in names, must   # present, as measured or as skipped with a reason
 for w in j["latency"]:
     for e in w["entries"]:
@@ -38,13 +39,13 @@ for w in j["latency"]:
             assert e["reason"], e["name"]
 bare = j["latency"][0]["entries"][0]
 assert bare["name"] == "bare fork+exec" and bare["status"] == "ok", bare
-assert len(j["targets"]) == 7
+assert len(j["targets"]) == 8
 root = ET.parse(sys.argv[2]).getroot()
 assert root.tag == "{http://www.w3.org/2000/svg}svg", root.tag
 assert len(root.findall("{http://www.w3.org/2000/svg}rect")) > 1
 PY
 # Nothing of the run may be left behind.
 if ls -d /sys/fs/cgroup/*/isolation-bench-* /tmp/corral-bench-root.* /tmp/corral-bench-oci.* \
-    /tmp/corral-bench-tool.* 2>/dev/null | grep -q .; then fail "left cgroups or temp dirs"; fi
+    /tmp/corral-bench-tool.* /tmp/corral-bench-rootless.* 2>/dev/null | grep -q .; then fail "left cgroups or temp dirs"; fi
 if "$corral" ps 2>/dev/null | grep -q corral-bench-; then fail "left sandboxes"; fi
 echo "bench smoke: ok"
