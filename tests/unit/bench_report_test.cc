@@ -110,7 +110,7 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(j["machine"]["cores"], 2);
   EXPECT_EQ(j["command"], "corral bench --quick");
   const auto& entries = j["latency"][0]["entries"];
-  ASSERT_EQ(entries.size(), 7u);
+  ASSERT_EQ(entries.size(), 9u);
   EXPECT_EQ(entries[1]["name"], kCorralRunName);
   EXPECT_DOUBLE_EQ(entries[1]["summary_ms"]["median"].get<double>(), 4.0);
   EXPECT_DOUBLE_EQ(entries[1]["ratio_vs_bare"]["median"].get<double>(), 4.0);
@@ -119,7 +119,7 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(entries[4]["status"], "skipped");
   EXPECT_EQ(entries[4]["reason"], "not installed");
   EXPECT_FALSE(entries[4].contains("summary_ms"));
-  EXPECT_EQ(j["targets"].size(), 7u);
+  EXPECT_EQ(j["targets"].size(), 8u);
   EXPECT_EQ(j["targets"][0]["pass"], true);
   EXPECT_EQ(j["throughput"][0]["launches_per_s"], 400);
   EXPECT_EQ(j["sandboxes"]["created"], 100);
@@ -143,7 +143,7 @@ TEST(BenchReportSvg, IsOneSvgDocumentWithABarPerMeasuredLauncherAndEscapedText) 
   size_t bars = 0;
   for (size_t p = svg.find("<rect x="); p != std::string::npos; p = svg.find("<rect x=", p + 1))
     ++bars;
-  EXPECT_EQ(bars, 6u);  // six measured launchers; the skipped one gets text only
+  EXPECT_EQ(bars, 8u);  // eight measured launchers; the skipped one gets text only
   EXPECT_THAT(svg, HasSubstr("sh -c &apos;echo &lt;hi&gt; &amp; bye&apos;"));
   EXPECT_THAT(svg, Not(HasSubstr("<hi>")));
   EXPECT_THAT(svg, HasSubstr("skipped: not installed"));
