@@ -249,31 +249,21 @@ std::string OciConfigJson(const std::string& rootfs, const std::vector<std::stri
   return config.dump(1);
 }
 
+std::vector<std::string> BwrapSandboxArgs() {
+  return {"--unshare-all", "--die-with-parent", "--ro-bind", "/usr",    "/usr",
+          "--symlink",     "usr/bin",           "/bin",      "--symlink", "usr/lib",
+          "/lib",          "--symlink",         "usr/lib64", "/lib64",  "--proc",
+          "/proc",         "--dev",             "/dev",      "--"};
+}
+
 std::vector<std::unique_ptr<Launcher>> MakePeers() {
   std::vector<std::unique_ptr<Launcher>> out;
   out.push_back(std::make_unique<CommandPeer>(
       "unshare", std::vector<std::string>{"unshare", "--pid", "--fork", "--mount", "--uts", "--ipc",
                                           "--net", "--mount-proc", "--"}));
-  out.push_back(std::make_unique<CommandPeer>("bwrap", std::vector<std::string>{"bwrap",
-                                                                                "--unshare-all",
-                                                                                "--die-with-parent",
-                                                                                "--ro-bind",
-                                                                                "/usr",
-                                                                                "/usr",
-                                                                                "--symlink",
-                                                                                "usr/bin",
-                                                                                "/bin",
-                                                                                "--symlink",
-                                                                                "usr/lib",
-                                                                                "/lib",
-                                                                                "--symlink",
-                                                                                "usr/lib64",
-                                                                                "/lib64",
-                                                                                "--proc",
-                                                                                "/proc",
-                                                                                "--dev",
-                                                                                "/dev",
-                                                                                "--"}));
+  std::vector<std::string> bwrap = {"bwrap"};
+  for (const auto& a : BwrapSandboxArgs()) bwrap.push_back(a);
+  out.push_back(std::make_unique<CommandPeer>("bwrap", bwrap));
   out.push_back(std::make_unique<CommandPeer>(
       "nsjail",
       std::vector<std::string>{"nsjail", "--mode", "o", "--quiet", "--chroot", "/", "--"}));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bench/launcher.h"
@@ -14,6 +15,10 @@
 namespace corral::bench {
 
 std::vector<std::unique_ptr<Launcher>> MakePeers();
+
+// bwrap's arguments before the workload, the same for the root and the unprivileged row:
+// all namespaces, /usr read-only with the usual symlinks, /proc, /dev, "--" last.
+std::vector<std::string> BwrapSandboxArgs();
 
 // The OCI runtime config.json for `args` in a bundle whose root is `rootfs` (absolute):
 // pid, mount, ipc, uts, network namespaces; read-only root; /proc, /dev (tmpfs), no

@@ -137,6 +137,12 @@ void EvaluateTargets(BenchResults* r) {
     up.note = "not measured: " + s.reason;
   }
   r->targets.push_back(up);
+
+  // Last, so the rows above keep their places: the same bar as root's, both sides
+  // unprivileged (bench/rootless.h).
+  r->targets.push_back(RatioTarget(*r, "rootless corral run / bwrap, median /bin/true",
+                                   kCorralRootlessRunName, kBwrapRootlessName, 0.5, true));
+
   AddServeTargets(r->serve, &r->targets);
 }
 

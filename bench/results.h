@@ -120,6 +120,9 @@ inline constexpr const char* kCorralPoolRunName = "corral run, pool server";
 inline constexpr const char* kCorralExecName = "corral exec (persistent)";
 inline constexpr const char* kCorralPoolExecName = "corral exec, pool server";
 inline constexpr const char* kBwrapName = "bwrap";
+// The rootless rows (bench/rootless.h): both as the same unprivileged account.
+inline constexpr const char* kCorralRootlessRunName = "corral run, rootless";
+inline constexpr const char* kBwrapRootlessName = "bwrap, unprivileged";
 
 // Fills results->targets from the figures (corral's performance targets, as ratios from
 // this run).

@@ -14,6 +14,7 @@
 
 #include "bench/layers.h"
 #include "bench/peers.h"
+#include "bench/rootless.h"
 #include "bench/progress.h"
 #include "bench/sandboxes.h"
 #include "bench/serve_figures.h"
@@ -235,6 +236,7 @@ Result<BenchResults> RunBench(const BenchOptions& options) {
   for (auto& l : MakeLadder(o.corral_exe)) launchers.push_back({std::move(l), false, ""});
   if (o.peers) {
     for (auto& l : MakePeers()) launchers.push_back({std::move(l), false, ""});
+    for (auto& l : MakeRootlessRows(o.corral_exe)) launchers.push_back({std::move(l), false, ""});
   }
   for (auto& p : launchers) {
     progress.Update("preparing " + p.launcher->name());

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "runtime/run/runtime_dir.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sandboxes/sandbox_info_json.h"
 #include "runtime/spec/spec_json.h"
@@ -70,6 +71,11 @@ std::string CpusText(double cpus) {
 }
 
 int Ps(bool json) {
+  // Say so rather than list nothing when a non-root caller has no runtime directory.
+  if (auto dir = runtime::UsableRuntimeDir(); !dir) {
+    std::fprintf(stderr, "corral: %s\n", dir.error().message().c_str());
+    return 125;
+  }
   auto list = runtime::ListSandboxes();
   if (json) {
     nlohmann::json j = nlohmann::json::array();
@@ -86,13 +92,17 @@ int Ps(bool json) {
   std::printf("%-*s  %-12s  %-7s  %6s  %6s  %9s  %17s  %4s\n", name_width, "NAME", "ID", "STATE",
               "AGE", "IDLE", "PROCS", "MEMORY", "CPUS");
   for (const auto& info : list) {
+    // A rootless sandbox without a cgroup (unsafe.allow_missing_limits): nothing counted,
+    // nothing enforced; never show its configured limits as if they held.
+    const bool cgroup = !info.record.cgroup_name.empty();
     const std::string procs =
-        std::to_string(info.processes) + "/" + std::to_string(info.record.spec.limits.pids);
+        cgroup ? std::to_string(info.processes) + "/" + std::to_string(info.record.spec.limits.pids)
+               : "-";
     std::printf("%-*s  %-12s  %-7s  %6s  %6s  %9s  %17s  %4s\n", name_width,
                 info.record.name.c_str(), info.record.id.c_str(), info.alive ? "running" : "dead",
                 Duration(info.age_seconds).c_str(), Duration(info.idle_seconds).c_str(),
-                procs.c_str(), MemoryText(info).c_str(),
-                CpusText(info.record.spec.limits.cpus).c_str());
+                procs.c_str(), cgroup ? MemoryText(info).c_str() : "not enforced",
+                cgroup ? CpusText(info.record.spec.limits.cpus).c_str() : "-");
   }
   return 0;
 }

@@ -7,9 +7,11 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <initializer_list>
 
 #include "jail/child.h"
@@ -22,30 +24,32 @@ namespace corral::jail {
 
 namespace {
 
-[[noreturn]] void RunEnterChild(const EnterRequest& r, int setup_fd, int status_fd,
-                                bool early_seccomp) {
+// Steps 1 of a child entering the sandbox: what it holds, its lifeline, its stdio, its
+// cgroup. False (reported) on failure.
+bool PrepareEntrant(const EnterRequest& r, int setup_fd, int status_fd, int handoff_fd) {
   KeepFds keep;
-  for (int fd : {setup_fd, status_fd, r.stdin_fd, r.stdout_fd, r.stderr_fd, r.init_pidfd,
-                 r.init_root_fd}) {
+  for (int fd : {setup_fd, status_fd, handoff_fd, r.stdin_fd, r.stdout_fd, r.stderr_fd,
+                 r.init_pidfd, r.init_root_fd}) {
     keep.Add(fd);
   }
   for (int fd : r.cgroup_attach_fds) keep.Add(fd);
   CloseFdsExcept(keep);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
     ReportSetupFailure(setup_fd, SetupStep::kLifeline, errno, "PR_SET_PDEATHSIG");
-    ::_exit(kSetupFailedExit);
+    return false;
   }
+  return RedirectStdio(r.stdin_fd, r.stdout_fd, r.stderr_fd, setup_fd) &&
+         JoinCgroupThroughFds(r.cgroup_attach_fds, setup_fd);
+}
+
+// Step 3, inside the sandbox's namespaces: its root, then the hardening and the command.
+[[noreturn]] void RunInSandbox(const EnterRequest& r, int setup_fd, int status_fd,
+                               bool early_seccomp) {
+  // The AIO shell's sessions: orphans of the command reparent to it, so a timeout finds
+  // what the command double-forked (server/aio_session_core.cc). Set here, in the process
+  // that becomes the command, on both paths: the attribute is not inherited by a fork.
   if (r.child_subreaper && ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
     ReportSetupFailure(setup_fd, SetupStep::kLifeline, errno, "PR_SET_CHILD_SUBREAPER");
-    ::_exit(kSetupFailedExit);
-  }
-  if (!RedirectStdio(r.stdin_fd, r.stdout_fd, r.stderr_fd, setup_fd) ||
-      !JoinCgroupThroughFds(r.cgroup_attach_fds, setup_fd)) {
-    ::_exit(kSetupFailedExit);
-  }
-  unsigned flags = r.ns_flags & ~static_cast<unsigned>(CLONE_NEWPID);
-  if (flags != 0 && ::setns(r.init_pidfd, static_cast<int>(flags)) != 0) {
-    ReportSetupFailure(setup_fd, SetupStep::kMount, errno, "setns into the sandbox");
     ::_exit(kSetupFailedExit);
   }
   // setns gives us the mount namespace's root, which is the jail's root after pivot_root
@@ -83,6 +87,147 @@ namespace {
   ::_exit(kSetupFailedExit);
 }
 
+// Without a user namespace: the parent already set our pid_for_children, so we were born
+// in the sandbox's PID namespace; join the others.
+[[noreturn]] void RunEnterChild(const EnterRequest& r, int setup_fd, int status_fd,
+                                bool early_seccomp) {
+  if (!PrepareEntrant(r, setup_fd, status_fd, -1)) ::_exit(kSetupFailedExit);
+  unsigned flags = r.ns_flags & ~static_cast<unsigned>(CLONE_NEWPID);
+  if (flags != 0 && ::setns(r.init_pidfd, static_cast<int>(flags)) != 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kMount, errno, "setns into the sandbox");
+    ::_exit(kSetupFailedExit);
+  }
+  RunInSandbox(r, setup_fd, status_fd, early_seccomp);
+}
+
+// The sandbox has a user namespace (rootless mode). Its other namespaces belong to it, so
+// only a process inside it may join them, and the parent (threaded, and in the host's
+// user namespace for good) cannot go in to set its pid_for_children. This intermediate
+// does: one setns through the init's pidfd, which the kernel performs user namespace
+// first (an unprivileged caller may join a user namespace it owns, and has every
+// capability there once in), then the others and pid_for_children. It then clones the
+// command with CLONE_PARENT, so that the command is the parent's own child as in the
+// other path (waited for and reaped directly, its parent-death signal tied to the
+// parent), hands its pid and pidfd over `handoff_fd`, and exits.
+[[noreturn]] void RunUserNsIntermediate(const EnterRequest& r, int setup_fd, int status_fd,
+                                        int handoff_fd, bool early_seccomp) {
+  if (!PrepareEntrant(r, setup_fd, status_fd, handoff_fd)) ::_exit(kSetupFailedExit);
+  if (::setns(r.init_pidfd, static_cast<int>(r.ns_flags)) != 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kMount, errno,
+                       "setns into the sandbox's user namespace and the others");
+    ::_exit(kSetupFailedExit);
+  }
+  clone_args args{};
+  int pidfd = -1;
+  args.flags = CLONE_PIDFD | CLONE_PARENT;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = 0;  // CLONE_PARENT: the kernel takes ours (SIGCHLD)
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid == 0) {
+    ::close(handoff_fd);
+    // A new process: the parent-death signal is not inherited.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+      ReportSetupFailure(setup_fd, SetupStep::kLifeline, errno, "PR_SET_PDEATHSIG");
+      ::_exit(kSetupFailedExit);
+    }
+    RunInSandbox(r, setup_fd, status_fd, early_seccomp);
+  }
+  if (pid < 0) {
+    ReportSetupFailure(setup_fd, SetupStep::kMount, errno, "clone into the sandbox");
+    ::_exit(kSetupFailedExit);
+  }
+  int32_t child = static_cast<int32_t>(pid);
+  iovec iov{&child, sizeof child};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(cmsg), &pidfd, sizeof pidfd);
+  if (::sendmsg(handoff_fd, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof child)) {
+    ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+    ReportSetupFailure(setup_fd, SetupStep::kMount, errno, "hand the command's pidfd over");
+    ::_exit(kSetupFailedExit);
+  }
+  ::_exit(0);
+}
+
+// Parent: the command's pid and pidfd from the intermediate; false if it sent none (it
+// failed, and said why on the setup channel).
+bool ReceiveHandoff(int handoff_fd, pid_t* pid, UniqueFd* pidfd) {
+  int32_t child = -1;
+  iovec iov{&child, sizeof child};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do {
+    n = ::recvmsg(handoff_fd, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof child)) return false;
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  if (cmsg == nullptr || cmsg->cmsg_type != SCM_RIGHTS) return false;
+  int fd = -1;
+  std::memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
+  pidfd->Reset(fd);
+  *pid = child;
+  return true;
+}
+
+// The path through an intermediate (RunUserNsIntermediate). What comes back is the
+// command; if the intermediate failed, the intermediate itself, whose exit status and
+// setup record say why, as a command's would.
+Result<JailProcess> SpawnThroughUserNamespace(const EnterRequest& r, UniqueFd setup_parent,
+                                              UniqueFd setup_child, UniqueFd status_parent,
+                                              UniqueFd status_child, bool early_seccomp) {
+  int handoff[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, handoff) != 0) {
+    return Error::FromErrno(errno, "socketpair");
+  }
+  UniqueFd handoff_parent(handoff[0]), handoff_child(handoff[1]);
+  clone_args args{};
+  int pidfd = -1;
+  args.flags = CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  if (r.cgroup_fd >= 0) {  // the command inherits it
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(r.cgroup_fd);
+  }
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid == 0) {
+    ::close(setup_parent.get());
+    ::close(handoff_parent.get());
+    if (status_parent) ::close(status_parent.get());
+    RunUserNsIntermediate(r, setup_child.get(), status_child.get(), handoff_child.get(),
+                          early_seccomp);
+  }
+  if (pid < 0) return Error::FromErrno(errno, "clone into sandbox");
+  UniqueFd intermediate_pidfd(pidfd);
+  handoff_child.Reset();  // so that the intermediate's exit is an EOF here
+  pid_t command_pid = -1;
+  UniqueFd command_pidfd;
+  if (!ReceiveHandoff(handoff_parent.get(), &command_pid, &command_pidfd)) {
+    return JailProcess(static_cast<pid_t>(pid), std::move(intermediate_pidfd),
+                       std::move(setup_parent), std::move(status_parent));
+  }
+  // It exits right after the handoff; reaped here (it is not the command).
+  siginfo_t info{};
+  while (::waitid(P_PIDFD, static_cast<id_t>(intermediate_pidfd.get()), &info, WEXITED) != 0 &&
+         errno == EINTR) {
+  }
+  return JailProcess(command_pid, std::move(command_pidfd), std::move(setup_parent),
+                     std::move(status_parent));
+}
+
 }  // namespace
 
 Result<JailProcess> SpawnInto(const EnterRequest& r) {
@@ -103,6 +248,11 @@ Result<JailProcess> SpawnInto(const EnterRequest& r) {
 
   const bool early_seccomp =
       r.deferred_command && SeccompAllowsOutright(r.plan->seccomp, kSlotSyscallsAfterSeccomp);
+  if ((r.ns_flags & CLONE_NEWUSER) != 0) {
+    return SpawnThroughUserNamespace(r, std::move(setup_parent), std::move(setup_child),
+                                     std::move(status_parent), std::move(status_child),
+                                     early_seccomp);
+  }
   bool enter_pid_ns = (r.ns_flags & CLONE_NEWPID) != 0;
   UniqueFd own_pid_ns;
   if (enter_pid_ns) {

@@ -7,6 +7,15 @@
 // namespaces through the same pidfd (the mount namespace brings the sandbox's root with
 // it), then runs the same hardening pipeline as a fresh jail (jail/hardening.h) and execs.
 // The cost over a bare fork+exec is one setns in the parent and one in the child.
+//
+// A sandbox with a user namespace of its own (rootless mode: CLONE_NEWUSER in ns_flags)
+// owns its other namespaces, so only a process inside it may join them, and the parent
+// cannot set its pid_for_children there (it would have to enter the user namespace for
+// good, and it has threads). An intermediate child does it instead: one setns through the
+// pidfd, which the kernel performs user namespace first (an unprivileged caller may join
+// a user namespace it owns), then the others; it clones the command with CLONE_PARENT (so
+// the command is still the parent's own child), hands its pid and pidfd back, and exits.
+// One more clone than the other path.
 #pragma once
 
 #include <sys/syscall.h>

@@ -25,7 +25,8 @@ assert j["machine"]["cores"] >= 1 and j["machine"]["kernel"]
 names = [e["name"] for e in j["latency"][0]["entries"]]
 for must in ("bare fork+exec", "corral run (full default)", "corral run, pool server",
              "corral exec (persistent)", "corral exec, pool server",
-             "bwrap", "nsjail", "crun", "runc", "docker"):
+             "bwrap", "nsjail", "crun", "runc", "docker",
+             "corral run, rootless", "bwrap, unprivileged"):
     assert must in names, must   # present, as measured or as skipped with a reason
 for w in j["latency"]:
     for e in w["entries"]:
@@ -38,7 +39,7 @@ for w in j["latency"]:
             assert e["reason"], e["name"]
 bare = j["latency"][0]["entries"][0]
 assert bare["name"] == "bare fork+exec" and bare["status"] == "ok", bare
-assert len(j["targets"]) == 12
+assert len(j["targets"]) == 13
 serve = j["serve"]
 assert serve["status"] == "ok" and serve["created"] == serve["requested"] > 0, serve
 for row in ("create_to_first_exec_ms", "exec_fresh_session_ms", "exec_same_session_ms"):
@@ -50,6 +51,6 @@ assert len(root.findall("{http://www.w3.org/2000/svg}rect")) > 1
 PY
 # Nothing of the run may be left behind.
 if ls -d /sys/fs/cgroup/*/isolation-bench-* /tmp/corral-bench-root.* /tmp/corral-bench-oci.* \
-    /tmp/corral-bench-tool.* /tmp/corral-bench-serve-* 2>/dev/null | grep -q .; then fail "left cgroups or temp dirs"; fi
+    /tmp/corral-bench-tool.* /tmp/corral-bench-serve-* /tmp/corral-bench-rootless.* 2>/dev/null | grep -q .; then fail "left cgroups or temp dirs"; fi
 if "$corral" ps 2>/dev/null | grep -q corral-bench-; then fail "left sandboxes"; fi
 echo "bench smoke: ok"

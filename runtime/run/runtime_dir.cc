@@ -1,5 +1,6 @@
 #include "runtime/run/runtime_dir.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,6 +15,27 @@ std::string RuntimeDir() {
   const char* xdg = std::getenv("XDG_RUNTIME_DIR");
   if (xdg != nullptr && *xdg == '/') return std::string(xdg) + "/corral";
   return "/run/user/" + std::to_string(::geteuid()) + "/corral";
+}
+
+Result<std::string> UsableRuntimeDir() {
+  std::string dir = RuntimeDir();
+  const char* env = std::getenv("CORRAL_RUNTIME_DIR");
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  bool chosen = (env != nullptr && *env == '/') || (xdg != nullptr && *xdg == '/');
+  if (::geteuid() == 0 || chosen) return dir;
+  // The /run/user/<uid> fallback exists only in a logind session.
+  std::string parent = dir.substr(0, dir.rfind('/'));
+  struct stat st;
+  if (::stat(parent.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid()) {
+    return dir;
+  }
+  return Error(ErrorCode::kUnsupported,
+               "no runtime directory for uid " + std::to_string(::geteuid()) +
+                   ": XDG_RUNTIME_DIR is not set and " + parent +
+                   " is not a directory of yours; set XDG_RUNTIME_DIR (or CORRAL_RUNTIME_DIR) "
+                   "to a directory only you can write, e.g. `export XDG_RUNTIME_DIR=$(mktemp "
+                   "-d)`; corral keeps its rootless state (sandboxes, caches) under "
+                   "<that>/corral");
 }
 
 }  // namespace corral::runtime

@@ -8,9 +8,15 @@
 #include <cstdint>
 #include <string>
 
+#include "base/result.h"
+
 namespace corral::runtime {
 
 std::string RuntimeDir();
+// RuntimeDir(), or for a non-root caller with neither CORRAL_RUNTIME_DIR nor
+// XDG_RUNTIME_DIR set and no /run/user/<uid> of its own, an error saying how to set one
+// (the state of persistent sandboxes must not go somewhere another user could write).
+Result<std::string> UsableRuntimeDir();
 
 // FNV-1a: stable across builds and processes, unlike std::hash. Cache keys only: only
 // the directory's owner (root, or the rootless caller) can write it, so only the owner

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "base/files.h"
 #include "base/scope_guard.h"
 #include "jail/command.h"
 #include "jail/enter.h"
@@ -29,7 +30,7 @@
 #include "runtime/run/planner.h"
 #include "runtime/run/pty.h"
 #include "runtime/run/runtime_dir.h"
-#include "runtime/run/user_ns_plan.h"
+#include "runtime/run/user_cgroup.h"
 #include "runtime/run/watch.h"
 
 namespace corral::runtime {
@@ -53,8 +54,14 @@ std::string RandomId() {
   return hex;
 }
 
-Result<std::unique_ptr<cgroups::CgroupManager>> ManagerFor(const JailSpec& spec) {
-  return cgroups::CgroupManager::Create(ManagerOptionsFor(spec.cgroups));
+// A rootless sandbox created without a cgroup (no delegated v2 subtree, and
+// unsafe.allow_missing_limits) has an empty cgroup_name: it has no manager.
+Result<std::unique_ptr<cgroups::CgroupManager>> ManagerFor(const SandboxRecord& record) {
+  if (record.cgroup_name.empty()) {
+    return Error(ErrorCode::kUnsupported,
+                 "sandbox '" + record.name + "' has no cgroup (rootless, limits not enforced)");
+  }
+  return cgroups::CgroupManager::Create(ManagerOptionsFor(record.spec.cgroups));
 }
 
 // The recorded init runs: same pid, same start time (a recycled pid is not the sandbox),
@@ -83,7 +90,7 @@ std::string ExecCgroupName() {
 
 // Tears a sandbox down, whatever state it is in.
 Status Teardown(SandboxStore& store, const SandboxRecord& r) {
-  auto manager = ManagerFor(r.spec);
+  auto manager = ManagerFor(r);
   bool cgroup_gone = false;
   if (manager) {
     auto cg = (*manager)->OpenCgroup(r.cgroup_name);
@@ -102,6 +109,62 @@ Status Teardown(SandboxStore& store, const SandboxRecord& r) {
   // was killed or is still on its way out.
   (void)::unlink(NetworkSummaryPath(r.name).c_str());
   return store.Forget(r.name);
+}
+
+// The sandbox's cgroup and its init's leaf; both null for a rootless sandbox without a
+// cgroup (then record->cgroup_name is emptied and the warning logged).
+struct SandboxCgroups {
+  std::unique_ptr<cgroups::Cgroup> sandbox;
+  std::unique_ptr<cgroups::Cgroup> init;
+  std::jthread attach_warmup;  // see CgroupManager::WarmUpAttach
+};
+Result<SandboxCgroups> CreateSandboxCgroups(SandboxRecord* record) {
+  SandboxCgroups out;
+  std::unique_ptr<cgroups::CgroupManager> manager;
+  if (::geteuid() == 0) {
+    ASSIGN_OR_RETURN(manager, ManagerFor(*record));
+  } else {
+    // Not root: as `run` (runtime/run/user_cgroup.h): a delegated cgroup v2 subtree, else
+    // a refusal, or under unsafe.allow_missing_limits no cgroup at all.
+    auto user_parent = PrepareUserCgroupParent(record->spec);
+    if (!user_parent) {
+      const std::string why = user_parent.error().message();
+      if (!record->spec.unsafe.allow_missing_limits) {
+        return Error(ErrorCode::kUnsupported, MissingLimitsRefusal(record->spec, why));
+      }
+      spdlog::warn("{}", MissingLimitsWarning(record->spec, why));
+      record->cgroup_name.clear();
+      return out;
+    }
+    // Recorded: later execs, ps and rm (other processes) find the sandbox's cgroup there.
+    if (record->spec.cgroups.parent == CgroupSpec().parent) {
+      record->spec.cgroups.parent = *user_parent;
+    }
+    ASSIGN_OR_RETURN(manager, ManagerFor(*record));
+  }
+  ASSIGN_OR_RETURN(out.sandbox, manager->CreateCgroup(record->cgroup_name));
+  auto warnings = out.sandbox->ApplyLimits(CgroupLimitsFor(record->spec.limits),
+                                           record->spec.unsafe.allow_missing_limits);
+  if (!warnings) return warnings.error();
+  for (const auto& w : *warnings) spdlog::warn("{}", w);
+  // cgroup v2 lets a cgroup that hands controllers down hold no process, so there the init
+  // gets a leaf of its own. v1 has no such rule, and there every memory cgroup costs about
+  // 0.5 MiB of unreclaimable kernel memory (496 KiB per mkdir, measured on Debian 12's
+  // 6.1): on v1 the init lives in the sandbox's cgroup itself (`init` stays null), one
+  // memory cgroup per idle sandbox instead of two.
+  if (manager->driver() == cgroups::Driver::kV2) {
+    ASSIGN_OR_RETURN(out.init, out.sandbox->CreateChild("init"));
+  }
+  out.attach_warmup = manager->WarmUpAttach();
+  return out;
+}
+
+// Whether setgroups(2) is off in the sandbox's user namespace (a rootless sandbox whose
+// caller has no subordinate range): an exec must then skip it, as the init did.
+bool SetgroupsDenied(const SandboxRecord& record) {
+  if ((record.ns_flags & CLONE_NEWUSER) == 0) return false;
+  auto text = ReadFile("/proc/" + std::to_string(record.init_pid) + "/setgroups");
+  return text && text->rfind("deny", 0) == 0;
 }
 
 }  // namespace
@@ -147,35 +210,15 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   record.spec = request.spec;
   record.spec.argv = {"corral-init"};  // the init; execs bring their own argv
   RETURN_IF_ERROR(ValidateSpec(record.spec));
-  // An exec enters the sandbox's namespaces from the host's user namespace
-  // (jail/enter.cc), which does not work yet for one whose init has a user namespace.
-  if (RunsRootless(record.spec)) {
-    return Error(ErrorCode::kUnsupported,
-                 "persistent sandboxes need root for now: rootless mode (not root, or "
-                 "rootless: true) covers corral run only so far");
-  }
   for (const auto& w : WeakenedIsolation(record.spec)) spdlog::warn("{}", w);
   for (const auto& w : MountHints(record.spec)) spdlog::warn("{}", w);
   RETURN_IF_ERROR(store.Claim(record.name));
   ScopeGuard forget([&] { (void)store.Forget(record.name); });
 
-  ASSIGN_OR_RETURN(auto manager, ManagerFor(record.spec));
-  ASSIGN_OR_RETURN(auto sandbox_cg, manager->CreateCgroup(record.cgroup_name));
-  auto warnings = sandbox_cg->ApplyLimits(CgroupLimitsFor(record.spec.limits),
-                                          record.spec.unsafe.allow_missing_limits);
-  if (!warnings) return warnings.error();
-  for (const auto& w : *warnings) spdlog::warn("{}", w);
-  // cgroup v2 lets a cgroup that hands controllers down hold no process, so there the init
-  // gets a leaf of its own. v1 has no such rule, and there every memory cgroup costs about
-  // 0.5 MiB of unreclaimable kernel memory (496 KiB per mkdir, measured on Debian 12's
-  // 6.1): on v1 the init lives in the sandbox's cgroup itself, one memory cgroup per idle
-  // sandbox instead of two.
-  std::unique_ptr<cgroups::Cgroup> init_leaf;
-  if (manager->driver() == cgroups::Driver::kV2) {
-    ASSIGN_OR_RETURN(init_leaf, sandbox_cg->CreateChild("init"));
-  }
-  cgroups::Cgroup* init_cg = init_leaf ? init_leaf.get() : sandbox_cg.get();
-  std::jthread attach_warmup = manager->WarmUpAttach();
+  ASSIGN_OR_RETURN(SandboxCgroups cgroups, CreateSandboxCgroups(&record));
+  std::unique_ptr<cgroups::Cgroup>& sandbox_cg = cgroups.sandbox;
+  // On cgroup v1 the init sits in the sandbox's cgroup itself (CreateSandboxCgroups).
+  cgroups::Cgroup* init_cg = cgroups.init ? cgroups.init.get() : sandbox_cg.get();
 
   RETURN_IF_ERROR(PrepareHostDirs(record.spec));
   ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(record.spec));
@@ -197,8 +240,10 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   spawn.plan = &plan;
   spawn.stdin_fd = spawn.stdout_fd = spawn.stderr_fd = dev_null.get();
   if (init_program) spawn.init_exe_fd = init_program->get();
-  spawn.cgroup_fd = init_cg->clone_into_fd();
-  if (spawn.cgroup_fd < 0) spawn.cgroup_attach_fds = init_cg->attach_fds();
+  if (init_cg) {
+    spawn.cgroup_fd = init_cg->clone_into_fd();
+    if (spawn.cgroup_fd < 0) spawn.cgroup_attach_fds = init_cg->attach_fds();
+  }
   ASSIGN_OR_RETURN(jail::JailProcess init, jail::Spawn(spawn));
   ASSIGN_OR_RETURN(auto setup, init.AwaitSetup(kInitSetupTimeoutMs));
   if (setup) {
@@ -220,13 +265,14 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
     ASSIGN_OR_RETURN(network, net::NetworkService::StartForSandbox(record.spec, init.pid(), launch));
   }
   record.ns_flags = NamespaceFlags(record.spec.namespaces) |
-                    (record.spec.namespaces.cgroup ? CLONE_NEWCGROUP : 0);
+                    (record.spec.namespaces.cgroup ? CLONE_NEWCGROUP : 0) |
+                    (plan.user_ns.enabled ? CLONE_NEWUSER : 0);
   RETURN_IF_ERROR(store.Save(record));
   // From here on the sandbox outlives us (and its proxy ends when its init does).
   if (network) network->Release();
   init.Release();
-  if (init_leaf) init_leaf->Release();
-  sandbox_cg->Release();
+  if (cgroups.init) cgroups.init->Release();
+  if (sandbox_cg) sandbox_cg->Release();
   forget.Dismiss();
   return record;
 }
@@ -247,7 +293,7 @@ JailSpec ExecSpec(const SandboxRecord& record, const ExecRequest& request) {
 // A new leaf cgroup for one exec under the sandbox's, or null when limits are off.
 Result<std::unique_ptr<cgroups::Cgroup>> CreateExecCgroup(const SandboxRecord& record,
                                                           std::jthread* attach_warmup) {
-  auto manager = ManagerFor(record.spec);
+  auto manager = ManagerFor(record);
   if (!manager) {
     if (record.spec.unsafe.allow_missing_limits) return std::unique_ptr<cgroups::Cgroup>();
     return manager.error();
@@ -359,6 +405,7 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   trace.Mark("cgroup");
   ASSIGN_OR_RETURN(jail::JailPlan plan, PlanExec(spec));
   plan.landlock = record.landlock;
+  plan.user_ns.deny_setgroups = SetgroupsDenied(record);
   plan.allocate_tty = request.io.tty;
   ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
   trace.Mark("plan");
@@ -391,6 +438,7 @@ Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox) {
   spec.argv = {"/bin/true"};  // planned without a command: it comes with the request
   ASSIGN_OR_RETURN(slot->plan, PlanExec(spec));
   slot->plan.landlock = record.landlock;
+  slot->plan.user_ns.deny_setgroups = SetgroupsDenied(record);
   UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!dev_null) return Error::FromErrno(errno, "/dev/null");
   ASSIGN_OR_RETURN(slot->process,
@@ -491,7 +539,7 @@ Result<SandboxInfo> InspectSandbox(const std::string& name_or_id) {
   info.alive = InitAlive(record);
   info.age_seconds = now - record.created_at;
   info.idle_seconds = now - store.LastUsed(record.name);
-  if (auto manager = ManagerFor(record.spec)) {
+  if (auto manager = ManagerFor(record)) {
     if (auto cg = (*manager)->OpenCgroup(record.cgroup_name)) {
       (*cg)->Release();
       if (auto stats = (*cg)->ReadStats()) info.stats = *stats;

@@ -29,7 +29,9 @@ nlohmann::json SandboxInfoJson(const SandboxInfo& info) {
                       {"idle_seconds", info.idle_seconds},
                       {"idle_timeout_seconds", info.record.idle_timeout_seconds},
                       {"processes", info.processes},
-                      {"limits", SandboxLimitsJson(info.record.spec.limits)}};
+                      {"limits", SandboxLimitsJson(info.record.spec.limits)},
+                      // false: a rootless sandbox without a cgroup (allow_missing_limits)
+                      {"limits_enforced", !info.record.cgroup_name.empty()}};
   if (info.stats) {
     const auto& s = *info.stats;
     j["memory_bytes"] = OptionalJson(s.memory_current_bytes);

@@ -12,13 +12,12 @@
 
 #include "base/files.h"
 #include "runtime/run/landlock_plan.h"
+#include "runtime/run/runtime_dir.h"
 #include "runtime/spec/spec_json.h"
 
 namespace corral::runtime {
 
 namespace {
-
-constexpr const char* kDefaultRuntimeDir = "/run/corral";
 
 Status MkdirPrivate(const std::string& path) {
   if (::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) return Ok();
@@ -84,10 +83,12 @@ bool IsValidSandboxName(const std::string& name) {
 
 Result<SandboxStore> SandboxStore::Open() {
   const char* env = std::getenv("CORRAL_RUNTIME_DIR");
-  std::string root = env != nullptr && *env != '\0' ? env : kDefaultRuntimeDir;
-  if (root[0] != '/') {
-    return Error(ErrorCode::kInvalidArgument, "CORRAL_RUNTIME_DIR must be absolute: " + root);
+  if (env != nullptr && *env != '\0' && *env != '/') {
+    return Error(ErrorCode::kInvalidArgument, "CORRAL_RUNTIME_DIR must be absolute: " +
+                                                  std::string(env));
   }
+  // /run/corral for root; a non-root caller's own (rootless mode), or why it has none.
+  ASSIGN_OR_RETURN(std::string root, UsableRuntimeDir());
   RETURN_IF_ERROR(MkdirPrivate(root));
   RETURN_IF_ERROR(MkdirPrivate(root + "/sandboxes"));
   return SandboxStore(root);

@@ -57,7 +57,8 @@ struct IdleEntry {
 
 class SandboxStore {
  public:
-  // Uses $CORRAL_RUNTIME_DIR if set, else /run/corral.
+  // <runtime dir>/sandboxes (runtime/run/runtime_dir.h): $CORRAL_RUNTIME_DIR if set, else
+  // /run/corral for root and $XDG_RUNTIME_DIR/corral for anyone else (rootless mode).
   static Result<SandboxStore> Open();
   explicit SandboxStore(std::string root) : root_(std::move(root)) {}
 

@@ -44,6 +44,8 @@ BenchResults MakeResults() {
   w.entries.push_back(skipped);
   w.entries.push_back(Ok(kCorralPoolRunName, "layer", {6, 6, 6}));
   w.entries.push_back(Ok(kCorralPoolExecName, "layer", {3, 3, 3}));
+  w.entries.push_back(Ok(kCorralRootlessRunName, "layer", {12, 12, 12}));
+  w.entries.push_back(Ok(kBwrapRootlessName, "peer", {8, 8, 8}));
   r.latency.push_back(w);
   ThroughputEntry tc{kCorralRunName, EntryStatus::kOk, "", 2, 400, {400, 400}};
   ThroughputEntry tb{kBwrapName, EntryStatus::kOk, "", 2, 100, {100, 100}};
@@ -58,7 +60,7 @@ BenchResults MakeResults() {
 
 TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   BenchResults r = MakeResults();
-  ASSERT_EQ(r.targets.size(), 7u);
+  ASSERT_EQ(r.targets.size(), 8u);
   EXPECT_TRUE(r.targets[0].measured);
   EXPECT_DOUBLE_EQ(r.targets[0].value, 0.4);  // 4 / 10
   EXPECT_TRUE(r.targets[0].pass);
@@ -75,6 +77,8 @@ TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   EXPECT_DOUBLE_EQ(r.targets[6].value, 20.0);  // 2 s for 100 -> 20 s for 1000
   EXPECT_FALSE(r.targets[6].pass);
   EXPECT_THAT(r.targets[6].note, HasSubstr("extrapolated"));
+  EXPECT_DOUBLE_EQ(r.targets[7].value, 1.5);  // rootless corral run / unprivileged bwrap
+  EXPECT_FALSE(r.targets[7].pass);
 }
 
 TEST(BenchTargets, MissingPeerMeansNotMeasuredRatherThanPass) {
@@ -106,7 +110,7 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(j["machine"]["cores"], 2);
   EXPECT_EQ(j["command"], "corral bench --quick");
   const auto& entries = j["latency"][0]["entries"];
-  ASSERT_EQ(entries.size(), 7u);
+  ASSERT_EQ(entries.size(), 9u);
   EXPECT_EQ(entries[1]["name"], kCorralRunName);
   EXPECT_DOUBLE_EQ(entries[1]["summary_ms"]["median"].get<double>(), 4.0);
   EXPECT_DOUBLE_EQ(entries[1]["ratio_vs_bare"]["median"].get<double>(), 4.0);
@@ -115,7 +119,7 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(entries[4]["status"], "skipped");
   EXPECT_EQ(entries[4]["reason"], "not installed");
   EXPECT_FALSE(entries[4].contains("summary_ms"));
-  EXPECT_EQ(j["targets"].size(), 7u);
+  EXPECT_EQ(j["targets"].size(), 8u);
   EXPECT_EQ(j["targets"][0]["pass"], true);
   EXPECT_EQ(j["throughput"][0]["launches_per_s"], 400);
   EXPECT_EQ(j["sandboxes"]["created"], 100);
@@ -139,7 +143,7 @@ TEST(BenchReportSvg, IsOneSvgDocumentWithABarPerMeasuredLauncherAndEscapedText) 
   size_t bars = 0;
   for (size_t p = svg.find("<rect x="); p != std::string::npos; p = svg.find("<rect x=", p + 1))
     ++bars;
-  EXPECT_EQ(bars, 6u);  // six measured launchers; the skipped one gets text only
+  EXPECT_EQ(bars, 8u);  // eight measured launchers; the skipped one gets text only
   EXPECT_THAT(svg, HasSubstr("sh -c &apos;echo &lt;hi&gt; &amp; bye&apos;"));
   EXPECT_THAT(svg, Not(HasSubstr("<hi>")));
   EXPECT_THAT(svg, HasSubstr("skipped: not installed"));
