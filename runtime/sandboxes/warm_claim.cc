@@ -161,12 +161,14 @@ Result<SandboxRecord> CreateWarmSandbox(const std::string& name, JailSpec spec) 
   RETURN_IF_ERROR(MkdirMode(store.root() + "/warm", 0700));
   if (::mkdir(dir.c_str(), 0755) != 0) return Error::FromErrno(errno, "mkdir " + dir);
   // user-data/{workspace,uploads,outputs} are made by CreateSandbox's PrepareHostDirs,
-  // owned by the jail's uid as a thread's are.
+  // owned by the jail's uid as a thread's are; the spec's validation wants both here.
   spec.user_data_dir = dir + "/user-data";
   spec.acp_workspace_dir = dir + "/acp-workspace";
-  if (Status st = MkdirMode(*spec.acp_workspace_dir, 0755); !st) {
-    RemovePlaceholders(dir);
-    return st.error();
+  for (const std::string& d : {*spec.user_data_dir, *spec.acp_workspace_dir}) {
+    if (Status st = MkdirMode(d, 0755); !st) {
+      RemovePlaceholders(dir);
+      return st.error();
+    }
   }
   CreateRequest request;
   request.spec = std::move(spec);
