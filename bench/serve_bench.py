@@ -87,7 +87,7 @@ def create_to_exec(binary, n, warm):
     api = http.client.HTTPConnection("127.0.0.1", port)
     sb = http.client.HTTPConnection("127.0.0.1", port)
     headers = {"X-API-Key": KEY, "Content-Type": "application/json"}
-    out = []
+    out, created = [], []
     claimed = 0
     try:
         for i in range(n):
@@ -103,6 +103,7 @@ def create_to_exec(binary, n, warm):
             if r.status != 200:
                 sys.exit(f"create failed: {r.status} {body}")
             path = body["sandbox_url"].split(host, 1)[1]
+            created.append((time.perf_counter() - t0) * 1000)
             status, res = shell(sb, path, "true")
             if status != 200 or not res.get("success", False):
                 sys.exit(f"shell/exec failed: {status} {res}")
@@ -115,18 +116,20 @@ def create_to_exec(binary, n, warm):
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(30)
         shutil.rmtree(tmp, ignore_errors=True)
-    return out, claimed
+    return out, created, claimed
 
 
 def compare_warm(binary, n, warm):
-    cold, _ = create_to_exec(binary, n, 0)
-    hot, claimed = create_to_exec(binary, n, warm)
+    cold, cold_create, _ = create_to_exec(binary, n, 0)
+    hot, hot_create, claimed = create_to_exec(binary, n, warm)
     q = lambda v: statistics.quantiles(v, n=10)[-1] if len(v) > 1 else v[0]
     print(f"sandboxes: {n} per daemon; sandbox.warm: {warm}")
     print(f"POST /api/sandboxes -> first shell/exec `true` answered, cold: median "
           f"{statistics.median(cold):.1f} ms, p90 {q(cold):.1f} ms")
     print(f"POST /api/sandboxes -> first shell/exec `true` answered, warm: median "
           f"{statistics.median(hot):.1f} ms, p90 {q(hot):.1f} ms ({claimed} of {n} claimed warm)")
+    print(f"of which POST /api/sandboxes alone: cold median {statistics.median(cold_create):.1f} ms, "
+          f"warm median {statistics.median(hot_create):.1f} ms")
 
 
 def main():

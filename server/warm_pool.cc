@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -28,6 +29,9 @@ std::string WarmName() {
   for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
   return std::string(kWarmNamePrefix) + hex;
 }
+
+constexpr int kRefillNice = 10;
+constexpr std::chrono::milliseconds kRefillDelay(300);
 
 bool Below(const std::string& path, const std::string& dir) {
   return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
@@ -88,12 +92,17 @@ std::optional<WarmSandbox> WarmPool::Take() {
   WarmSandbox w = std::move(ready_.front());
   ready_.pop_front();
   ++counts_.taken;
+  last_take_ = std::chrono::steady_clock::now();
   cv_.notify_all();
   return w;
 }
 
 void WarmPool::Refill() {
   using Clock = std::chrono::steady_clock;
+  // Below the I/O threads and the creates: a refill is for the NEXT create and must not
+  // slow down the one that just took a sandbox (its first commands follow at once). The
+  // inits made here inherit the nice value; they only wait and reap orphans.
+  (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kRefillNice);
   std::chrono::seconds backoff(1);
   Clock::time_point retry_at{};
   std::unique_lock<std::mutex> lock(mu_);
@@ -104,6 +113,13 @@ void WarmPool::Refill() {
     }
     if (Clock::now() < retry_at) {
       cv_.wait_until(lock, retry_at);
+      continue;
+    }
+    // Right after a take, while some are still ready, let that create and its first
+    // calls finish first; an empty pool is refilled at once.
+    const Clock::time_point settled = last_take_ + kRefillDelay;
+    if (!ready_.empty() && Clock::now() < settled) {
+      cv_.wait_until(lock, settled);
       continue;
     }
     lock.unlock();

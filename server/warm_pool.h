@@ -4,9 +4,11 @@
 // which costs two mounts and a rename instead of a new jail (cgroups, a clone with ~25
 // mounts, pivot_root): server/README.md has the figures.
 //
-// One background thread refills the pool, at start and after every take, never on an
-// I/O thread and never under the manager's create mutex; a failed create is logged and
-// retried with a back-off (1 s doubling to 60 s). Nobody owns a warm sandbox but the
+// One background thread (nice 10) refills the pool, at start and after every take — 300 ms
+// after it while others are still ready, so that the create that took one and its first
+// calls do not share the CPU with a refill — never on an I/O thread and never under the
+// manager's create mutex; a failed create is logged and retried with a back-off (1 s
+// doubling to 60 s). Nobody owns a warm sandbox but the
 // daemon that made it: RemoveStale() (at start) removes every "dfw-*" sandbox a previous
 // daemon left (kill -9), and Stop() (SIGTERM) removes this one's.
 //
@@ -17,6 +19,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -75,6 +78,7 @@ class WarmPool {
   std::deque<WarmSandbox> ready_;
   std::vector<pid_t> removed_;  // inits of sandboxes we removed, to reap
   WarmCounts counts_;
+  std::chrono::steady_clock::time_point last_take_{};
   bool stopping_ = false;
   std::thread thread_;
 };
