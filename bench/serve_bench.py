@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Figures for `corral serve` (issue: the daemon), measured over real HTTP on loopback.
 
-  sudo bench/serve_bench.py build/cli/corral-cli [N]
+  sudo bench/serve_bench.py build/cli/corral-cli [N] [--warm W]
 
 Starts a daemon on 127.0.0.1 (port 0) with a temp base dir and runtime dir, then:
   - POST /api/sandboxes -> first 200 of GET {sandbox_url}/v1/sandbox, per sandbox (median, p90);
@@ -9,6 +9,12 @@ Starts a daemon on 127.0.0.1 (port 0) with a temp base dir and runtime dir, then
   - GET v1/sandbox and POST v1/shell/exec `true` round trips on one keep-alive connection;
   - the daemon's RSS with 0 and N idle sandboxes.
 Deletes every sandbox and stops the daemon (SIGTERM) at the end. Figures, not assertions.
+
+With --warm W (sandbox.warm): the create -> first shell/exec figure twice in one run, from
+a daemon without a pool (cold) and from one with W warm sandboxes (warm). Before each warm
+create the bench waits, untimed, until the pool is full again (corral_warm_sandboxes = W):
+the figure is that of a create arriving at a daemon whose pool has refilled, which is the
+case the pool is for (back-to-back creates faster than a refill take the cold path).
 """
 import http.client
 import json
@@ -41,9 +47,102 @@ def shell(conn, path, command):
         return r.status, {}
 
 
+def start_daemon(binary, tmp, n, warm):
+    """(Popen, port) of a daemon with its own base and runtime dirs under tmp."""
+    os.makedirs(f"{tmp}/base")
+    os.makedirs(f"{tmp}/run", mode=0o700)
+    with open(f"{tmp}/corral.yaml", "w") as f:
+        f.write(f"server: {{listen: '127.0.0.1:0', api_key: {KEY}, access_log: 'off', "
+                f"max_sandboxes: {n + 10}}}\n"
+                f"sandbox: {{base_dir: {tmp}/base, idle_timeout: 0, replicas: {n + 10}, "
+                f"warm: {warm}}}\n")
+    env = dict(os.environ, CORRAL_RUNTIME_DIR=f"{tmp}/run")
+    log = open(f"{tmp}/serve.log", "w+")
+    daemon = subprocess.Popen([binary, "serve", "--config", f"{tmp}/corral.yaml"], env=env,
+                              stderr=log, stdout=subprocess.DEVNULL)
+    for _ in range(200):
+        time.sleep(0.05)
+        log.seek(0)
+        m = re.search(r"listening on http://127.0.0.1:(\d+)", log.read())
+        if m:
+            return daemon, int(m.group(1))
+    daemon.kill()
+    sys.exit("daemon did not start")
+
+
+def metric(conn, name):
+    conn.request("GET", "/metrics", headers={"X-API-Key": KEY})
+    r = conn.getresponse()
+    for line in r.read().decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return -1.0
+
+
+def create_to_exec(binary, n, warm):
+    """Create -> first successful shell/exec `true`, ms per sandbox; and how many were warm."""
+    tmp = tempfile.mkdtemp(prefix="corral-serve-bench-")
+    daemon, port = start_daemon(binary, tmp, n, warm)
+    host = f"127.0.0.1:{port}"
+    api = http.client.HTTPConnection("127.0.0.1", port)
+    sb = http.client.HTTPConnection("127.0.0.1", port)
+    headers = {"X-API-Key": KEY, "Content-Type": "application/json"}
+    out, created = [], []
+    claimed = 0
+    try:
+        for i in range(n):
+            deadline = time.time() + 120
+            while warm and metric(api, "corral_warm_sandboxes") < warm and time.time() < deadline:
+                time.sleep(0.02)
+            time.sleep(0.2)  # the refill's last steps (and its CPU) out of the way
+            t0 = time.perf_counter()
+            api.request("POST", "/api/sandboxes",
+                        json.dumps({"sandbox_id": f"b{i}", "thread_id": f"t{i}"}), headers)
+            r = api.getresponse()
+            body = json.loads(r.read())
+            if r.status != 200:
+                sys.exit(f"create failed: {r.status} {body}")
+            path = body["sandbox_url"].split(host, 1)[1]
+            created.append((time.perf_counter() - t0) * 1000)
+            status, res = shell(sb, path, "true")
+            if status != 200 or not res.get("success", False):
+                sys.exit(f"shell/exec failed: {status} {res}")
+            out.append((time.perf_counter() - t0) * 1000)
+        claimed = int(metric(api, 'corral_sandbox_events_total{event="created_warm"}'))
+    finally:
+        for i in range(n):
+            api.request("DELETE", f"/api/sandboxes/b{i}", headers=headers)
+            api.getresponse().read()
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(30)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out, created, claimed
+
+
+def compare_warm(binary, n, warm):
+    cold, cold_create, _ = create_to_exec(binary, n, 0)
+    hot, hot_create, claimed = create_to_exec(binary, n, warm)
+    q = lambda v: statistics.quantiles(v, n=10)[-1] if len(v) > 1 else v[0]
+    print(f"sandboxes: {n} per daemon; sandbox.warm: {warm}")
+    print(f"POST /api/sandboxes -> first shell/exec `true` answered, cold: median "
+          f"{statistics.median(cold):.1f} ms, p90 {q(cold):.1f} ms")
+    print(f"POST /api/sandboxes -> first shell/exec `true` answered, warm: median "
+          f"{statistics.median(hot):.1f} ms, p90 {q(hot):.1f} ms ({claimed} of {n} claimed warm)")
+    print(f"of which POST /api/sandboxes alone: cold median {statistics.median(cold_create):.1f} ms, "
+          f"warm median {statistics.median(hot_create):.1f} ms")
+
+
 def main():
-    binary = sys.argv[1]
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else 50
+    args = sys.argv[1:]
+    warm = 0
+    if "--warm" in args:
+        at = args.index("--warm")
+        warm = int(args[at + 1])
+        del args[at:at + 2]
+    binary = args[0]
+    n = int(args[1]) if len(args) > 1 else 50
+    if warm > 0:
+        return compare_warm(binary, n, warm)
     tmp = tempfile.mkdtemp(prefix="corral-serve-bench-")
     os.makedirs(f"{tmp}/base")
     os.makedirs(f"{tmp}/run", mode=0o700)

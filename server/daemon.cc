@@ -130,11 +130,18 @@ GaugeSource MakeGauges(SandboxManager& manager, HttpServer& server, AioApi& aio)
         {"corral_http_requests_in_flight", static_cast<double>(server.in_flight())},
         {"corral_http_connections", static_cast<double>(server.connections())},
         {"corral_aio_live_sessions", static_cast<double>(aio.live_sessions())},
+        {"corral_warm_sandboxes", static_cast<double>(c.warm.ready)},
+        {"corral_sandbox_events_total{event=\"created_warm\"}", static_cast<double>(c.created_warm)},
+        {"corral_warm_pool_events_total{event=\"made\"}", static_cast<double>(c.warm.made)},
+        {"corral_warm_pool_events_total{event=\"taken\"}", static_cast<double>(c.warm.taken)},
+        {"corral_warm_pool_events_total{event=\"failed\"}", static_cast<double>(c.warm.failed)},
     };
     std::vector<std::string> help = {
         "# TYPE corral_sandboxes gauge", "# TYPE corral_sandbox_events_total counter",
         "# TYPE corral_sandbox_calls_in_flight gauge", "# TYPE corral_http_requests_in_flight gauge",
-        "# TYPE corral_http_connections gauge", "# TYPE corral_aio_live_sessions gauge"};
+        "# TYPE corral_http_connections gauge", "# TYPE corral_aio_live_sessions gauge",
+        "# HELP corral_warm_sandboxes Warm sandboxes ready to be claimed (the pool depth).",
+        "# TYPE corral_warm_sandboxes gauge", "# TYPE corral_warm_pool_events_total counter"};
     return std::make_pair(g, help);
   };
 }
@@ -232,6 +239,7 @@ int RunServe(const ServeOptions& options) {
   CorralApi corral_api(std::move(corral_options));
   router->SetCorralApi(&corral_api);
   server.Start();
+  if (auto why = manager.StartWarmPool()) spdlog::warn("{}", *why);
 
   StartReaper(io, blocking, manager, cfg.provider.idle_timeout);
 
@@ -253,6 +261,8 @@ int RunServe(const ServeOptions& options) {
   for (auto& t : threads) t.join();
   if (aio_shutdown.joinable()) aio_shutdown.join();
   blocking.join();
+  // Thread sandboxes stay for the next daemon; warm ones belong to nobody once we are gone.
+  manager.StopWarmPool();
   spdlog::info("stopped");
   return 0;
 }

@@ -12,6 +12,7 @@
 #include "runtime/run/runtime_dir.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sandboxes/sandbox_store.h"
+#include "runtime/sandboxes/warm_claim.h"
 #include "server/auth.h"
 #include "tools/providers/jail_sandbox.h"
 #include "tools/providers/thread_dirs.h"
@@ -138,7 +139,23 @@ std::vector<std::string> SandboxManager::Adopt() {
     }
     (void)registry_.Remove(e.sandbox_id);
   }
+  // Warm sandboxes of an earlier daemon (kill -9): nobody can claim them now.
+  for (std::string& line : WarmPool::RemoveStale()) dropped.push_back(std::move(line));
   return dropped;
+}
+
+std::optional<std::string> SandboxManager::StartWarmPool() {
+  if (options_.provider.warm <= 0 || warm_) return std::nullopt;
+  runtime::JailSandboxProvider provider(options_.provider, options_.base_spec);
+  runtime::JailSpec spec = provider.SpecFor(runtime::ThreadDirs{});  // directories: placeholders
+  if (auto why = WarmPool::WhyNot(spec)) return "sandbox.warm is off: " + *why;
+  warm_ = std::make_unique<WarmPool>(options_.provider.warm, std::move(spec));
+  warm_->Start();
+  return std::nullopt;
+}
+
+void SandboxManager::StopWarmPool() {
+  if (warm_) warm_->Stop();
 }
 
 void SandboxManager::RemoveLocked(const std::string& sandbox_id, const char* why) {
@@ -247,6 +264,10 @@ CreateResult SandboxManager::MakeLocked(const CreateParams& params) {
   if (auto info = runtime::InspectSandbox(req.name); info && info->alive) {
     init_pid = info->record.init_pid;
     start_ticks = info->record.init_start_ticks;
+  } else if (auto claimed = ClaimWarmLocked(params, req)) {
+    init_pid = claimed->init_pid;
+    start_ticks = claimed->init_start_ticks;
+    ours = true;
   } else {
     auto record = runtime::CreateSandbox(req);
     if (!record) return {500, "sandbox creation failed: " + record.error().message(), {}};
@@ -272,6 +293,31 @@ CreateResult SandboxManager::MakeLocked(const CreateParams& params) {
   SandboxView view{params.sandbox_id, m.entry.token, "Running"};
   sandboxes_[params.sandbox_id] = std::move(m);
   return {200, "", view};
+}
+
+std::optional<runtime::SandboxRecord> SandboxManager::ClaimWarmLocked(
+    const CreateParams& params, const runtime::CreateRequest& req) {
+  // Extra mounts change the spec per request (and may replace acp-workspace): cold.
+  if (!warm_ || !params.extra_mounts.empty() || WarmPool::WhyNot(req.spec)) return std::nullopt;
+  auto warm = warm_->Take();
+  if (!warm) return std::nullopt;
+  // NOTE: the warm sandbox was made before its thread was known. Anything derived from
+  // the thread at create time (a per-thread host identity for the jail's uid, say) would
+  // be wrong here: WarmPool::WhyNot must refuse specs that ask for one, and the claim
+  // checks that the spec equals the warm one apart from the two directories.
+  auto claimed = runtime::ClaimWarmSandbox(warm->name, req.name, req.spec,
+                                           req.idle_timeout_seconds);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    children_.insert(warm->init_pid);  // our child either way: reaped once it is gone
+    if (claimed) ++counts_.created_warm;
+  }
+  if (!claimed) {
+    spdlog::warn("sandbox {}: claiming warm sandbox {} failed ({}); creating it cold",
+                 params.sandbox_id, warm->name, claimed.error().message());
+    return std::nullopt;
+  }
+  return std::move(*claimed);
 }
 
 std::optional<SandboxView> SandboxManager::Find(const std::string& sandbox_id) {
@@ -377,6 +423,7 @@ ManagerCounts SandboxManager::Counts() const {
   std::lock_guard<std::mutex> lock(mu_);
   ManagerCounts c = counts_;
   c.running = sandboxes_.size();
+  if (warm_) c.warm = warm_->Counts();
   return c;
 }
 

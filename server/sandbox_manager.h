@@ -14,6 +14,10 @@
 // Beyond sandbox.replicas live sandboxes a create evicts the oldest ones idle for at least
 // kEvictMinIdleSeconds (never one with a call in flight); server.max_sandboxes is a hard
 // cap (429). The daemon's exit keeps every sandbox; the next daemon adopts them.
+//
+// With sandbox.warm: N a create without extra mounts takes a ready sandbox from the warm
+// pool (server/warm_pool.h) and claims it for the thread (runtime/sandboxes/warm_claim.h);
+// a failed claim removes that warm sandbox and falls back to a cold create.
 // Thread-safe; calls that create or remove sandboxes block for milliseconds (run them off
 // the I/O threads). Parent side.
 #pragma once
@@ -29,11 +33,13 @@
 #include <string>
 #include <vector>
 
+#include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/provider_config.h"
 #include "runtime/spec/spec.h"
 #include "server/aio_api.h"
 #include "server/provision_request.h"
 #include "server/sandbox_registry.h"
+#include "server/warm_pool.h"
 
 namespace corral::server {
 
@@ -61,6 +67,8 @@ struct ManagerCounts {
   size_t running = 0;
   size_t calls_in_flight = 0;
   uint64_t created = 0, deleted = 0, reaped_idle = 0, evicted = 0, found_dead = 0;
+  uint64_t created_warm = 0;  // of `created`, those claimed from the warm pool
+  WarmCounts warm;
 };
 
 class SandboxManager {
@@ -70,6 +78,11 @@ class SandboxManager {
   // Start-up: takes over the registry's live sandboxes, forgets the dead ones. Returns
   // one line per entry dropped, for the log.
   std::vector<std::string> Adopt();
+  // Starts refilling the warm pool (sandbox.warm > 0), after Adopt. Returns why it did
+  // not start when it is configured but cannot serve this spec (for the log).
+  std::optional<std::string> StartWarmPool();
+  // SIGTERM: removes the warm sandboxes (nobody owns them); thread sandboxes are kept.
+  void StopWarmPool();
 
   CreateResult Create(const CreateParams& params);
   // nullopt when unknown or dead (a dead one is cleaned up here).
@@ -105,6 +118,10 @@ class SandboxManager {
   // waitpid(WNOHANG) on the inits this process spawned: a removed one is our zombie.
   void ReapChildren();
   CreateResult MakeLocked(const CreateParams& params);
+  // A warm sandbox claimed as req.name, or nullopt (no pool, none ready, or the claim
+  // failed: then the warm one is gone and the caller creates cold).
+  std::optional<runtime::SandboxRecord> ClaimWarmLocked(const CreateParams& params,
+                                                        const runtime::CreateRequest& req);
 
   const ManagerOptions options_;
   SandboxRegistry registry_;
@@ -113,6 +130,7 @@ class SandboxManager {
   mutable std::mutex mu_;  // the map and counters
   std::map<std::string, Managed> sandboxes_;
   std::set<pid_t> children_;  // inits this process spawned, reaped once they die
+  std::unique_ptr<WarmPool> warm_;  // null when sandbox.warm is 0 or it cannot serve the spec
   ManagerCounts counts_;
 };
 

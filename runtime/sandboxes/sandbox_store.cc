@@ -213,6 +213,11 @@ Status SandboxStore::Forget(const std::string& name) {
       }
     }
   }
+  return RemoveDir(name);
+}
+
+Status SandboxStore::RemoveDir(const std::string& name) {
+  std::string dir = DirOf(name);
   if (::unlink(IdlePath(name).c_str()) != 0 && errno != ENOENT) {
     return Error::FromErrno(errno, "unlink " + IdlePath(name));
   }
@@ -222,6 +227,40 @@ Status SandboxStore::Forget(const std::string& name) {
     }
   }
   if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return Error::FromErrno(errno, "rmdir " + dir);
+  return Ok();
+}
+
+Status SandboxStore::Rename(const std::string& from, const SandboxRecord& to) {
+  ASSIGN_OR_RETURN(SandboxRecord old, Find(from));
+  if (old.name != from) {
+    return Error(ErrorCode::kInvalidArgument, "rename: '" + from + "' is an id, not a name");
+  }
+  if (old.id != to.id) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "rename " + from + " -> " + to.name + ": the record's id changed");
+  }
+  RETURN_IF_ERROR(Claim(to.name));  // kAlreadyExists when the name is taken: nothing changed
+  // Every step before the switch of the id index can be undone: `from` stays whole.
+  auto undo = [&](Error e) {
+    (void)RemoveDir(to.name);
+    return e;
+  };
+  if (Status st = Save(to); !st) return undo(st.error());  // its id link still names `from`
+  const std::string tmp = IdPath(to.id) + ".tmp";
+  (void)::unlink(tmp.c_str());
+  if (::symlink(to.name.c_str(), tmp.c_str()) != 0) {
+    return undo(Error::FromErrno(errno, "symlink " + tmp));
+  }
+  if (::rename(tmp.c_str(), IdPath(to.id).c_str()) != 0) {
+    Error e = Error::FromErrno(errno, "rename " + tmp);
+    (void)::unlink(tmp.c_str());
+    return undo(e);
+  }
+  // The id now finds `to`; `from` is only a name nobody asks for any more.
+  if (Status st = RemoveDir(from); !st) {
+    return Error(st.error().code(), "sandbox renamed to " + to.name + ", but the old entry " +
+                                        from + " is left: " + st.error().message());
+  }
   return Ok();
 }
 

@@ -76,6 +76,13 @@ class SandboxStore {
   std::vector<IdleEntry> IdleCandidates() const;
   // Removes the directory of `name` and its index entries (after the sandbox is torn down).
   Status Forget(const std::string& name);
+  // Moves the record of the sandbox `from` to the name `to.name` (a warm sandbox claimed
+  // for a thread, runtime/sandboxes/warm_claim.h): `to` is written under its name (with
+  // its own idle entry), the id index is switched to it atomically, then `from`'s
+  // directory and idle entry go. `to.id` must be `from`'s id. The caller holds `from`'s
+  // lock exclusively. On failure `from` is left as it was (or, if only the last step
+  // failed, both exist and the error says so).
+  Status Rename(const std::string& from, const SandboxRecord& to);
 
   // flock on <name>/lock; shared = LOCK_SH, else LOCK_EX. The fd holds the lock. With
   // wait = false a lock held elsewhere is an error with errno EWOULDBLOCK.
@@ -94,6 +101,8 @@ class SandboxStore {
  private:
   std::string IdPath(const std::string& id) const;
   std::string IdlePath(const std::string& name) const;
+  // The directory of `name` and its idle entry, not the id index.
+  Status RemoveDir(const std::string& name);
   std::string root_;
 };
 

@@ -135,6 +135,8 @@ void PositiveInt(const YAML::Node& n, const std::string& where, Problems* p, int
   }
 }
 
+constexpr int kMaxWarmSandboxes = 64;
+
 void ParseSandboxKey(const std::string& key, const YAML::Node& v, Problems* p, ProviderConfig* c) {
   std::string w = "sandbox." + key;
   std::string s;
@@ -157,6 +159,12 @@ void ParseSandboxKey(const std::string& key, const YAML::Node& v, Problems* p, P
     }
   } else if (key == "replicas") {
     PositiveInt(v, w, p, &c->replicas, false);
+  } else if (key == "warm") {
+    // Each one is an idle sandbox nobody uses yet (an init and a cgroup): a handful does.
+    if (Read(v, w, p, &c->warm) && (c->warm < 0 || c->warm > kMaxWarmSandboxes)) {
+      p->Add(w, "must be between 0 and " + std::to_string(kMaxWarmSandboxes) + " (got " +
+                    std::to_string(c->warm) + ")");
+    }
   } else if (key == "idle_timeout") {
     if (!v.IsNull() && Read(v, w, p, &c->idle_timeout) && c->idle_timeout < 0) {
       p->Add(w, "must be >= 0");

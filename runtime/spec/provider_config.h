@@ -41,6 +41,7 @@ struct ProviderConfig {
   double bash_command_timeout = 600;  // seconds
   int replicas = 3;                   // jail: live thread sandboxes kept (soft cap)
   double idle_timeout = 600;          // seconds; 0 = never
+  int warm = 0;  // `corral serve` only: sandboxes kept ready for the next creates; 0 = off
   std::vector<std::pair<std::string, std::string>> environment;  // injected, redacted
   std::string base_dir = "/var/lib/corral";
   AuditLogConfig audit_log;

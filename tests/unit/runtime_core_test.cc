@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -232,6 +233,66 @@ TEST(SandboxStore, IdleIndexListsOnlySandboxesWithATimeout) {
   ASSERT_TRUE(store.Forget("idles"));
   EXPECT_TRUE(store.IdleCandidates().empty());
   ASSERT_TRUE(store.Forget("never"));
+}
+
+// A warm sandbox claimed for a thread (runtime/sandboxes/warm_claim.h): the record moves
+// to the new name with its new spec and idle timeout; the id finds the new name; the old
+// name, its directory and its idle entry are gone.
+TEST(SandboxStore, RenameMovesTheRecordAndItsIndexes) {
+  test::TempDir dir;
+  SandboxStore store(dir.path());
+  ASSERT_TRUE(dir.MakeDirs("sandboxes", 0700));
+  ASSERT_TRUE(store.Claim("dfw-1"));
+  SandboxRecord warm;
+  warm.id = "0123456789ab";
+  warm.name = "dfw-1";
+  warm.cgroup_name = "sbx-dfw-1";
+  warm.idle_timeout_seconds = 5;  // so that the old idle entry must go too
+  warm.spec.user_data_dir = "/placeholder";
+  ASSERT_TRUE(store.Save(warm));
+  auto lock = store.Lock("dfw-1", /*shared=*/false);
+  ASSERT_TRUE(lock);
+
+  SandboxRecord claimed = warm;
+  claimed.name = "df-t1";
+  claimed.idle_timeout_seconds = 600;
+  claimed.spec.user_data_dir = "/base/t1/user-data";
+  ASSERT_TRUE(store.Rename("dfw-1", claimed));
+  auto by_id = store.Find("0123456789ab");
+  ASSERT_TRUE(by_id) << by_id.error().message();
+  EXPECT_EQ(by_id->name, "df-t1");
+  EXPECT_EQ(by_id->cgroup_name, "sbx-dfw-1") << "the cgroup keeps its name";
+  EXPECT_EQ(by_id->spec.user_data_dir, "/base/t1/user-data");
+  EXPECT_FALSE(store.Find("dfw-1"));
+  struct stat st;
+  EXPECT_NE(::stat(dir.Join("sandboxes/dfw-1").c_str(), &st), 0) << "its directory went";
+  ASSERT_EQ(store.List().size(), 1u);
+  auto idle = store.IdleCandidates();
+  ASSERT_EQ(idle.size(), 1u);
+  EXPECT_EQ(idle[0].name, "df-t1");
+  EXPECT_EQ(idle[0].timeout_seconds, 600);
+
+  // A taken name or another id changes nothing.
+  ASSERT_TRUE(store.Claim("dfw-2"));
+  SandboxRecord other = warm;
+  other.id = "ba9876543210";
+  other.name = "dfw-2";
+  ASSERT_TRUE(store.Save(other));
+  SandboxRecord onto = other;
+  onto.name = "df-t1";
+  Status taken = store.Rename("dfw-2", onto);
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().code(), ErrorCode::kAlreadyExists);
+  onto.name = "df-t2";
+  onto.id = "000000000000";
+  EXPECT_FALSE(store.Rename("dfw-2", onto));
+  EXPECT_EQ(store.Find("ba9876543210")->name, "dfw-2");
+  EXPECT_EQ(store.Find("0123456789ab")->name, "df-t1");
+  EXPECT_FALSE(store.Find("df-t2"));
+  ASSERT_TRUE(store.Forget("dfw-2"));
+  ASSERT_TRUE(store.Forget("df-t1"));
+  EXPECT_TRUE(store.List().empty());
+  EXPECT_FALSE(store.Find("0123456789ab"));
 }
 
 TEST(SandboxStore, NamesAreValidated) {

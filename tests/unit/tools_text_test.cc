@@ -146,6 +146,7 @@ sandbox:
   bash_command_timeout: 5
   replicas: 2
   idle_timeout: 0
+  warm: 3
   image: ignored-aio-image
   mounts:
     - {host_path: /opt/data, container_path: /mnt/data, read_only: false}
@@ -163,6 +164,7 @@ skills:
   EXPECT_EQ(c.ls_output_max_chars, 300);
   EXPECT_EQ(c.replicas, 2);
   EXPECT_EQ(c.idle_timeout, 0);
+  EXPECT_EQ(c.warm, 3);
   ASSERT_EQ(c.mounts.size(), 1u);
   EXPECT_FALSE(c.mounts[0].read_only);
   EXPECT_EQ(*c.skills_path, "/srv/skills");
@@ -174,6 +176,7 @@ TEST(ProviderConfig, BadValuesNamed) {
 sandbox:
   use: docker
   replicas: 0
+  warm: 65
   colour: blue
   mounts:
     - {host_path: rel, container_path: /mnt/user-data/x}
@@ -184,6 +187,7 @@ sandbox:
   const std::string& m = st.error().message();
   for (const char* want :
        {"sandbox.use", "sandbox.replicas: must be > 0", "sandbox.colour: unknown key",
+        "sandbox.warm: must be between 0 and 64 (got 65)",
         "sandbox.mounts[0].host_path: must be absolute",
         "sandbox.mounts[0].container_path: is reserved"}) {
     EXPECT_NE(m.find(want), std::string::npos) << want << "\n" << m;
