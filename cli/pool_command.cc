@@ -1,5 +1,6 @@
 // `corral pool [JAIL OPTIONS] [--size N] [--socket PATH]`: a pool server in the
-// foreground (runtime/pool/pool_server.h). `corral run` with the same jail options then runs
+// foreground (runtime/pool/pool_server.h). `corral run` with the same jail options (the
+// network policy included: --network, --allow, --deny, `network:` in --config) then runs
 // in its pre-built jails; until SIGINT/SIGTERM, after which it cleans up and exits 0.
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -7,6 +8,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "base/unique_fd.h"
 #include "cli/commands.h"
@@ -43,8 +45,14 @@ int Serve(const PoolFlags& flags) {
     std::fprintf(stderr, "corral: pool: %s\n", server.error().message().c_str());
     return 125;
   }
-  std::fprintf(stderr, "corral: pool: filling %zu jails; serving %s\n", flags.size,
-               (*server)->socket_path().c_str());
+  // The network policy is part of what a run must match to be served here; say which.
+  std::string network = "network " + spec.network.mode;
+  if (spec.network.mode == "allowlist") {
+    network += " (" + std::to_string(spec.network.allow.size()) + " allowed, " +
+               std::to_string(spec.network.deny.size()) + " denied; a proxy per jail)";
+  }
+  std::fprintf(stderr, "corral: pool: filling %zu jails, %s; serving %s\n", flags.size,
+               network.c_str(), (*server)->socket_path().c_str());
   if (auto full = (*server)->pool().WaitUntilFull(); !full) {
     // Not fatal: the host may recover (a cgroup parent freed, say); runs prepare on demand.
     std::fprintf(stderr, "corral: pool: warning: cannot prepare jails yet: %s\n",

@@ -105,6 +105,11 @@ struct Spawned {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
   }
+  // The mask survives exec: a proxy started from a thread that blocks every signal (a
+  // pool's refill thread, a server's worker) would be deaf to the SIGTERM that ends it.
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   // Move both fds above 4 first, so that neither dup2 below clobbers the other.
   int ns = ::fcntl(netns_fd, F_DUPFD, 10);
   int ready = ::fcntl(ready_w, F_DUPFD, 10);
@@ -192,7 +197,24 @@ Result<std::vector<std::string>> Arguments(const JailSpec& spec, const LaunchOpt
   return args;
 }
 
+// Whether `pid` exited within `timeout_ms` (reaped if it is our child). Waits on a pidfd
+// where the kernel has them: Finish() is on the way to a run's answer, where polling in
+// steps would add up to a step to every run.
 bool WaitExit(pid_t pid, bool own_child, int timeout_ms) {
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (pidfd) {
+    pollfd p{pidfd.get(), POLLIN, 0};
+    int r;
+    while ((r = ::poll(&p, 1, timeout_ms)) < 0 && errno == EINTR) {
+    }
+    if (r <= 0) return false;
+    if (own_child) {
+      int status;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+    return true;
+  }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     if (own_child) {
@@ -254,6 +276,7 @@ Result<NetworkService> NetworkService::StartInNewNamespace(const JailSpec& spec,
   ASSIGN_OR_RETURN(Spawned spawned, Spawn(args, service.netns_.get(), /*detached=*/false));
   service.pid_ = spawned.pid;
   service.own_child_ = true;
+  service.sandbox_ = options.sandbox;
   service.summary_path_ = options.summary_path;
   RETURN_IF_ERROR(AwaitReady(spawned.ready.get()));  // on error the destructor ends it
   return service;
@@ -268,6 +291,7 @@ Result<NetworkService> NetworkService::StartForSandbox(const JailSpec& spec, pid
   if (!service.netns_) return Error::FromErrno(errno, ns_path);
   ASSIGN_OR_RETURN(Spawned spawned, Spawn(args, service.netns_.get(), /*detached=*/true));
   service.pid_ = spawned.pid;
+  service.sandbox_ = options.sandbox;
   service.summary_path_ = options.summary_path;
   RETURN_IF_ERROR(AwaitReady(spawned.ready.get()));
   return service;
@@ -277,6 +301,7 @@ NetworkService::NetworkService(NetworkService&& other) noexcept
     : netns_(std::move(other.netns_)),
       pid_(std::exchange(other.pid_, -1)),
       own_child_(other.own_child_),
+      sandbox_(std::move(other.sandbox_)),
       summary_path_(std::move(other.summary_path_)) {}
 
 NetworkService& NetworkService::operator=(NetworkService&& other) noexcept {
@@ -285,6 +310,7 @@ NetworkService& NetworkService::operator=(NetworkService&& other) noexcept {
     netns_ = std::move(other.netns_);
     pid_ = std::exchange(other.pid_, -1);
     own_child_ = other.own_child_;
+    sandbox_ = std::move(other.sandbox_);
     summary_path_ = std::move(other.summary_path_);
   }
   return *this;
@@ -302,7 +328,11 @@ std::string NetworkService::Finish() {
   pid_ = -1;
   std::string summary = ReadSummary(summary_path_);
   ::unlink(summary_path_.c_str());
-  return summary;
+  if (summary.empty()) return summary;
+  nlohmann::json j = nlohmann::json::parse(summary, nullptr, false);
+  if (!j.is_object()) return summary;
+  j["sandbox"] = sandbox_;
+  return j.dump();
 }
 
 }  // namespace corral::runtime::net

@@ -53,7 +53,11 @@ class NetworkService {
   int netns_fd() const { return netns_.get(); }
   pid_t pid() const { return pid_; }
 
-  // Ends the proxy (SIGTERM; SIGKILL after 3 s) and returns its summary JSON ("" if none).
+  // The name its decision log lines carry (LaunchOptions::sandbox).
+  const std::string& sandbox() const { return sandbox_; }
+
+  // Ends the proxy (SIGTERM; SIGKILL after 3 s) and returns its summary JSON ("" if none),
+  // with "sandbox": that name added, so that a run's outcome points at its log lines.
   std::string Finish();
   // Leaves a detached proxy running (a persistent sandbox's).
   void Release() { pid_ = -1; }
@@ -64,6 +68,7 @@ class NetworkService {
   UniqueFd netns_;
   pid_t pid_ = -1;
   bool own_child_ = false;  // our child (one-shot) or detached (reparented)
+  std::string sandbox_;
   std::string summary_path_;
 };
 

@@ -17,7 +17,10 @@ namespace corral::runtime {
 namespace {
 
 // The spec with what a prepared jail learns late (RunPrepared) cleared: the same fields
-// RunPrepared validates per run (ValidateLateFields, runtime/spec/config.h).
+// RunPrepared validates per run (ValidateLateFields, runtime/spec/config.h). Everything
+// else must be equal — in particular `network` (mode, allow, deny, caps) and
+// `unsafe.network_resolve`: a pooled jail's proxy was started with the pool's policy, so a
+// run with any other policy (even the same rules in another order) is not served here.
 JailSpec WithoutLateFields(JailSpec spec) {
   spec.argv.clear();
   spec.env.clear();

@@ -7,7 +7,10 @@
 // no other run has seen — prepared by PrepareJail() (runtime/run/supervisor.h) and used for
 // exactly one command. Isolation is the same as RunJail's; only the order differs: the
 // cgroup attach (an RCU grace period on v1), the clone, the root and the network happen
-// while nobody waits. A background thread (started with every signal blocked) keeps
+// while nobody waits. In network.mode allowlist each jail also gets its own corral-netproxy
+// before it is cloned (PrepareJail): its decisions are logged under that jail's name
+// ("pool-<pid>-<n>"), its summary becomes the run's `network` outcome, and it ends with
+// the run, or with the jail when the pool goes. A background thread (started with every signal blocked) keeps
 // `size` jails ready, refilling only while no Run() is in progress; a Run() that finds
 // none ready prepares one itself.
 //

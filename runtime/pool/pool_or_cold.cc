@@ -28,9 +28,10 @@ Result<std::optional<RunOutcome>> Pooled(
 
 Result<RunOutcome> RunPooledOrCold(const std::string& pool, const JailSpec& spec,
                                    const RunOptions& options) {
-  // A terminal is opened by the command itself, which a prepared jail is past: cold. So is
-  // an allow-list run: its proxy and namespace are made for it (runtime/net/netproxy_launch.h).
-  if (pool != "off" && !options.tty && spec.network.mode != "allowlist") {
+  // A terminal is opened by the command itself, which a prepared jail is past: cold. A
+  // network policy is part of the spec the pool matches (JailPool::Unfit): a pool serves
+  // an allow-list run only if its jails have that very policy (and their own proxies).
+  if (pool != "off" && !options.tty) {
     ASSIGN_OR_RETURN(auto outcome, Pooled(pool, [&](const std::string& socket) {
                        return RunInPool(socket, spec, options);
                      }));

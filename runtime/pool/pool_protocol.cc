@@ -62,6 +62,8 @@ std::string OutcomeToWire(const RunOutcome& o) {
       {"interrupted_by", OrNull(o.interrupted_by)},
       {"pooled", o.pooled},
       {"warnings", o.warnings}};
+  // An allow-list jail's proxy summary (runtime/net/proxy_summary.h), as its JSON text.
+  if (!o.network_json.empty()) j["network"] = o.network_json;
   if (o.landlock) {
     j["landlock"] = {{"enforced", o.landlock->enforced},
                      {"abi", o.landlock->abi},
@@ -136,6 +138,7 @@ Result<RunOutcome> OutcomeFromWire(const std::string& text) {
     o.interrupted_by = Optional<int>(j, "interrupted_by");
     j.at("pooled").get_to(o.pooled);
     j.at("warnings").get_to(o.warnings);
+    if (j.contains("network")) j.at("network").get_to(o.network_json);
     if (j.contains("landlock")) {
       const nlohmann::json& l = j.at("landlock");
       LandlockOutcome landlock;

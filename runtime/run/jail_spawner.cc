@@ -17,8 +17,9 @@ namespace corral::runtime {
 
 namespace {
 
-// Request: {"clone_into": bool, "attach": n} with the cgroup's fds (the clone3 target
-// first, if any, then n cgroup.procs files). Reply: {"pid": N} with the init's pidfd,
+// Request: {"clone_into": bool, "attach": n, "netns": bool} with the cgroup's fds (the
+// clone3 target first, if any, then n cgroup.procs files) and, last, the network namespace
+// the jail joins (an allow-list jail's: its proxy listens there). Reply: {"pid": N} with the init's pidfd,
 // setup channel and status channel, or {"error": message, "code": ErrorCode, "errno": e}.
 
 void Answer(int socket, const JailBlueprint& blueprint, const std::string& frame,
@@ -26,15 +27,18 @@ void Answer(int socket, const JailBlueprint& blueprint, const std::string& frame
   nlohmann::json j = nlohmann::json::parse(frame, nullptr, false);
   size_t attach = j.is_object() ? j.value("attach", size_t{0}) : 0;
   bool clone_into = j.is_object() && j.value("clone_into", false);
-  if (fds.size() != attach + (clone_into ? 1 : 0)) {
+  bool netns = j.is_object() && j.value("netns", false);
+  if (fds.size() != attach + (clone_into ? 1 : 0) + (netns ? 1 : 0)) {
     (void)SendFrame(socket, nlohmann::json({{"error", "spawner: malformed request"},
                                             {"errno", 0}}).dump());
     return;
   }
   CgroupFds cgroup;
   if (clone_into) cgroup.clone_into = fds[0].get();
-  for (size_t i = clone_into ? 1 : 0; i < fds.size(); ++i) cgroup.attach.push_back(fds[i].get());
-  auto jail = SpawnWaitingJail(blueprint.spec, cgroup, /*clone_parent=*/true);
+  const size_t attach_end = fds.size() - (netns ? 1 : 0);
+  for (size_t i = clone_into ? 1 : 0; i < attach_end; ++i) cgroup.attach.push_back(fds[i].get());
+  const int net_ns_fd = netns ? fds.back().get() : -1;
+  auto jail = SpawnWaitingJail(blueprint.spec, cgroup, /*clone_parent=*/true, net_ns_fd);
   if (!jail) {
     (void)SendFrame(socket, nlohmann::json({{"error", jail.error().message()},
                                             {"code", static_cast<int>(jail.error().code())},
@@ -92,12 +96,14 @@ JailSpawner::~JailSpawner() {
   }
 }
 
-Result<jail::JailProcess> JailSpawner::Spawn(const CgroupFds& cgroup) {
+Result<jail::JailProcess> JailSpawner::Spawn(const CgroupFds& cgroup, int net_ns_fd) {
   std::vector<int> fds;
   if (cgroup.clone_into >= 0) fds.push_back(cgroup.clone_into);
   fds.insert(fds.end(), cgroup.attach.begin(), cgroup.attach.end());
+  if (net_ns_fd >= 0) fds.push_back(net_ns_fd);
   nlohmann::json request = {{"clone_into", cgroup.clone_into >= 0},
-                            {"attach", cgroup.attach.size()}};
+                            {"attach", cgroup.attach.size()},
+                            {"netns", net_ns_fd >= 0}};
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<UniqueFd> got;
   Status sent = SendFrame(socket_.get(), request.dump(), fds);

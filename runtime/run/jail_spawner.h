@@ -38,8 +38,9 @@ class JailSpawner {
   JailSpawner& operator=(const JailSpawner&) = delete;
 
   // A jail of the blueprint waiting for its command (SpawnWaitingJail) in `cgroup`, as a
-  // child of this process. Thread-safe.
-  Result<jail::JailProcess> Spawn(const CgroupFds& cgroup);
+  // child of this process; it joins the network namespace `net_ns_fd` if >= 0 (its proxy's,
+  // network.mode allowlist). Thread-safe.
+  Result<jail::JailProcess> Spawn(const CgroupFds& cgroup, int net_ns_fd = -1);
   // False once the spawner stopped answering (killed, say): PrepareJail then clones in
   // this process, as without a spawner.
   bool alive() const { return alive_.load(); }

@@ -23,6 +23,7 @@
 #include "runtime/run/planner.h"
 #include "runtime/run/pty.h"
 #include "runtime/run/runtime_dir.h"
+#include "runtime/run/user_ns_plan.h"
 #include "runtime/run/watch.h"
 
 namespace corral::runtime {
@@ -172,16 +173,18 @@ Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& 
 }
 
 // The proxy of a one-shot run in network.mode allowlist, on a namespace of its own that
-// the jail joins. Its summary file is named after this process and a counter (a daemon
+// the jail joins. Its name in the decision log and its summary file are `kind` ("run", or
+// "pool" for a pooled jail's), this process and a counter (a daemon or a pool server
 // runs many at once).
-Result<net::NetworkService> StartRunNetwork(const JailSpec& spec) {
+Result<net::NetworkService> StartRunNetwork(const JailSpec& spec, const char* kind) {
   static std::atomic<uint64_t> counter{0};
   net::LaunchOptions launch;
   launch.runtime_dir = RuntimeDir();
   if (::mkdir(launch.runtime_dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return Error::FromErrno(errno, "mkdir " + launch.runtime_dir);
   }
-  launch.sandbox = "run-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+  launch.sandbox = std::string(kind) + "-" + std::to_string(::getpid()) + "-" +
+                   std::to_string(++counter);
   launch.summary_path = launch.runtime_dir + "/" + launch.sandbox + ".network.json";
   return net::NetworkService::StartInNewNamespace(spec, launch);
 }
@@ -210,7 +213,7 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   trace.Mark("plan");
   std::optional<net::NetworkService> network;
   if (spec.network.mode == "allowlist") {
-    ASSIGN_OR_RETURN(network, StartRunNetwork(spec));
+    ASSIGN_OR_RETURN(network, StartRunNetwork(spec, "run"));
     plan.net_ns_fd = network->netns_fd();
     plan.clone_flags &= ~static_cast<unsigned long>(CLONE_NEWNET);
     trace.Mark("network");
@@ -233,11 +236,14 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
 Result<JailBlueprint> MakeBlueprint(const JailSpec& spec) {
   RETURN_IF_ERROR(ValidateSpec(spec));
   if (spec.network.mode == "allowlist") {
-    // A pool's jails are built before their command, each in a namespace of its own; the
-    // proxy would have to be started for every one of them ahead of use.
-    return Error(ErrorCode::kUnsupported,
-                 "network.mode: allowlist is not available for pooled jails yet; use corral "
-                 "run or a persistent sandbox (corral create)");
+    // Refused now rather than at every jail the pool would try to prepare: the proxy's
+    // program must be there, and the planner refuses a rootless jail (Plan).
+    RETURN_IF_ERROR(net::FindNetproxyProgram());
+    if (RunsRootless(spec)) {
+      return Error(ErrorCode::kUnsupported,
+                   "network.mode allowlist needs root (its proxy's network namespace is made "
+                   "by root); rootless jails have network none or host");
+    }
   }
   JailBlueprint blueprint;
   blueprint.spec = spec;
@@ -246,10 +252,21 @@ Result<JailBlueprint> MakeBlueprint(const JailSpec& spec) {
 }
 
 Result<jail::JailProcess> SpawnWaitingJail(const JailSpec& spec, const CgroupFds& cgroup,
-                                           bool clone_parent) {
+                                           bool clone_parent, int net_ns_fd) {
+  if ((spec.network.mode == "allowlist") != (net_ns_fd >= 0)) {
+    // Never a jail of an allow-list spec without its proxy (it would silently have no
+    // network), nor one of another spec in a namespace it was not planned for.
+    return Error(ErrorCode::kInternal,
+                 "a prepared jail joins a proxy's network namespace exactly when its "
+                 "network.mode is allowlist (mode " + spec.network.mode + ")");
+  }
   RETURN_IF_ERROR(PrepareHostDirs(spec));
   ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(spec));
   plan.deferred_command = true;
+  if (net_ns_fd >= 0) {
+    plan.net_ns_fd = net_ns_fd;
+    plan.clone_flags &= ~static_cast<unsigned long>(CLONE_NEWNET);
+  }
   // Until its command arrives the jail holds /dev/null, not the preparer's stdio.
   UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!dev_null) return Error::FromErrno(errno, "/dev/null");
@@ -262,15 +279,22 @@ Result<PreparedJail> PrepareJail(const JailBlueprint& blueprint, JailSpawner* sp
   // Its figures are read on the way to the answer: the files are opened now.
   if (jail.cgroup.cgroup) jail.cgroup.cgroup->KeepStatFilesOpen();
   CgroupFds fds = FdsOf(jail.cgroup.cgroup.get());
+  // The proxy listens before the jail exists, as in RunJail: the command, whenever it
+  // comes, finds it up. On failure `jail` goes and takes the proxy with it.
+  int net_ns_fd = -1;
+  if (blueprint.spec.network.mode == "allowlist") {
+    ASSIGN_OR_RETURN(jail.network, StartRunNetwork(blueprint.spec, "pool"));
+    net_ns_fd = jail.network->netns_fd();
+  }
   if (spawner != nullptr && spawner->alive()) {
-    auto spawned = spawner->Spawn(fds);
+    auto spawned = spawner->Spawn(fds, net_ns_fd);
     if (spawned || spawner->alive()) {
       ASSIGN_OR_RETURN(jail.process, std::move(spawned));
       return jail;
     }
     spdlog::warn("{}; cloning jails in this process from now on", spawned.error().message());
   }
-  ASSIGN_OR_RETURN(jail.process, SpawnWaitingJail(blueprint.spec, fds, false));
+  ASSIGN_OR_RETURN(jail.process, SpawnWaitingJail(blueprint.spec, fds, false, net_ns_fd));
   return jail;
 }
 
@@ -298,7 +322,7 @@ Result<RunOutcome> RunPrepared(PreparedJail jail, const JailSpec& spec,
   io.CloseChildEnds();
   trace.Mark("hand-off");
   return Supervise(jail.process, jail.cgroup, io, spec, options, stops, start, std::move(outcome),
-                   trace);
+                   trace, jail.network ? &*jail.network : nullptr);
 }
 
 }  // namespace corral::runtime

@@ -7,10 +7,12 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 
 #include "base/result.h"
 #include "jail/plan.h"
 #include "jail/spawn.h"
+#include "runtime/net/netproxy_launch.h"
 #include "runtime/run/jail_cgroup.h"
 #include "runtime/run/outcome.h"
 #include "runtime/spec/spec.h"
@@ -59,7 +61,14 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options);
 // `spec` (argv, env, working directory, timeout and output limit; everything else must be
 // what the jail was prepared with: the caller checks) and supervises it like RunJail.
 // A prepared jail runs one command, once.
+// In network.mode allowlist PrepareJail first starts the jail's own corral-netproxy on a
+// new network namespace (as RunJail does) and the jail joins it, so its proxy and
+// resolver are up before any command arrives; RunPrepared ends it after the command and
+// puts its summary in the outcome. One proxy per jail: its decision log lines and its
+// summary are that jail's alone.
 struct PreparedJail {
+  // Declared first, so destroyed last: the proxy ends after the jail that used it.
+  std::optional<net::NetworkService> network;
   JailCgroup cgroup;
   jail::JailProcess process;
 };
@@ -72,7 +81,9 @@ struct JailBlueprint {
 };
 Result<JailBlueprint> MakeBlueprint(const JailSpec& spec);
 // With a spawner (runtime/run/jail_spawner.h, started from this blueprint) the clone happens
-// there (SpawnWaitingJail); the cgroup is made here either way.
+// there (SpawnWaitingJail); the cgroup and an allow-list jail's proxy are made here either
+// way (the proxy is then a child of the calling thread, which must outlive the jail's use:
+// it dies with that thread at the latest).
 Result<PreparedJail> PrepareJail(const JailBlueprint& blueprint, JailSpawner* spawner = nullptr);
 // What a jail needs of its cgroup: the clone3 target (v2; -1 on v1) and the cgroup.procs
 // files the child writes itself into where there is none.
@@ -82,9 +93,11 @@ struct CgroupFds {
 };
 CgroupFds FdsOf(const cgroups::Cgroup* cgroup);  // none for a null cgroup
 // PrepareJail's clone: host dirs, plan, and a jail that waits for its command on /dev/null,
-// in `cgroup`. clone_parent: as a child of our parent (the spawner's owner).
+// in `cgroup`. clone_parent: as a child of our parent (the spawner's owner). net_ns_fd:
+// the network namespace the jail joins (its proxy's, network.mode allowlist, where it is
+// required); -1 for a new one.
 Result<jail::JailProcess> SpawnWaitingJail(const JailSpec& spec, const CgroupFds& cgroup,
-                                           bool clone_parent);
+                                           bool clone_parent, int net_ns_fd = -1);
 Result<RunOutcome> RunPrepared(PreparedJail jail, const JailSpec& spec, const RunOptions& options);
 
 }  // namespace corral::runtime

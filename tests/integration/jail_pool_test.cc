@@ -185,5 +185,62 @@ TEST_F(JailPoolTest, ASpecThatDoesNotFitRunsInAJailOfItsOwn) {
   EXPECT_EQ(out.stdout_stream.text, "elsewhere\n");
 }
 
+// The network policy is part of what a run must match: a pooled jail's proxy was started
+// with the pool's policy, so any other mode, rule, order, cap or resolver override runs in
+// a jail (and with a proxy) of its own.
+TEST_F(JailPoolTest, AnAllowListPoolFitsOnlyItsOwnNetworkPolicy) {
+  TempDir runtime_dir;  // the proxies' log and summaries
+  ::setenv("CORRAL_RUNTIME_DIR", runtime_dir.path().c_str(), 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("CORRAL_RUNTIME_DIR"); }
+  } unset;
+  JailSpec base;
+  base.network.mode = "allowlist";
+  base.network.allow = {"allowed.test:8080", "*.wild.test"};
+  base.network.deny = {"bad.wild.test"};
+  base.unsafe.network_resolve = {{"allowed.test", "127.0.0.1"}};
+  auto pool = JailPool::Create(base, 1);
+  ASSERT_TRUE(pool) << pool.error().message();
+
+  JailSpec same = base;
+  same.argv = {"true"};
+  same.env = {{"A", "b"}};
+  EXPECT_EQ((*pool)->Unfit(same), std::nullopt);
+
+  std::vector<std::pair<std::string, JailSpec>> others;
+  auto with = [&](const std::string& what, auto change) {
+    JailSpec spec = same;
+    change(spec);
+    others.emplace_back(what, std::move(spec));
+  };
+  with("mode none", [](JailSpec& s) { s = JailSpec(); s.argv = {"true"}; });
+  with("another allow rule", [](JailSpec& s) { s.network.allow.push_back("pypi.test"); });
+  with("one allow rule fewer", [](JailSpec& s) { s.network.allow.pop_back(); });
+  with("the rules reordered",
+       [](JailSpec& s) { std::swap(s.network.allow[0], s.network.allow[1]); });
+  with("no deny rule", [](JailSpec& s) { s.network.deny.clear(); });
+  with("another deny rule", [](JailSpec& s) { s.network.deny.push_back("allowed.test"); });
+  with("max_connections", [](JailSpec& s) { s.network.max_connections = 1; });
+  with("max_bytes", [](JailSpec& s) { s.network.max_bytes = 1024; });
+  with("network_resolve", [](JailSpec& s) { s.unsafe.network_resolve.clear(); });
+  for (const auto& [what, spec] : others) {
+    auto why = (*pool)->Unfit(spec);
+    ASSERT_TRUE(why.has_value()) << what << " fits the pool";
+    EXPECT_TRUE(why->find("/network") != std::string::npos ||
+                why->find("/unsafe/network_resolve") != std::string::npos)
+        << what << ": " << *why;
+  }
+
+  // The fitting run is served by a pooled jail whose proxy's summary is the outcome's.
+  JailSpec run = Command({"true"});
+  run.network = base.network;
+  run.unsafe = base.unsafe;
+  runtime::RunOutcome out = RunOk(**pool, run);
+  EXPECT_TRUE(out.pooled);
+  EXPECT_NE(out.network_json.find("\"sandbox\":\"pool-" + std::to_string(::getpid()) + "-"),
+            std::string::npos)
+      << out.network_json;
+}
+
 }  // namespace
 }  // namespace corral::test

@@ -97,6 +97,7 @@ RunOutcome FullOutcome() {
   o.interrupted_by = 2;
   o.pooled = true;
   o.warnings = {"w1", "w2"};
+  o.network_json = R"({"mode":"allowlist","denied":[{"host":"evil.test","port":443}],"sandbox":"pool-1-2"})";
   return o;
 }
 
@@ -120,6 +121,7 @@ TEST(PoolOutcomeWire, RoundTripsEveryField) {
   EXPECT_EQ(out->interrupted_by, 2);
   EXPECT_TRUE(out->pooled);
   EXPECT_EQ(out->warnings, in.warnings);
+  EXPECT_EQ(out->network_json, in.network_json);  // an allow-list run's `network`
   ASSERT_TRUE(out->setup_error);
   EXPECT_EQ(out->setup_error->step, jail::SetupStep::kExecve);
   EXPECT_EQ(out->setup_error->err, 2);
