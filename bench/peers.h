@@ -15,9 +15,4 @@ namespace corral::bench {
 
 std::vector<std::unique_ptr<Launcher>> MakePeers();
 
-// The OCI runtime config.json for `args` in a bundle whose root is `rootfs` (absolute):
-// pid, mount, ipc, uts, network namespaces; read-only root; /proc, /dev (tmpfs), no
-// terminal; uid 0 with the runtime's default capabilities dropped to none.
-std::string OciConfigJson(const std::string& rootfs, const std::vector<std::string>& args);
-
 }  // namespace corral::bench

@@ -199,6 +199,7 @@ RunOutcome NewOutcome(const JailSpec& spec, const JailCgroup& cg, const RunOptio
 
 Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   PhaseTrace trace;
+  RETURN_IF_ERROR(RequireProcessMode(spec, "this run (corral's own jail)"));
   RETURN_IF_ERROR(ValidateSpec(spec));
   trace.Mark("validate");
   Clock::time_point start = Clock::now();
@@ -231,6 +232,7 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
 }
 
 Result<JailBlueprint> MakeBlueprint(const JailSpec& spec) {
+  RETURN_IF_ERROR(RequireProcessMode(spec, "pooled jails"));
   RETURN_IF_ERROR(ValidateSpec(spec));
   if (spec.network.mode == "allowlist") {
     // A pool's jails are built before their command, each in a namespace of its own; the

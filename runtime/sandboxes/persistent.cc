@@ -147,6 +147,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   record.spec = request.spec;
   record.spec.argv = {"corral-init"};  // the init; execs bring their own argv
   RETURN_IF_ERROR(ValidateSpec(record.spec));
+  RETURN_IF_ERROR(RequireProcessMode(record.spec, "persistent sandboxes"));
   // An exec enters the sandbox's namespaces from the host's user namespace
   // (jail/enter.cc), which does not work yet for one whose init has a user namespace.
   if (RunsRootless(record.spec)) {
