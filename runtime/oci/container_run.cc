@@ -405,7 +405,8 @@ Result<RunOutcome> RunContainer(const JailSpec& spec, const RunOptions& options)
   };
   bool timed_out = false;
   const char* pending_kill = nullptr;  // a signal asked for, not yet delivered
-  std::optional<Clock::time_point> term_sent;
+  bool term_sent = false;
+  Clock::time_point term_sent_at{};
   std::optional<KeeperRecord> record;
   KeeperRecord partial{};
   size_t partial_bytes = 0;
@@ -456,17 +457,20 @@ Result<RunOutcome> RunContainer(const JailSpec& spec, const RunOptions& options)
     if (timeout_ms > 0 && !timed_out && MsSince(start) >= timeout_ms) {
       timed_out = true;
       pending_kill = "TERM";
-      term_sent.reset();
+      term_sent = false;
     }
     if (timed_out && term_sent && pending_kill == nullptr &&
-        std::chrono::duration<double>(Clock::now() - *term_sent).count() >=
+        std::chrono::duration<double>(Clock::now() - term_sent_at).count() >=
             spec.limits.kill_grace_seconds) {
       pending_kill = "KILL";
     }
     if (pending_kill != nullptr) {
       // Fails while the runtime is still creating the container: tried again next round.
       if (RuntimeCommand(rt, kill_args(pending_kill)) == 0) {
-        if (std::strcmp(pending_kill, "TERM") == 0) term_sent = Clock::now();
+        if (std::strcmp(pending_kill, "TERM") == 0) {
+          term_sent = true;
+          term_sent_at = Clock::now();
+        }
         pending_kill = nullptr;
       }
     }
