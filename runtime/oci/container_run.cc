@@ -291,7 +291,9 @@ void FillStatus(const LimitsSpec& limits, int wait_status, bool timed_out,
 void FillStartFailure(const OciRuntime& rt, int runtime_status, RunOutcome* o) {
   std::string text = Trim(o->stderr_stream.text);
   o->status = RunStatus::kSetupFailed;
-  int err = 0;
+  // EPROTO when the runtime's message names no errno we recognise (SetupFailure prints
+  // strerror of it; 0 would read "Success").
+  int err = EPROTO;
   jail::SetupStep step = jail::SetupStep::kInit;
   if (text.find("executable file not found") != std::string::npos ||
       text.find("No such file or directory") != std::string::npos) {
@@ -305,7 +307,7 @@ void FillStartFailure(const OciRuntime& rt, int runtime_status, RunOutcome* o) {
       step, err,
       rt.name + " run (exit " +
           std::to_string(WIFEXITED(runtime_status) ? WEXITSTATUS(runtime_status) : -1) +
-          "): " + (text.empty() ? "no message" : text)};
+          "): " + (text.empty() ? "its message went to stderr (above); --json captures it" : text)};
 }
 
 }  // namespace

@@ -199,8 +199,8 @@ RunOutcome NewOutcome(const JailSpec& spec, const JailCgroup& cg, const RunOptio
 
 Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   PhaseTrace trace;
-  RETURN_IF_ERROR(RequireProcessMode(spec, "this run (corral's own jail)"));
   RETURN_IF_ERROR(ValidateSpec(spec));
+  RETURN_IF_ERROR(RequireProcessMode(spec, "this run (corral's own jail)"));
   trace.Mark("validate");
   Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(JailCgroup cg, CreateJailCgroup(spec));
