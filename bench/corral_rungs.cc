@@ -8,6 +8,7 @@
 
 #include "bench/launcher.h"
 #include "bench/results.h"
+#include "runtime/oci/oci_runtime.h"
 #include "runtime/pool/jail_pool.h"
 #include "runtime/pool/pool_client.h"
 #include "runtime/run/supervisor.h"
@@ -37,6 +38,35 @@ class CorralRunLauncher : public Launcher {
 
  private:
   std::string exe_;
+};
+
+// `corral run --mode container --oci-runtime RT -- <workload>`: the same spec as
+// CorralRunLauncher, as an OCI bundle run by crun or runc (runtime/oci).
+class CorralContainerRunLauncher : public Launcher {
+ public:
+  CorralContainerRunLauncher(std::string exe, std::string runtime)
+      : exe_(std::move(exe)), runtime_(std::move(runtime)) {}
+  std::string name() const override { return "corral run --mode container (" + runtime_ + ")"; }
+  std::string group() const override { return "layer"; }
+  std::string description() const override {
+    return "corral run --pool off --mode container --oci-runtime " + runtime_ + " -- <workload>";
+  }
+  Status Prepare() override {
+    if (geteuid() != 0) return Error(ErrorCode::kUnsupported, "mode container needs root");
+    auto rt = runtime::oci::FindOciRuntime(runtime_);
+    if (!rt) return rt.error();
+    return Ok();
+  }
+  Status Launch(const Workload& w) override {
+    std::vector<std::string> argv = {exe_,   "run",          "--pool",        "off",
+                                     "--mode", "container", "--oci-runtime", runtime_, "--"};
+    argv.insert(argv.end(), w.argv.begin(), w.argv.end());
+    return SpawnAndWait(argv);
+  }
+
+ private:
+  std::string exe_;
+  std::string runtime_;
 };
 
 // A `corral pool --size 2` started for the benchmark on a private socket.
@@ -274,6 +304,8 @@ std::vector<std::unique_ptr<Launcher>> MakeCorralRungs(const std::string& corral
   std::vector<std::unique_ptr<Launcher>> out;
   out.push_back(std::make_unique<CorralRunLauncher>(corral_exe));
   out.push_back(std::make_unique<CorralPoolRunLauncher>(corral_exe));
+  out.push_back(std::make_unique<CorralContainerRunLauncher>(corral_exe, "crun"));
+  out.push_back(std::make_unique<CorralContainerRunLauncher>(corral_exe, "runc"));
   out.push_back(std::make_unique<RunJailLauncher>());
   out.push_back(std::make_unique<JailPoolLauncher>());
   out.push_back(std::make_unique<CorralExecLauncher>(corral_exe));

@@ -15,6 +15,8 @@
 
 #include "base/unique_fd.h"
 #include "bench/launcher.h"
+#include "runtime/oci/oci_bundle.h"
+#include "runtime/oci/oci_runtime.h"
 
 namespace corral::bench {
 namespace {
@@ -74,11 +76,12 @@ class EnginePeer : public CommandPeer {
 
 // crun / runc with a bundle per workload over one busybox-static rootfs.
 //
-// crun refuses to start on a hybrid host ("cgroups in hybrid mode not supported, drop all
-// controllers from cgroupv2": here v2 has hugetlb). Each launch therefore enters a mount
-// namespace prepared once by a holder process in which /sys/fs/cgroup/unified is lazily
-// unmounted; the namespace is private, so the host's cgroup mounts are untouched, and crun
-// then uses the v1 hierarchies like runc does. setns() costs microseconds.
+// The config.json is corral's minimal one (runtime/oci/oci_bundle.h, MinimalOciConfigJson);
+// `mode: container` itself is measured as a corral rung (bench/corral_rungs.cc).
+//
+// crun refuses to start on a hybrid host (runtime/oci/oci_runtime.h). Each launch here
+// therefore enters a mount namespace prepared once by a holder process with the product's
+// HideUnifiedCgroup(); setns() costs microseconds.
 class OciPeer : public Launcher {
  public:
   explicit OciPeer(std::string runtime) : runtime_(std::move(runtime)) {}
@@ -118,11 +121,7 @@ Status OciPeer::StartHolder() {
   if (holder_ == 0) {
     ready_r.Reset();
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    char ok = 0;
-    if (unshare(CLONE_NEWNS) == 0 &&
-        mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
-        umount2("/sys/fs/cgroup/unified", MNT_DETACH) == 0)
-      ok = 1;
+    char ok = runtime::oci::HideUnifiedCgroup() == 0 ? 1 : 0;
     (void)!write(ready_w.get(), &ok, 1);
     ready_w.Reset();
     for (;;) pause();
@@ -153,7 +152,7 @@ Status OciPeer::Prepare() {
   if (ec) return Error(ErrorCode::kIo, "copying busybox: " + ec.message());
   for (const char* applet : {"sh", "true", "echo"})
     fs::create_symlink("busybox", dir_ + "/rootfs/bin/" + applet, ec);
-  hide_unified_ = runtime_ == "crun" && access("/sys/fs/cgroup/unified/cgroup.procs", F_OK) == 0;
+  hide_unified_ = runtime_ == "crun" && runtime::oci::HybridCgroupHost();
   if (hide_unified_) RETURN_IF_ERROR(StartHolder());
   return Ok();
 }
@@ -179,7 +178,7 @@ Status OciPeer::Launch(const Workload& w) {
     std::error_code ec;
     fs::create_directories(bundle, ec);
     RETURN_IF_ERROR(
-        WriteRegularFile(bundle + "/config.json.tmp", OciConfigJson(dir_ + "/rootfs", w.argv)));
+        WriteRegularFile(bundle + "/config.json.tmp", runtime::oci::MinimalOciConfigJson(dir_ + "/rootfs", w.argv)));
     if (rename((bundle + "/config.json.tmp").c_str(), (bundle + "/config.json").c_str()) != 0)
       return Error::FromErrno(errno, "rename config.json");
   }
@@ -212,42 +211,6 @@ Status OciPeer::Launch(const Workload& w) {
 }
 
 }  // namespace
-
-std::string OciConfigJson(const std::string& rootfs, const std::vector<std::string>& args) {
-  using nlohmann::json;
-  json ns = json::array();
-  for (const char* t : {"pid", "network", "ipc", "uts", "mount"}) ns.push_back({{"type", t}});
-  json mounts = json::array({
-      {{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"}},
-      {{"destination", "/dev"},
-       {"type", "tmpfs"},
-       {"source", "tmpfs"},
-       {"options", {"nosuid", "strictatime", "mode=755", "size=65536k"}}},
-      {{"destination", "/tmp"},
-       {"type", "tmpfs"},
-       {"source", "tmpfs"},
-       {"options", {"nosuid", "nodev", "size=65536k"}}},
-  });
-  json config = {
-      {"ociVersion", "1.0.2"},
-      {"process",
-       {{"terminal", false},
-        {"user", {{"uid", 0}, {"gid", 0}}},
-        {"args", args},
-        {"env", {"PATH=/bin"}},
-        {"cwd", "/"},
-        {"noNewPrivileges", true},
-        {"capabilities",
-         {{"bounding", json::array()},
-          {"effective", json::array()},
-          {"permitted", json::array()}}}}},
-      {"root", {{"path", rootfs}, {"readonly", true}}},
-      {"hostname", "sandbox"},
-      {"mounts", mounts},
-      {"linux", {{"namespaces", ns}, {"maskedPaths", {"/proc/kcore"}}}},
-  };
-  return config.dump(1);
-}
 
 std::vector<std::string> BwrapSandboxArgs() {
   return {"--unshare-all", "--die-with-parent", "--ro-bind", "/usr",    "/usr",

@@ -20,9 +20,4 @@ std::vector<std::unique_ptr<Launcher>> MakePeers();
 // all namespaces, /usr read-only with the usual symlinks, /proc, /dev, "--" last.
 std::vector<std::string> BwrapSandboxArgs();
 
-// The OCI runtime config.json for `args` in a bundle whose root is `rootfs` (absolute):
-// pid, mount, ipc, uts, network namespaces; read-only root; /proc, /dev (tmpfs), no
-// terminal; uid 0 with the runtime's default capabilities dropped to none.
-std::string OciConfigJson(const std::string& rootfs, const std::vector<std::string>& args);
-
 }  // namespace corral::bench

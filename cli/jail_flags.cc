@@ -14,6 +14,11 @@ namespace corral::cli {
 
 void AddJailFlags(CLI::App* run, JailFlags* f) {
   run->add_option("--config", f->config, "YAML config file (see config.example.yaml)");
+  run->add_option("--mode", f->mode,
+                  "process (default: corral's own jail) | container (the same jail as an OCI "
+                  "bundle run by crun or runc)");
+  run->add_option("--oci-runtime", f->oci_runtime,
+                  "with --mode container: auto (default: crun, then runc) | crun | runc | /path");
   run->add_option("--rootfs", f->rootfs, "directory tree to use as / instead of host dirs");
   run->add_option("--skills", f->skills, "host dir mounted read-only at /mnt/skills");
   run->add_option("--user-data", f->user_data, "host dir mounted read-write at /mnt/user-data");
@@ -188,6 +193,8 @@ class FlagApplier {
 void ApplyFlags(const JailFlags& f, runtime::JailSpec* spec, std::vector<std::string>* problems,
                 FlagNames* names) {
   FlagApplier a(spec, problems, names);
+  a.Set(f.mode, {"--mode"}, "mode", &spec->mode);
+  a.Set(f.oci_runtime, {"--oci-runtime"}, "oci_runtime", &spec->oci_runtime);
   a.Set(f.rootfs, {"--rootfs"}, "rootfs", &spec->rootfs);
   a.Set(f.skills, {"--skills"}, "skills_dir", &spec->skills_dir);
   a.Set(f.user_data, {"--user-data"}, "user_data_dir", &spec->user_data_dir);

@@ -1,5 +1,6 @@
 // `corral run [OPTIONS] -- CMD [ARGS...]`: flags -> JailSpec -> a pool server's jail
-// (runtime/pool/pool_or_cold.h) or runtime::RunJail.
+// (runtime/pool/pool_or_cold.h) or runtime::RunJail; with mode container,
+// runtime::oci::RunContainer.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -7,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/jail_flags.h"
 #include "cli/outcome_report.h"
+#include "runtime/oci/container_run.h"
 #include "runtime/pool/pool_or_cold.h"
 #include "runtime/run/supervisor.h"
 
@@ -49,7 +51,9 @@ int Run(const RunFlags& flags, CLI::App* run) {
   options.capture_output = flags.json;
   options.pass_stdin = flags.stdin_passthrough;
   options.tty = flags.tty;
-  auto outcome = runtime::RunPooledOrCold(flags.pool, spec, options);
+  // mode container: the OCI runtime's own start, never a pool's prepared jail.
+  auto outcome = spec.mode == "container" ? runtime::oci::RunContainer(spec, options)
+                                          : runtime::RunPooledOrCold(flags.pool, spec, options);
   if (!outcome) return Refuse(NameFlags(outcome.error(), names), flags.json);
   return ReportOutcome(*outcome, spec.limits, flags.json);
 }

@@ -101,6 +101,7 @@ std::string CodeResultToJson(const CodeResult& r) {
       {"scan_ms", r.scan_ms ? nlohmann::json(*r.scan_ms) : nlohmann::json(nullptr)},
       {"outcome", nlohmann::json::parse(OutcomeToJson(o), nullptr, false)},
   };
+  if (!o.oci_runtime.empty()) j["runtime"] = o.oci_runtime;
   j["outcome"].erase("stdout");
   j["outcome"].erase("stderr");
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -6,6 +6,8 @@
 
 #include "base/unique_fd.h"
 #include "runtime/code/code_payload.h"
+#include "runtime/oci/container_run.h"
+#include "runtime/spec/config.h"
 #include "runtime/run/supervisor.h"
 #include "runtime/sandboxes/persistent.h"
 
@@ -53,8 +55,14 @@ Result<CodeResult> RunCode(const JailSpec& spec, const CodeRequest& request) {
   if (request.sandbox.empty()) {
     JailSpec jail = spec;
     jail.argv = RunnerArgv(request.policy.interpreter);
-    ASSIGN_OR_RETURN(outcome, RunJail(jail, io));
+    if (spec.mode == "container") {
+      ASSIGN_OR_RETURN(outcome, oci::RunContainer(jail, io));
+    } else {
+      ASSIGN_OR_RETURN(outcome, RunJail(jail, io));
+    }
   } else {
+    // The sandbox already exists as corral's own jail: its mode is process.
+    RETURN_IF_ERROR(RequireProcessMode(spec, "--sandbox (a persistent sandbox)"));
     ExecRequest exec;
     exec.sandbox = request.sandbox;
     exec.argv = RunnerArgv(request.policy.interpreter);

@@ -114,6 +114,7 @@ std::string OutcomeToJson(const RunOutcome& o) {
   }
   if (o.interrupted_by) j["interrupted_by"] = *o.interrupted_by;
   if (o.pooled) j["pooled"] = true;
+  if (!o.oci_runtime.empty()) j["runtime"] = o.oci_runtime;
   if (!o.warnings.empty()) j["warnings"] = o.warnings;
   if (!o.network_json.empty()) {
     nlohmann::json network = nlohmann::json::parse(o.network_json, nullptr, false);

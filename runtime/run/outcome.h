@@ -54,6 +54,9 @@ struct RunOutcome {
   // object as text: connections, bytes, what was refused and why. Empty otherwise.
   std::string network_json;
   std::optional<LandlockOutcome> landlock;  // unset: corral failed before planning the jail
+  // mode container (runtime/oci): the OCI runtime that ran it ("crun" | "runc"); empty in
+  // mode process. JSON "runtime", present only when set.
+  std::string oci_runtime;
 };
 
 // Exit code convention of `docker run`, plus timeout(1)'s 124:

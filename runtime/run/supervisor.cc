@@ -203,6 +203,7 @@ RunOutcome NewOutcome(const JailSpec& spec, const JailCgroup& cg, const RunOptio
 Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   PhaseTrace trace;
   RETURN_IF_ERROR(ValidateSpec(spec));
+  RETURN_IF_ERROR(RequireProcessMode(spec, "this run (corral's own jail)"));
   trace.Mark("validate");
   Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(JailCgroup cg, CreateJailCgroup(spec));
@@ -234,6 +235,7 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
 }
 
 Result<JailBlueprint> MakeBlueprint(const JailSpec& spec) {
+  RETURN_IF_ERROR(RequireProcessMode(spec, "pooled jails"));
   RETURN_IF_ERROR(ValidateSpec(spec));
   if (spec.network.mode == "allowlist") {
     // Refused now rather than at every jail the pool would try to prepare: the proxy's

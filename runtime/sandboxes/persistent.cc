@@ -210,6 +210,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   record.spec = request.spec;
   record.spec.argv = {"corral-init"};  // the init; execs bring their own argv
   RETURN_IF_ERROR(ValidateSpec(record.spec));
+  RETURN_IF_ERROR(RequireProcessMode(record.spec, "persistent sandboxes"));
   for (const auto& w : WeakenedIsolation(record.spec)) spdlog::warn("{}", w);
   for (const auto& w : MountHints(record.spec)) spdlog::warn("{}", w);
   RETURN_IF_ERROR(store.Claim(record.name));

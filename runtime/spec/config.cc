@@ -138,6 +138,8 @@ Rule<JailSpec> ServerSectionKey() {
 
 const Table<JailSpec>& TopLevel() {
   static const Table<JailSpec> table = {
+      StringKey("mode", &JailSpec::mode),
+      StringKey("oci_runtime", &JailSpec::oci_runtime),
       OptionalStringKey("rootfs", &JailSpec::rootfs),
       StringKey("hostname", &JailSpec::hostname),
       BoolKey("rootless", &JailSpec::rootless),

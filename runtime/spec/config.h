@@ -53,6 +53,10 @@ std::vector<std::string> Validate(const JailSpec& spec);
 // Validate() as one Status: kInvalidArgument listing every problem, one per line.
 Status ValidateSpec(const JailSpec& spec);
 
+// kUnsupported unless spec.mode is process: for the paths that only run corral's own jail
+// (pools, persistent sandboxes, the daemon), `what` naming the path in the message.
+Status RequireProcessMode(const JailSpec& spec, const std::string& what);
+
 // Only the fields a prepared jail takes from the run's spec (argv, env, workdir, timeout,
 // output limit: what JailPool's fit check ignores); the rest was validated with the spec
 // the jail was built from. Without Validate()'s host reads, which a pooled run cannot spare.

@@ -466,10 +466,29 @@ void CheckCgroups(Problems& p, const CgroupSpec& cg) {
   }
 }
 
+void CheckMode(Problems& p, const JailSpec& spec) {
+  if (spec.mode != "process" && spec.mode != "container") {
+    p.Add("mode", "must be process or container", Quote(spec.mode));
+  }
+  const std::string& rt = spec.oci_runtime;
+  if (rt != "auto" && rt != "crun" && rt != "runc" && (rt.empty() || rt[0] != '/')) {
+    p.Add("oci_runtime", "must be auto, crun, runc or an absolute path", Quote(rt));
+  }
+}
+
 }  // namespace
+
+Status RequireProcessMode(const JailSpec& spec, const std::string& what) {
+  if (spec.mode == "process") return Ok();
+  return Error(ErrorCode::kUnsupported,
+               "mode: " + spec.mode + " is not available for " + what +
+                   " (only `corral run` and `corral code run` without --sandbox run mode "
+                   "container); use mode process here");
+}
 
 std::vector<std::string> Validate(const JailSpec& spec) {
   Problems p;
+  CheckMode(p, spec);
   CheckArgv(p, spec.argv);
   CheckEnv(p, spec.env);
   CheckDirs(p, spec);

@@ -138,6 +138,12 @@ struct PythonSpec {
 };
 
 struct JailSpec {
+  // process: corral's own jail (runtime/run). container: the same spec as an OCI bundle run
+  // by crun or runc (runtime/oci); oci_runtime picks it: auto (crun, then runc) | crun |
+  // runc | an absolute path.
+  std::string mode = "process";
+  std::string oci_runtime = "auto";
+
   std::vector<std::string> argv;  // the command; argv[0] looked up in PATH if no '/'
   std::vector<std::pair<std::string, std::string>> env;  // added to the default env
 
