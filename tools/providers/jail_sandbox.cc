@@ -9,6 +9,7 @@
 #include "base/files.h"
 #include "base/unique_fd.h"
 #include "runtime/pool/pool_or_cold.h"
+#include "runtime/run/identity.h"
 #include "runtime/sandboxes/persistent.h"
 
 namespace corral::runtime {
@@ -54,7 +55,10 @@ SbResult<ResolvedPath> JailSandbox::Resolve(const std::string& path) const {
   ResolvedPath rp;
   rp.view.root = "/proc/" + std::to_string(record_.init_pid) + "/root";
   rp.view.in_root = true;
-  rp.view.drop_to = std::make_pair(record_.spec.uid, record_.spec.gid);
+  // The host ids the sandbox's user is (a reserved identity's: runtime/run/identity.h).
+  auto identity = ResolveIdentity(record_.spec);
+  if (!identity) return SandboxError{SandboxErrc::kUnavailable, identity.error().message()};
+  rp.view.drop_to = std::make_pair(identity->uid, identity->gid);
   rp.view.expect_process = std::make_pair(record_.init_pid, record_.init_start_ticks);
   rp.rel = path.substr(1);
   while (!rp.rel.empty() && rp.rel.back() == '/') rp.rel.pop_back();
