@@ -68,7 +68,7 @@ std::string Refusal(const std::string& what) {
 
 // An id database line "name:x:ID:..." whose field `index` lies in `range`.
 Status CheckDatabase(const std::string& path, size_t index, const jail::SubordinateRange& range,
-                     const char* kind) {
+                     const char* kind, const char* id_label) {
   auto text = ReadFile(path);
   if (!text) return text.error().WithContext("reading " + path);
   for (std::string_view line : Lines(*text)) {
@@ -77,7 +77,7 @@ Status CheckDatabase(const std::string& path, size_t index, const jail::Subordin
     if (f.size() <= index || !ParseU32(f[index], &id) || !Inside(id, range)) continue;
     return Error(ErrorCode::kInvalidArgument,
                  Refusal(std::string(kind) + " " + std::string(f[0]) + " (" +
-                         (index == 2 ? "id " : "group id ") + std::to_string(id) + " in " +
+                         id_label + " " + std::to_string(id) + " in " +
                          path + ")"));
   }
   return Ok();
@@ -140,9 +140,10 @@ std::optional<ReservedRange> FindReservedRange(const std::string& subuid_text,
 }
 
 Status CheckRangeFree(const ReservedRange& range, const IdFiles& files) {
-  RETURN_IF_ERROR(CheckDatabase(files.passwd, 2, range.uids, "account"));
-  RETURN_IF_ERROR(CheckDatabase(files.passwd, 3, range.gids, "the primary group of account"));
-  RETURN_IF_ERROR(CheckDatabase(files.group, 2, range.gids, "group"));
+  RETURN_IF_ERROR(CheckDatabase(files.passwd, 2, range.uids, "account", "id"));
+  RETURN_IF_ERROR(
+      CheckDatabase(files.passwd, 3, range.gids, "the primary group of account", "group id"));
+  RETURN_IF_ERROR(CheckDatabase(files.group, 2, range.gids, "group", "group id"));
   RETURN_IF_ERROR(CheckOtherRanges(files.subuid, range.uids));
   return CheckOtherRanges(files.subgid, range.gids);
 }
@@ -225,6 +226,21 @@ jail::UserNamespacePlan ReservedUserNamespace(const JailSpec& spec, const HostId
 
 namespace {
 
+// A new file (or an old one truncated) with `content`, mode 0644 (base's WriteFile only
+// writes files that exist, for procfs and cgroupfs).
+Status CreateFile(const std::string& path, const std::string& content) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return Error::FromErrno(errno, "create " + path);
+  ssize_t n = ::write(fd, content.data(), content.size());
+  int err = errno;
+  bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(content.size()) || !synced) {
+    return Error::FromErrno(n < 0 || !synced ? err : EIO, "write " + path);
+  }
+  return Ok();
+}
+
 // shadow's protocol (lib/commonio.c): a file FILE.PID holding our pid, hard-linked to
 // FILE.lock; a lock whose pid is gone is stale and removed once.
 class ShadowLock {
@@ -233,7 +249,7 @@ class ShadowLock {
     ShadowLock lock;
     lock.path_ = file + ".lock";
     std::string mine = file + "." + std::to_string(::getpid());
-    RETURN_IF_ERROR(WriteFile(mine, std::to_string(::getpid())));
+    RETURN_IF_ERROR(CreateFile(mine, std::to_string(::getpid())));
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (::link(mine.c_str(), lock.path_.c_str()) == 0) {
         ::unlink(mine.c_str());
@@ -278,7 +294,7 @@ Status AppendByRename(const std::string& path, const std::string& line) {
   if (!text.empty() && text.back() != '\n') text += '\n';
   text += line + "\n";
   std::string temp = path + "+";
-  RETURN_IF_ERROR(WriteFile(temp, text));
+  RETURN_IF_ERROR(CreateFile(temp, text));
   if (::chmod(temp.c_str(), 0644) != 0 || ::rename(temp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(temp.c_str());

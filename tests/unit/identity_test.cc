@@ -29,10 +29,10 @@ struct FakeEtc {
   FakeEtc(const std::string& subuid, const std::string& subgid,
           const std::string& passwd = kPasswd, const std::string& group = kGroup) {
     files = {dir.Join("subuid"), dir.Join("subgid"), dir.Join("passwd"), dir.Join("group")};
-    EXPECT_TRUE(WriteFile(files.subuid, subuid));
-    EXPECT_TRUE(WriteFile(files.subgid, subgid));
-    EXPECT_TRUE(WriteFile(files.passwd, passwd));
-    EXPECT_TRUE(WriteFile(files.group, group));
+    EXPECT_TRUE(dir.WriteFile("subuid", subuid));
+    EXPECT_TRUE(dir.WriteFile("subgid", subgid));
+    EXPECT_TRUE(dir.WriteFile("passwd", passwd));
+    EXPECT_TRUE(dir.WriteFile("group", group));
   }
 };
 
@@ -194,7 +194,7 @@ TEST(ReserveRange, RefusesARangeWithAnAccountAndWritesNothing) {
 
 TEST(ReserveRange, AHeldLockIsRespected) {
   FakeEtc etc("", "");
-  ASSERT_TRUE(WriteFile(etc.files.subuid + ".lock", "1"));  // pid 1 is alive
+  ASSERT_TRUE(etc.dir.WriteFile("subuid.lock", "1"));  // pid 1 is alive
   auto done = ReserveRange(std::nullopt, std::nullopt, etc.files);
   ASSERT_FALSE(done);
   EXPECT_NE(done.error().message().find(".lock"), std::string::npos) << done.error().message();
