@@ -115,7 +115,7 @@ class IdentityTest : public JailTest {
 TEST_F(IdentityTest, RootRunWritesAsAReservedIdThatNoAccountHas) {
   JailRun run;
   ASSERT_NO_FATAL_FAILURE(RunSh({}, "id -u; id -g; echo hi > /work/f", &run));
-  EXPECT_EQ(run.run.out.substr(0, run.run.out.find('\n')), "1000") << "the jail still sees 1000";
+  EXPECT_EQ(run.outcome.value("stdout", ""), "1000\n1000\n") << "the jail still sees 1000";
   const uid_t owner = OwnerOf("f");
   EXPECT_NE(owner, 1000u);
   EXPECT_TRUE(InRange(owner)) << owner;
@@ -134,7 +134,7 @@ TEST_F(IdentityTest, HostPsShowsTheSandboxProcessUnderItsReservedId) {
   Result<RunResult> started = ExecSh(name, "nohup sleep 300 >/dev/null 2>&1 & echo ok");
   ASSERT_TRUE(started && started->exit_code == 0)
       << (started ? started->Describe() : started.error().message());
-  Result<RunResult> inspect = RunCorral({"inspect", "--json", name});
+  Result<RunResult> inspect = RunCorral({"inspect", name});  // JSON already
   ASSERT_TRUE(inspect && inspect->exit_code == 0);
   const std::string init_pid =
       std::to_string(nlohmann::json::parse(inspect->out).value("init_pid", 0));
