@@ -36,6 +36,7 @@ void AddCommands(CLI::App& app, std::string_view first_arg, int* exit_code) {
       {{"serve"}, AddServeCommand},
       {{"version"}, AddVersionCommand},
       {{"code"}, AddCodeCommand},
+      {{"config"}, AddConfigCommand},
   };
   for (const CommandGroup& group : kGroups) {
     for (std::string_view name : group.names) {

@@ -138,6 +138,12 @@ struct PythonSpec {
 };
 
 struct JailSpec {
+  // How the jail is run: "process" (corral's own jailer, runtime/run/) or "container" (the
+  // same spec through an OCI runtime, crun or runc). `mode:` in config, `sandbox.mode` in
+  // the process-sandbox design's shape (runtime/spec/config_design.h). Validate() refuses
+  // a mode no runner of this build serves, so that a file asking for a container never
+  // runs as a plain process unnoticed.
+  std::string mode = "process";
   std::vector<std::string> argv;  // the command; argv[0] looked up in PATH if no '/'
   std::vector<std::pair<std::string, std::string>> env;  // added to the default env
 
