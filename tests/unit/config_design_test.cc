@@ -403,11 +403,11 @@ TEST(ConfigExplain, ExampleFileSaysNothingButTheDefaults) {
       ExplainConfigFile(std::string(CORRAL_SOURCE_DIR) + "/config.example.yaml", false);
   ASSERT_TRUE(explained) << explained.error().message();
   // The example's DeerFlow, skills and server sections are copied; nothing of the jail is.
-  const nlohmann::json j = nlohmann::json::parse(explained->json);
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(explained->json);
   std::vector<std::string> keys;
   for (const auto& [key, value] : j.items()) keys.push_back(key);
   EXPECT_THAT(keys, ElementsAre("unsafe", "sandbox", "skills", "server")) << explained->yaml;
-  EXPECT_EQ(j["unsafe"], nlohmann::json({{"no_auth", false}}));
+  EXPECT_EQ(j["unsafe"], nlohmann::ordered_json({{"no_auth", false}}));
 }
 
 }  // namespace
