@@ -138,10 +138,10 @@ Rule<JailSpec> ServerSectionKey() {
 
 const Table<JailSpec>& TopLevel() {
   static const Table<JailSpec> table = {
-      RuntimeModeKey(),
       OptionalStringKey("rootfs", &JailSpec::rootfs),
       StringKey("hostname", &JailSpec::hostname),
       BoolKey("rootless", &JailSpec::rootless),
+      RuntimeModeKey(),
       SectionKey("user", UserTable()),
       OptionalStringKey("workdir", &JailSpec::workdir),
       StringMapKey("env", &JailSpec::env),
