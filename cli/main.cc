@@ -37,6 +37,7 @@ void AddCommands(CLI::App& app, std::string_view first_arg, int* exit_code) {
       {{"version"}, AddVersionCommand},
       {{"code"}, AddCodeCommand},
       {{"setup"}, AddSetupCommand},
+      {{"config"}, AddConfigCommand},
   };
   for (const CommandGroup& group : kGroups) {
     for (std::string_view name : group.names) {

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "base/files.h"
+#include "runtime/spec/config_design.h"
 #include "runtime/spec/config_network.h"
 #include "runtime/spec/config_python.h"
 #include "runtime/spec/config_schema.h"
@@ -24,7 +25,7 @@ namespace {
 
 using namespace config_schema;  // NOLINT: the loader is written in its terms
 
-// ---- The schema. New top-level sections (e.g. DeerFlow's `sandbox:`) go in TopLevel. ----
+// ---- The schema. New top-level sections go in TopLevel. ----
 
 const Table<MountSpec>& MountTable() {
   static const Table<MountSpec> table = {
@@ -115,15 +116,14 @@ const Table<LandlockSpec>& LandlockTable() {
   return table;
 }
 
-// DeerFlow's `sandbox:` and `skills:` sections configure the tool layer
-// (runtime/spec/provider_config.h, read by `corral tool`). A jail accepts them so that one file
-// configures both, and still checks them, so a typo there is not silently ignored.
-Rule<JailSpec> ProviderSectionKey(const char* key) {
-  return {key, [section = std::string(key)](const YAML::Node& n, const Where& w, Reader& r,
-                                            JailSpec&) {
+// DeerFlow's `skills:` section configures the tool layer (runtime/spec/provider_config.h,
+// read by `corral tool`), as does its `sandbox:` (SandboxSectionKey, which also reads the
+// process-sandbox design's `sandbox:`). A jail accepts it so that one file configures both,
+// and still checks it, so a typo there is not silently ignored.
+Rule<JailSpec> SkillsSectionKey() {
+  return {"skills", [](const YAML::Node& n, const Where& w, Reader& r, JailSpec&) {
             ProviderConfig scratch;
-            Status st = section == "sandbox" ? LoadProviderConfig(n, YAML::Node(), &scratch)
-                                             : LoadProviderConfig(YAML::Node(), n, &scratch);
+            Status st = LoadProviderConfig(YAML::Node(), n, &scratch);
             if (!st) r.Report(w, st.error().message());
           }};
 }
@@ -138,7 +138,7 @@ Rule<JailSpec> ServerSectionKey() {
 
 const Table<JailSpec>& TopLevel() {
   static const Table<JailSpec> table = {
-      StringKey("mode", &JailSpec::mode),
+      RuntimeModeKey(),  // process | container (runtime/spec/config_design.h)
       StringKey("oci_runtime", &JailSpec::oci_runtime),
       OptionalStringKey("rootfs", &JailSpec::rootfs),
       StringKey("hostname", &JailSpec::hostname),
@@ -159,8 +159,8 @@ const Table<JailSpec>& TopLevel() {
       SectionKey("landlock", &JailSpec::landlock, LandlockTable()),
       SectionKey("unsafe", &JailSpec::unsafe, UnsafeTable()),
       PythonSectionKey(),
-      ProviderSectionKey("sandbox"),
-      ProviderSectionKey("skills"),
+      SandboxSectionKey(),
+      SkillsSectionKey(),
       ServerSectionKey(),
   };
   return table;
@@ -206,8 +206,16 @@ Status LoadConfigText(const std::string& yaml, const std::string& origin, JailSp
   Reader reader;
   try {
     if (!documents.empty()) {
-      ApplyTable(TopLevel(), documents[0], Where{}, reader, *spec);
-      ReconcileHostNetwork(documents[0], reader, *spec);
+      const YAML::Node& doc = documents[0];
+      // The design's shape brings its own defaults, under whatever the file sets.
+      const bool design = doc.IsMap() && IsDesignSandbox(doc["sandbox"]);
+      if (design) ApplyDesignDefaults(*spec);
+      ApplyTable(TopLevel(), doc, Where{}, reader, *spec);
+      if (design) {
+        FinishDesignSandbox(doc, reader, *spec);  // reconciles the network too
+      } else {
+        ReconcileHostNetwork(doc, reader, *spec);
+      }
     }
   } catch (const YAML::Exception& e) {
     // The readers check node types before converting, so this is a bug, not bad input.

@@ -50,6 +50,11 @@ std::vector<std::string> ConfigKeyPaths();
 // checked against the online CPUs. See config_validate.cc for the full list of rules.
 std::vector<std::string> Validate(const JailSpec& spec);
 
+// Validate()'s rules for `mounts` alone (shape, host path exists, reserved and repeated
+// container paths), worded `mounts[i].host_path: ...`: for a loader that reads mounts under
+// other key names (the design's shape, config_design.h) and names its own keys.
+std::vector<std::string> ValidateMounts(const std::vector<MountSpec>& mounts);
+
 // Validate() as one Status: kInvalidArgument listing every problem, one per line.
 Status ValidateSpec(const JailSpec& spec);
 

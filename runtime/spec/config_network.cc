@@ -132,10 +132,15 @@ Rule<UnsafeSpec> NetworkResolveKey() {
 }
 
 void ReconcileHostNetwork(const YAML::Node& doc, Reader& r, JailSpec& spec) {
+  if (!doc.IsMap()) return;
+  ReconcileHostNetwork(doc, doc["network"], KeyWhere(doc, Where{}, "network"), r, spec);
+}
+
+void ReconcileHostNetwork(const YAML::Node& doc, const YAML::Node& network,
+                          const Where& network_at, Reader& r, JailSpec& spec) {
   if (!doc.IsMap() || !r.problems().empty()) return;
   const YAML::Node namespaces = doc["namespaces"];
   const bool net_set = namespaces && namespaces.IsMap() && namespaces["net"];
-  const YAML::Node network = doc["network"];
   const bool mode_set = SetsMode(network);
   std::string& mode = spec.network.mode;
   if (mode != "none" && mode != "allowlist" && mode != "host") return;  // Validate names it
@@ -146,7 +151,7 @@ void ReconcileHostNetwork(const YAML::Node& doc, Reader& r, JailSpec& spec) {
                       : network["enabled"]       ? "enabled"
                       : network["allow_domains"] ? "allow_domains"
                                                  : "allow";
-    r.Report(KeyWhere(network, KeyWhere(doc, Where{}, "network"), key),
+    r.Report(KeyWhere(network, network_at, key),
              "network mode " + mode +
                  " contradicts namespaces.net: " + (spec.namespaces.net ? "true" : "false") +
                  " (namespaces.net: false is network.mode: host); set only one of them");

@@ -23,5 +23,9 @@ Rule<UnsafeSpec> NetworkResolveKey();
 // A file may say it either way and the other follows; saying both, differently, is an
 // error. Call after the whole document `doc` was applied; does nothing if it had problems.
 void ReconcileHostNetwork(const YAML::Node& doc, Reader& r, JailSpec& spec);
+// The same with the network section found elsewhere than doc["network"] (the design's
+// sandbox.network, config_design.h), at `network_at`.
+void ReconcileHostNetwork(const YAML::Node& doc, const YAML::Node& network,
+                          const Where& network_at, Reader& r, JailSpec& spec);
 
 }  // namespace corral::runtime::config_schema

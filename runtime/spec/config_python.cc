@@ -131,6 +131,31 @@ const Table<PythonSpec>& PythonTable() {
   return table;
 }
 
+// The design's `version: "3"` (or "3.11"): the interpreter /usr/bin/python<version>. Only
+// Python 3: the scanner and the import guard the runner loads are Python 3 code.
+Rule<PythonSpec> VersionKey() {
+  return {"version", [](const YAML::Node& n, const Where& w, Reader& r, PythonSpec& t) {
+            std::string v;
+            if (!r.String(n, w, &v)) return;
+            bool ok = v == "3" || (v.size() > 2 && v.rfind("3.", 0) == 0);
+            for (size_t i = 2; ok && i < v.size(); ++i) ok = v[i] >= '0' && v[i] <= '9';
+            if (!ok) {
+              r.Report(w, "expected 3 or 3.N (corral runs Python 3), got " + Describe(n));
+              return;
+            }
+            t.interpreter = "/usr/bin/python" + v;
+          }};
+}
+
+const Table<PythonSpec>& DesignPythonTable() {
+  static const Table<PythonSpec> table = [] {
+    Table<PythonSpec> t = {VersionKey()};
+    for (const Rule<PythonSpec>& rule : PythonTable()) t.push_back(rule);
+    return t;
+  }();
+  return table;
+}
+
 Status CheckExecutable(const std::string& path, const std::string& entry) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
@@ -169,5 +194,17 @@ Result<std::pair<std::string, std::string>> ResolvePythonCommand(const std::stri
 }
 
 Rule<JailSpec> PythonSectionKey() { return SectionKey("python", &JailSpec::python, PythonTable()); }
+
+Rule<JailSpec> DesignPythonSectionKey() {
+  return {"python",
+          [](const YAML::Node& n, const Where& w, Reader& r, JailSpec& spec) {
+            if (n.IsMap() && n["version"] && n["interpreter"]) {
+              r.Report(w, "give version or interpreter, not both (version 3.N is the "
+                          "interpreter /usr/bin/python3.N)");
+            }
+            ApplyTable(DesignPythonTable(), n, w, r, spec.python);
+          },
+          Suffixed(DesignPythonTable(), ".")};
+}
 
 }  // namespace corral::runtime::config_schema

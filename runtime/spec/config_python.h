@@ -28,6 +28,11 @@ inline constexpr const char* kCommandSearchPath = "/usr/local/bin:/usr/bin:/bin"
 
 Rule<JailSpec> PythonSectionKey();
 
+// The design's `sandbox.python` (config_design.h): the same keys plus `version: "3"` or
+// "3.N", which sets interpreter to /usr/bin/python3[.N]; version and interpreter together
+// are an error. Whether that interpreter exists is checked once the whole file is read.
+Rule<JailSpec> DesignPythonSectionKey();
+
 // One python.commands entry -> (name, absolute path); the error says why not (no field path).
 Result<std::pair<std::string, std::string>> ResolvePythonCommand(const std::string& entry);
 

@@ -493,6 +493,12 @@ Status RequireProcessMode(const JailSpec& spec, const std::string& what) {
                    "container); use mode process here");
 }
 
+std::vector<std::string> ValidateMounts(const std::vector<MountSpec>& mounts) {
+  Problems p;
+  CheckMounts(p, mounts);
+  return p.Take();
+}
+
 std::vector<std::string> Validate(const JailSpec& spec) {
   Problems p;
   CheckMode(p, spec);

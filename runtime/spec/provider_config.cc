@@ -12,6 +12,7 @@
 #include "runtime/spec/utf8_text.h"
 #include "runtime/spec/yaml_documents.h"
 #include "runtime/spec/config.h"
+#include "runtime/spec/config_design.h"
 
 namespace corral::runtime {
 
@@ -251,14 +252,17 @@ Status LoadToolConfigFile(const std::string& path, ProviderConfig* config, JailS
     if (root.IsNull()) return Ok();
     return Error(ErrorCode::kInvalidArgument, path + ": the top level must be a mapping");
   }
-  Status own = LoadProviderConfig(root["sandbox"], root["skills"], config);
+  // A `sandbox:` in the process-sandbox design's shape is the jail's, not the tool layer's
+  // (config_design.h): it goes to the main loader with the rest.
+  const bool design = config_schema::IsDesignSandbox(root["sandbox"]);
+  Status own = LoadProviderConfig(design ? YAML::Node() : root["sandbox"], root["skills"], config);
   if (!own) return own.error().WithContext(path);
   // The main loader rejects keys it does not know; hand it the file without ours. Line
   // numbers in its messages refer to the re-emitted text, so name the file only.
   YAML::Node rest;
   for (const auto& kv : root) {
     std::string key = kv.first.as<std::string>();
-    if (key != "sandbox" && key != "skills") rest[key] = kv.second;
+    if ((key != "sandbox" || design) && key != "skills") rest[key] = kv.second;
   }
   if (rest.size() == 0) return Ok();
   YAML::Emitter out;

@@ -138,9 +138,10 @@ struct PythonSpec {
 };
 
 struct JailSpec {
-  // process: corral's own jail (runtime/run). container: the same spec as an OCI bundle run
-  // by crun or runc (runtime/oci); oci_runtime picks it: auto (crun, then runc) | crun |
-  // runc | an absolute path.
+  // How the jail is run: "process" (corral's own jailer, runtime/run/) or "container" (the
+  // same spec as an OCI bundle run by crun or runc, runtime/oci/); oci_runtime picks it:
+  // auto (crun, then runc) | crun | runc | an absolute path. `mode:` in config,
+  // `sandbox.mode` in the process-sandbox design's shape (runtime/spec/config_design.h).
   std::string mode = "process";
   std::string oci_runtime = "auto";
 

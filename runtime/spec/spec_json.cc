@@ -114,7 +114,8 @@ LandlockSpec LandlockFromJson(const nlohmann::json& j) {
 }  // namespace
 
 std::string SpecToJson(const JailSpec& s) {
-  nlohmann::json j = {{"argv", s.argv},
+  nlohmann::json j = {{"mode", s.mode},
+                      {"argv", s.argv},
                       {"env", s.env},
                       {"mounts", s.mounts},
                       {"hostname", s.hostname},
@@ -145,6 +146,7 @@ Result<JailSpec> SpecFromJson(const std::string& text) {
     if (auto nul = NulProblem(j))
       return Error(ErrorCode::kInvalidArgument, "sandbox spec: " + *nul);
     JailSpec s;
+    if (j.contains("mode")) j.at("mode").get_to(s.mode);  // a record from before it: process
     j.at("argv").get_to(s.argv);
     j.at("env").get_to(s.env);
     j.at("mounts").get_to(s.mounts);

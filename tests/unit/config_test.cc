@@ -22,7 +22,7 @@ using ::testing::StartsWith;
 std::string Dump(const JailSpec& s) {
   std::ostringstream o;
   auto opt = [](const std::optional<std::string>& v) { return v ? "'" + *v + "'" : "null"; };
-  o << "argv:";
+  o << "mode: " << s.mode << "\nargv:";
   for (const auto& a : s.argv) o << " '" << a << "'";
   o << "\nenv:";
   for (const auto& [k, v] : s.env) o << " " << k << "='" << v << "'";
@@ -64,6 +64,7 @@ const std::string kExamplePath = std::string(CORRAL_SOURCE_DIR) + "/config.examp
 
 // Sets every key to something other than its default.
 const char* const kEveryKey = R"(
+mode: container
 rootfs: /srv/root
 hostname: box-1.example
 user: {uid: 2000, gid: 3000}
@@ -137,6 +138,7 @@ TEST(ConfigLoad, EveryKeyOverrides) {
   JailSpec spec;
   Status s = LoadConfigText(kEveryKey, "every", &spec);
   ASSERT_TRUE(s) << s.error().message();
+  EXPECT_EQ(spec.mode, "container");
   EXPECT_EQ(spec.rootfs, "/srv/root");
   EXPECT_EQ(spec.hostname, "box-1.example");
   EXPECT_EQ(spec.uid, 2000u);
