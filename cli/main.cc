@@ -36,7 +36,6 @@ void AddCommands(CLI::App& app, std::string_view first_arg, int* exit_code) {
       {{"serve"}, AddServeCommand},
       {{"version"}, AddVersionCommand},
       {{"code"}, AddCodeCommand},
-      {{"setup"}, AddSetupCommand},
       {{"config"}, AddConfigCommand},
   };
   for (const CommandGroup& group : kGroups) {

@@ -143,7 +143,6 @@ const Table<JailSpec>& TopLevel() {
       OptionalStringKey("rootfs", &JailSpec::rootfs),
       StringKey("hostname", &JailSpec::hostname),
       BoolKey("rootless", &JailSpec::rootless),
-      StringKey("identity", &JailSpec::identity),
       SectionKey("user", UserTable()),
       OptionalStringKey("workdir", &JailSpec::workdir),
       StringMapKey("env", &JailSpec::env),

@@ -307,7 +307,7 @@ TEST_P(ContainerModeTest, SigtermToCorralCleansUp) {
 TEST_P(ContainerModeTest, UnknownRuntimePathIsAClearError) {
   auto r = RunCorral({"run", "--mode", "container", "--oci-runtime", "/nonexistent/crun", "--",
                       "/bin/true"});
-  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->exit_code, 125) << r->Describe();
   EXPECT_NE(r->err.find("oci_runtime /nonexistent/crun"), std::string::npos) << r->Describe();
 }

@@ -107,7 +107,7 @@ TEST_F(DesignConfigTest, RunSeesEnvMountRootAndNoNetwork) {
   EXPECT_NE(out.find("hello from the host\n"), std::string::npos) << out;
   EXPECT_NE(out.find("Read-only file system\n"), std::string::npos) << out;
   EXPECT_NE(out.find("pwd=/mnt/user-data/workspace\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("links=lo \n"), std::string::npos) << out;
+  EXPECT_NE(out.find("links=lo\n"), std::string::npos) << out;
   // ENETUNREACH (only lo), or EACCES where Landlock fences TCP too: never connected.
   EXPECT_NE(out.find("connect failed:"), std::string::npos) << out;
   // filesystem.root is the sandbox's work directory: what the code wrote is on the host.

@@ -39,7 +39,7 @@ std::set<std::string> Names(const json& seccomp) {
 
 TEST(OciSeccomp, DefaultProfileKeepsItsRulesInTheOciShape) {
   auto s = OciSeccomp("default");
-  ASSERT_TRUE(s.ok()) << s.error().message();
+  ASSERT_TRUE(s.has_value()) << s.error().message();
   EXPECT_EQ((*s)["defaultAction"], "SCMP_ACT_ERRNO");
   EXPECT_EQ((*s)["architectures"], json::array({"SCMP_ARCH_X86_64"}));
   const std::set<std::string> names = Names(*s);
@@ -63,19 +63,19 @@ TEST(OciSeccomp, DefaultProfileKeepsItsRulesInTheOciShape) {
 
 TEST(OciSeccomp, UnconfinedIsNoFilterAndABadProfileIsAnError) {
   auto none = OciSeccomp("unconfined");
-  ASSERT_TRUE(none.ok());
+  ASSERT_TRUE(none.has_value());
   EXPECT_TRUE(none->is_null());
   auto missing = OciSeccomp("/nonexistent/profile.json");
-  ASSERT_FALSE(missing.ok());
+  ASSERT_FALSE(missing.has_value());
   EXPECT_NE(missing.error().message().find("/nonexistent/profile.json"), std::string::npos);
 }
 
 TEST(OciRuntimeChoice, RefusesWhatItDoesNotDrive) {
   auto bad = FindOciRuntime("docker");
-  ASSERT_FALSE(bad.ok());
+  ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message().find("auto, crun, runc"), std::string::npos);
   auto other = FindOciRuntime("/bin/true");
-  ASSERT_FALSE(other.ok());
+  ASSERT_FALSE(other.has_value());
   EXPECT_NE(other.error().message().find("crun or runc"), std::string::npos);
 }
 
@@ -103,7 +103,7 @@ TEST(OciConfig, CarriesTheJailSpec) {
   spec.limits.cpus = 0.5;
   spec.mounts.push_back({dir.path(), "/work", false});
   auto c = OciConfig(spec, dir.path(), "/corral/corral-1-0");
-  ASSERT_TRUE(c.ok()) << c.error().message();
+  ASSERT_TRUE(c.has_value()) << c.error().message();
   const json& j = *c;
 
   std::set<std::string> ns;
@@ -160,12 +160,12 @@ TEST(OciConfig, WhatContainerModeCannotHonourIsRefusedByKey) {
   spec.argv = {"/bin/true"};
   spec.network.mode = "allowlist";
   auto st = CheckContainerSpec(spec);
-  ASSERT_FALSE(st.ok());
+  ASSERT_FALSE(st.has_value());
   EXPECT_NE(st.error().message().find("network.mode allowlist"), std::string::npos);
   spec.network.mode = "none";
   spec.landlock.enabled = "true";
   st = CheckContainerSpec(spec);
-  ASSERT_FALSE(st.ok());
+  ASSERT_FALSE(st.has_value());
   EXPECT_NE(st.error().message().find("landlock.enabled"), std::string::npos);
 }
 
