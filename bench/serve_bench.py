@@ -18,17 +18,16 @@ case the pool is for (back-to-back creates faster than a refill take the cold pa
 """
 import http.client
 import json
-import os
 import re
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-KEY = "bench-key-0123456789abcdef"
+import serve_daemon
+from serve_daemon import KEY
 
 
 def rss_kib(pid):
@@ -49,25 +48,7 @@ def shell(conn, path, command):
 
 def start_daemon(binary, tmp, n, warm):
     """(Popen, port) of a daemon with its own base and runtime dirs under tmp."""
-    os.makedirs(f"{tmp}/base")
-    os.makedirs(f"{tmp}/run", mode=0o700)
-    with open(f"{tmp}/corral.yaml", "w") as f:
-        f.write(f"server: {{listen: '127.0.0.1:0', api_key: {KEY}, access_log: 'off', "
-                f"max_sandboxes: {n + 10}}}\n"
-                f"sandbox: {{base_dir: {tmp}/base, idle_timeout: 0, replicas: {n + 10}, "
-                f"warm: {warm}}}\n")
-    env = dict(os.environ, CORRAL_RUNTIME_DIR=f"{tmp}/run")
-    log = open(f"{tmp}/serve.log", "w+")
-    daemon = subprocess.Popen([binary, "serve", "--config", f"{tmp}/corral.yaml"], env=env,
-                              stderr=log, stdout=subprocess.DEVNULL)
-    for _ in range(200):
-        time.sleep(0.05)
-        log.seek(0)
-        m = re.search(r"listening on http://127.0.0.1:(\d+)", log.read())
-        if m:
-            return daemon, int(m.group(1))
-    daemon.kill()
-    sys.exit("daemon did not start")
+    return serve_daemon.start_daemon(binary, tmp, n + 10, sandbox_extra=f", warm: {warm}")
 
 
 def metric(conn, name):
@@ -144,26 +125,7 @@ def main():
     if warm > 0:
         return compare_warm(binary, n, warm)
     tmp = tempfile.mkdtemp(prefix="corral-serve-bench-")
-    os.makedirs(f"{tmp}/base")
-    os.makedirs(f"{tmp}/run", mode=0o700)
-    with open(f"{tmp}/corral.yaml", "w") as f:
-        f.write(f"server: {{listen: '127.0.0.1:0', api_key: {KEY}, access_log: 'off', "
-                f"max_sandboxes: {n + 10}}}\n"
-                f"sandbox: {{base_dir: {tmp}/base, idle_timeout: 0, replicas: {n + 10}}}\n")
-    env = dict(os.environ, CORRAL_RUNTIME_DIR=f"{tmp}/run")
-    log = open(f"{tmp}/serve.log", "w+")
-    daemon = subprocess.Popen([binary, "serve", "--config", f"{tmp}/corral.yaml"], env=env,
-                              stderr=log, stdout=subprocess.DEVNULL)
-    port = None
-    for _ in range(200):
-        time.sleep(0.05)
-        log.seek(0)
-        m = re.search(r"listening on http://127.0.0.1:(\d+)", log.read())
-        if m:
-            port = int(m.group(1))
-            break
-    if port is None:
-        sys.exit("daemon did not start")
+    daemon, port = start_daemon(binary, tmp, n, 0)
     host = f"127.0.0.1:{port}"
     api = http.client.HTTPConnection("127.0.0.1", port)
     sb = http.client.HTTPConnection("127.0.0.1", port)

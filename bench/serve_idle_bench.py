@@ -28,7 +28,8 @@ import tempfile
 import threading
 import time
 
-KEY = "bench-key-0123456789abcdef"
+import serve_daemon
+from serve_daemon import KEY
 HEADERS = {"X-API-Key": KEY, "Content-Type": "application/json"}
 
 
@@ -68,22 +69,8 @@ def cgroup_memory_bytes(runtime_dir, name):
 
 
 def start_daemon(binary, tmp, n):
-    with open(f"{tmp}/corral.yaml", "w") as f:
-        f.write(f"server: {{listen: '127.0.0.1:0', api_key: {KEY}, access_log: 'off', "
-                f"max_sandboxes: {n + 10}, max_connections_per_client: 64}}\n"
-                f"sandbox: {{base_dir: {tmp}/base, idle_timeout: 0, replicas: {n + 10}}}\n")
-    env = dict(os.environ, CORRAL_RUNTIME_DIR=f"{tmp}/run")
-    log = open(f"{tmp}/serve.log", "w+")
-    daemon = subprocess.Popen([binary, "serve", "--config", f"{tmp}/corral.yaml"], env=env,
-                              stderr=log, stdout=subprocess.DEVNULL)
-    for _ in range(400):
-        time.sleep(0.05)
-        log.seek(0)
-        m = re.search(r"listening on http://127.0.0.1:(\d+)", log.read())
-        if m:
-            return daemon, int(m.group(1))
-    daemon.kill()
-    sys.exit("daemon did not start; see " + f"{tmp}/serve.log")
+    return serve_daemon.start_daemon(binary, tmp, n + 10,
+                                     server_extra=", max_connections_per_client: 64")
 
 
 def run_clients(port, count, clients, work):
@@ -143,8 +130,6 @@ def main():
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
     clients = int(sys.argv[3]) if len(sys.argv) > 3 else 4
     tmp = tempfile.mkdtemp(prefix="corral-idle-bench-")
-    os.makedirs(f"{tmp}/base")
-    os.makedirs(f"{tmp}/run", mode=0o700)
     daemon, port = start_daemon(binary, tmp, n)
     try:
         rss0 = kib_field(f"/proc/{daemon.pid}/status", "VmRSS")
