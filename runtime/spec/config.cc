@@ -138,11 +138,11 @@ Rule<JailSpec> ServerSectionKey() {
 
 const Table<JailSpec>& TopLevel() {
   static const Table<JailSpec> table = {
-      RuntimeModeKey(),  // process | container (runtime/spec/config_design.h)
-      StringKey("oci_runtime", &JailSpec::oci_runtime),
       OptionalStringKey("rootfs", &JailSpec::rootfs),
       StringKey("hostname", &JailSpec::hostname),
       BoolKey("rootless", &JailSpec::rootless),
+      RuntimeModeKey(),  // process | container (runtime/spec/config_design.h)
+      StringKey("oci_runtime", &JailSpec::oci_runtime),
       SectionKey("user", UserTable()),
       OptionalStringKey("workdir", &JailSpec::workdir),
       StringMapKey("env", &JailSpec::env),

@@ -60,7 +60,7 @@ BenchResults MakeResults() {
 
 TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   BenchResults r = MakeResults();
-  ASSERT_EQ(r.targets.size(), 8u);
+  ASSERT_EQ(r.targets.size(), 13u);  // 8 launch targets, then the daemon's 5
   EXPECT_TRUE(r.targets[0].measured);
   EXPECT_DOUBLE_EQ(r.targets[0].value, 0.4);  // 4 / 10
   EXPECT_TRUE(r.targets[0].pass);
@@ -119,7 +119,7 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(entries[4]["status"], "skipped");
   EXPECT_EQ(entries[4]["reason"], "not installed");
   EXPECT_FALSE(entries[4].contains("summary_ms"));
-  EXPECT_EQ(j["targets"].size(), 8u);
+  EXPECT_EQ(j["targets"].size(), 13u);
   EXPECT_EQ(j["targets"][0]["pass"], true);
   EXPECT_EQ(j["throughput"][0]["launches_per_s"], 400);
   EXPECT_EQ(j["sandboxes"]["created"], 100);
