@@ -17,7 +17,7 @@ shift 5
 # tree under /tmp.
 opt=/opt/corral-vm
 here=$(cd "$(dirname "$0")" && pwd)
-exec "$here/run_vmtest.sh" -t 500 -m 1536 \
+exec "$here/run_vmtest.sh" -t 500 -m 3072 \
   -e CORRAL_TEST_BINARY=$opt/corral -e CORRAL_TEST_PROBE=$opt/corral_probe \
   -f "$corral:$opt/corral" -f "$corral_cli:$opt/corral-cli" \
   -f "$probe:$opt/corral_probe" -f "$init:$opt/corral-init" \
