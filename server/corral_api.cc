@@ -221,16 +221,7 @@ void CorralApi::ExecStreamed(runtime::ExecRequest exec, Reply reply) {
                           "stream", {}}
                      .ToResponse());
   }
-  if (gate_->running.fetch_add(1) >= options_.max_execs) {
-    gate_->running.fetch_sub(1);
-    HttpResponse busy = ApiError{429, "too_many_execs",
-                                 "more than " + std::to_string(options_.max_execs) +
-                                     " execs are running; retry later",
-                                 "", {}}
-                            .ToResponse();
-    busy.headers.emplace_back("Retry-After", "1");
-    return reply(std::move(busy));
-  }
+  if (!AdmitExec(reply)) return;
   auto release = [gate = gate_] { gate->running.fetch_sub(1); };
   // Looked up first, so that an unknown sandbox is a 404 rather than an error event, and
   // for the sandbox's own output cap when the request gives none.
@@ -276,17 +267,21 @@ void CorralApi::Code(const std::string& name, const HttpRequest& request, Reply 
                });
 }
 
+bool CorralApi::AdmitExec(const Reply& reply) {
+  if (gate_->running.fetch_add(1) < options_.max_execs) return true;
+  gate_->running.fetch_sub(1);
+  HttpResponse busy = ApiError{429, "too_many_execs",
+                               "more than " + std::to_string(options_.max_execs) +
+                                   " execs are running; retry later",
+                               "", {}}
+                          .ToResponse();
+  busy.headers.emplace_back("Retry-After", "1");
+  reply(std::move(busy));
+  return false;
+}
+
 void CorralApi::OnExecThread(Reply reply, std::function<HttpResponse()> work) {
-  if (gate_->running.fetch_add(1) >= options_.max_execs) {
-    gate_->running.fetch_sub(1);
-    HttpResponse busy = ApiError{429, "too_many_execs",
-                                 "more than " + std::to_string(options_.max_execs) +
-                                     " execs are running; retry later",
-                                 "", {}}
-                            .ToResponse();
-    busy.headers.emplace_back("Retry-After", "1");
-    return reply(std::move(busy));
-  }
+  if (!AdmitExec(reply)) return;
   // A thread per exec that ends after it (see the header): never a pool thread that might
   // end while a jail it cloned still runs, never a thread of the server's.
   std::thread([gate = gate_, reply = std::move(reply), work = std::move(work)] {

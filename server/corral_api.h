@@ -93,6 +93,8 @@ class CorralApi {
   void Code(const std::string& name, const HttpRequest& request, Reply reply);
   // Runs `work` on a thread of its own (see above), at most max_execs at once.
   void OnExecThread(Reply reply, std::function<HttpResponse()> work);
+  // Counts one more running exec; false (the 429 sent through `reply`) beyond max_execs.
+  bool AdmitExec(const Reply& reply);
   void ReadFile(const std::string& name, const HttpRequest& request, Reply reply);
   void WriteFile(const std::string& name, HttpRequest request, Reply reply);
   void ListDir(const std::string& name, const HttpRequest& request, Reply reply);
