@@ -72,6 +72,46 @@ const ThroughputEntry* FindThroughput(const BenchResults& r, const std::string& 
 
 }  // namespace
 
+TargetResult IdleMemoryTarget(const std::string& name, std::optional<double> bytes_per_sandbox,
+                              int sandboxes, const std::string& why_not) {
+  TargetResult t;
+  t.name = name;
+  t.unit = "MiB";
+  t.target = "<= 1.00 MiB";
+  if (bytes_per_sandbox) {
+    t.measured = true;
+    t.value = *bytes_per_sandbox / (1024.0 * 1024.0);
+    t.pass = t.value <= 1.0;
+    t.note = "drop in MemAvailable over " + std::to_string(sandboxes) + " sandboxes";
+  } else {
+    t.note = "not measured: " + why_not;
+  }
+  return t;
+}
+
+TargetResult BringUpTarget(const std::string& name, int count, double limit_s, bool ok,
+                           int created, double bring_up_s, const std::string& why_not,
+                           const std::string& estimate_hint, const std::string& how) {
+  TargetResult t;
+  t.name = name;
+  t.unit = "s";
+  t.target = "<= " + Fmt("%.1f", limit_s) + " s";
+  if (!ok || created <= 0) {
+    t.note = "not measured: " + why_not;
+    return t;
+  }
+  t.measured = true;
+  t.value = bring_up_s * count / created;
+  // Bring-up need not scale linearly (locks, memory, the idle sweep), so a figure from
+  // fewer sandboxes is only an estimate: it is shown, not judged.
+  t.estimate = created < count;
+  t.pass = !t.estimate && t.value <= limit_s;
+  t.note = !t.estimate ? "measured" + how
+                       : "estimate: extrapolated linearly from " + std::to_string(created) +
+                             " in " + Fmt("%.2f s", bring_up_s) + estimate_hint;
+  return t;
+}
+
 void EvaluateTargets(BenchResults* r) {
   r->targets.clear();
   r->targets.push_back(RatioTarget(*r, "corral run / bwrap, median /bin/true", kCorralRunName,
@@ -104,39 +144,12 @@ void EvaluateTargets(BenchResults* r) {
   r->targets.push_back(tp);
 
   const SandboxFigures& s = r->sandboxes;
-  TargetResult mem;
-  mem.name = "host memory per idle persistent sandbox";
-  mem.unit = "MiB";
-  mem.target = "<= 1.00 MiB";
-  if (s.status == EntryStatus::kOk && s.mem_available_per_sandbox_bytes) {
-    mem.measured = true;
-    mem.value = *s.mem_available_per_sandbox_bytes / (1024.0 * 1024.0);
-    mem.pass = mem.value <= 1.0;
-    mem.note = "drop in MemAvailable over " + std::to_string(s.created) + " sandboxes";
-  } else {
-    mem.note = "not measured: " + s.reason;
-  }
-  r->targets.push_back(mem);
-
-  TargetResult up;
-  up.name = "1000 sandboxes up";
-  up.unit = "s";
-  up.target = "<= 10.0 s";
-  if (s.status == EntryStatus::kOk && s.created > 0) {
-    up.measured = true;
-    up.value = s.bring_up_s * 1000.0 / s.created;
-    // Bring-up need not scale linearly (locks, memory, the idle sweep), so a figure from
-    // fewer sandboxes is only an estimate: it is shown, not judged.
-    up.estimate = s.created < 1000;
-    up.pass = !up.estimate && up.value <= 10.0;
-    up.note = !up.estimate
-                  ? "measured"
-                  : "estimate: extrapolated linearly from " + std::to_string(s.created) + " in " +
-                        Fmt("%.2f s", s.bring_up_s) + "; run --sandboxes 1000 to measure it";
-  } else {
-    up.note = "not measured: " + s.reason;
-  }
-  r->targets.push_back(up);
+  const bool ok = s.status == EntryStatus::kOk;
+  r->targets.push_back(IdleMemoryTarget("host memory per idle persistent sandbox",
+                                        ok ? s.mem_available_per_sandbox_bytes : std::nullopt,
+                                        s.created, s.reason));
+  r->targets.push_back(BringUpTarget("1000 sandboxes up", 1000, 10.0, ok, s.created, s.bring_up_s,
+                                     s.reason, "; run --sandboxes 1000 to measure it", ""));
 
   // Last, so the rows above keep their places: the same bar as root's, both sides
   // unprivileged (bench/rootless.h).

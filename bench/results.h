@@ -124,6 +124,16 @@ inline constexpr const char* kBwrapName = "bwrap";
 inline constexpr const char* kCorralRootlessRunName = "corral run, rootless";
 inline constexpr const char* kBwrapRootlessName = "bwrap, unprivileged";
 
+// Host memory per idle sandbox (MemAvailable drop) against <= 1 MiB; unset: not measured.
+TargetResult IdleMemoryTarget(const std::string& name, std::optional<double> bytes_per_sandbox,
+                              int sandboxes, const std::string& why_not);
+// `count` sandboxes up within `limit_s`, from `created` brought up in `bring_up_s`: an
+// estimate (shown, never judged) when fewer were made. `estimate_hint` ends an estimate's
+// note, `how` a measured one's.
+TargetResult BringUpTarget(const std::string& name, int count, double limit_s, bool ok,
+                           int created, double bring_up_s, const std::string& why_not,
+                           const std::string& estimate_hint, const std::string& how);
+
 // Fills results->targets from the figures (corral's performance targets, as ratios from
 // this run).
 void EvaluateTargets(BenchResults* results);

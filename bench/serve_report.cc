@@ -76,36 +76,13 @@ void AddServeTargets(const ServeFigures& f, std::vector<TargetResult>* targets) 
   }
   targets->push_back(rss);
 
-  TargetResult mem;
-  mem.name = "serve: host memory per idle sandbox";
-  mem.unit = "MiB";
-  mem.target = "<= 1.00 MiB";
-  if (f.status == EntryStatus::kOk && f.mem_available_per_sandbox_bytes) {
-    mem.measured = true;
-    mem.value = *f.mem_available_per_sandbox_bytes / kMiB;
-    mem.pass = mem.value <= 1.0;
-    mem.note = "drop in MemAvailable over " + std::to_string(f.created) + " sandboxes";
-  } else {
-    mem.note = "not measured: " + why_not;
-  }
-  targets->push_back(mem);
-
-  TargetResult up;
-  up.name = "serve: 10000 sandboxes up (create + first exec)";
-  up.unit = "s";
-  up.target = "<= 60.0 s";
-  if (f.status == EntryStatus::kOk && f.created > 0) {
-    up.measured = true;
-    up.value = f.bring_up_s * 10000.0 / f.created;
-    up.estimate = f.created < 10000;
-    up.pass = !up.estimate && up.value <= 60;
-    up.note = up.estimate ? "estimate: extrapolated linearly from " + std::to_string(f.created) +
-                                " in " + Fmt("%.2f s", f.bring_up_s) + ", one client"
-                          : "measured, one client";
-  } else {
-    up.note = "not measured: " + why_not;
-  }
-  targets->push_back(up);
+  const bool ok = f.status == EntryStatus::kOk;
+  targets->push_back(IdleMemoryTarget("serve: host memory per idle sandbox",
+                                      ok ? f.mem_available_per_sandbox_bytes : std::nullopt,
+                                      f.created, why_not));
+  targets->push_back(BringUpTarget("serve: 10000 sandboxes up (create + first exec)", 10000, 60.0,
+                                   ok, f.created, f.bring_up_s, why_not, ", one client",
+                                   ", one client"));
 }
 
 std::string FormatServe(const ServeFigures& f) {
