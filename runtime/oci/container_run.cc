@@ -27,6 +27,7 @@
 #include "runtime/run/planner.h"
 #include "runtime/run/runtime_dir.h"
 #include "runtime/run/signal_guard.h"
+#include "runtime/sandboxes/init_program.h"
 #include "runtime/spec/config.h"
 
 namespace corral::runtime::oci {
@@ -48,12 +49,24 @@ struct Argv {
   std::vector<char*> pointers;
 };
 
-// Child side, after fork: stdio, the private mount namespace crun needs here, signals back
-// to their defaults (corral's SignalGuard blocks some), exec. Async-signal-safe.
-[[noreturn]] void ExecRuntime(const OciRuntime& rt, const Argv& argv, int in, int out, int err) {
+// Child side, after fork: stdio, the init's report pipe as fd 3 when there is one (`run
+// --preserve-fds 1` hands it to the container), the private mount namespace crun needs
+// here, signals back to their defaults (corral's SignalGuard blocks some), exec.
+// Async-signal-safe.
+[[noreturn]] void ExecRuntime(const OciRuntime& rt, const Argv& argv, int in, int out, int err,
+                              int init_report = -1) {
   if ((in != 0 && ::dup2(in, 0) < 0) || (out != 1 && ::dup2(out, 1) < 0) ||
       (err != 2 && ::dup2(err, 2) < 0)) {
     ::_exit(126);
+  }
+  if (init_report >= 0) {
+    // dup2 onto itself would keep O_CLOEXEC; stdio (0-2) is already in place, so fd 3 is
+    // free to take.
+    if (init_report < kContainerReportFd) ::_exit(126);
+    if (init_report == kContainerReportFd ? ::fcntl(init_report, F_SETFD, 0) != 0
+                                          : ::dup2(init_report, kContainerReportFd) < 0) {
+      ::_exit(126);
+    }
   }
   if (rt.hide_unified_cgroup && HideUnifiedCgroup() != 0) {
     static const char kMsg[] = "corral: could not hide /sys/fs/cgroup/unified from crun\n";
@@ -110,7 +123,7 @@ void Report(int fd, int32_t kind, int32_t value) {
 
 // The keeper (a forked child; async-signal-safe only, corral may have threads).
 [[noreturn]] void Keeper(const OciRuntime& rt, const Argv& run, const char* pid_file,
-                         int in, int out, int err, int report) {
+                         int in, int out, int err, int init_report, int report) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
     Report(report, kKeeperFailed, errno);
@@ -121,10 +134,12 @@ void Report(int fd, int32_t kind, int32_t value) {
     Report(report, kKeeperFailed, errno);
     ::_exit(0);
   }
-  if (runtime == 0) ExecRuntime(rt, run, in, out, err);
-  // The command's stdio is the container's now: hold no copy (EOF must mean it is done).
+  if (runtime == 0) ExecRuntime(rt, run, in, out, err, init_report);
+  // The command's stdio and the init's report pipe are the container's now: hold no copy
+  // (EOF must mean it is done).
   ::close(out);
   ::close(err);
+  ::close(init_report);
   int status = 0;
   while (::waitpid(runtime, &status, 0) < 0 && errno == EINTR) {
   }
@@ -310,6 +325,31 @@ void FillStartFailure(const OciRuntime& rt, int runtime_status, RunOutcome* o) {
           "): " + (text.empty() ? "its message went to stderr (above); --json captures it" : text)};
 }
 
+// What corral-init reports on its report fd (jail/init/corral_init.c): the command's wait
+// status, or the errno of its failed exec (which comes first when there is one).
+enum InitReportKind : int32_t { kInitWaitStatus = 0, kInitExecErrno = 1 };
+struct InitReport {
+  int32_t kind;
+  int32_t value;
+};
+
+std::optional<InitReport> ReadInitReport(int fd) {
+  InitReport r{};
+  ssize_t n;
+  do {
+    n = ::read(fd, &r, sizeof r);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof r)) return std::nullopt;
+  return r;
+}
+
+// The command could not be executed: as process mode reports a failed execve (exit code
+// 127 for a missing file, 126 otherwise, via the setup error).
+void FillExecFailure(const std::string& argv0, int err, RunOutcome* o) {
+  o->status = RunStatus::kSetupFailed;
+  o->setup_error = jail::SetupFailure{jail::SetupStep::kExecve, err, "execve " + argv0};
+}
+
 }  // namespace
 
 std::vector<std::string> CgroupDirsOf(const std::string& cgroups_path) {
@@ -337,6 +377,11 @@ Result<RunOutcome> RunContainer(const JailSpec& spec, const RunOptions& options)
     return Error(ErrorCode::kUnsupported, "mode container: -t (a terminal) is not supported");
   }
   ASSIGN_OR_RETURN(OciRuntime rt, FindOciRuntime(spec.oci_runtime));
+  auto init = FindInitProgram();
+  if (!init) {
+    return Error(ErrorCode::kNotFound,
+                 "mode container: the container's init: " + init.error().message());
+  }
   RETURN_IF_ERROR(PrepareHostDirs(spec));
 
   const std::string id =
@@ -349,7 +394,7 @@ Result<RunOutcome> RunContainer(const JailSpec& spec, const RunOptions& options)
   if (::mkdir(bundle.c_str(), 0700) != 0) return Error::FromErrno(errno, "mkdir " + bundle);
   const std::string cgroups_path = CgroupsPathFor(spec, id);
   ContainerCleanup cleanup(rt, id, bundle, cgroups_path);
-  RETURN_IF_ERROR(WriteBundle(spec, bundle, cgroups_path));
+  RETURN_IF_ERROR(WriteBundle(spec, bundle, cgroups_path, init->path));
 
   // The command's stdio.
   UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
@@ -369,24 +414,30 @@ Result<RunOutcome> RunContainer(const JailSpec& spec, const RunOptions& options)
   int rp[2];
   if (::pipe2(rp, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe2");
   UniqueFd report_r(rp[0]), report_w(rp[1]);
+  // corral-init's report of the command's end (InitReport below), from inside the container.
+  if (::pipe2(rp, O_CLOEXEC | O_NONBLOCK) != 0) return Error::FromErrno(errno, "pipe2");
+  UniqueFd init_report_r(rp[0]), init_report_w(rp[1]);
 
   std::unique_ptr<SignalGuard> guard;
   if (options.interrupt_fd < 0) guard = std::make_unique<SignalGuard>();
   const int stop_fd = options.interrupt_fd >= 0 ? options.interrupt_fd : guard->fd();
 
   const std::string pid_file = bundle + "/container.pid";
-  Argv run(RuntimeArgv(rt, {"run", "--detach", "--pid-file", pid_file, "--bundle", bundle, id}));
+  Argv run(RuntimeArgv(rt, {"run", "--detach", "--preserve-fds", "1", "--pid-file", pid_file,
+                            "--bundle", bundle, id}));
   const auto start = Clock::now();
   pid_t keeper = ::fork();
   if (keeper < 0) return Error::FromErrno(errno, "fork");
   if (keeper == 0) {
     // The keeper's own copies of the read ends would not hurt, but the output it must
     // not hold is closed inside Keeper once the runtime has it.
-    Keeper(rt, run, pid_file.c_str(), in_fd, cmd_out, cmd_err, report_w.get());
+    Keeper(rt, run, pid_file.c_str(), in_fd, cmd_out, cmd_err, init_report_w.get(),
+           report_w.get());
   }
   out_w.Reset();
   err_w.Reset();
   report_w.Reset();
+  init_report_w.Reset();
 
   RunOutcome outcome;
   outcome.oci_runtime = rt.name;
@@ -507,7 +558,15 @@ Result<RunOutcome> RunContainer(const JailSpec& spec, const RunOptions& options)
   outcome.cpu_system_ms = stats.cpu_system_ms.value_or(0);
   switch (record->kind) {
     case kExited:
-      FillStatus(spec.limits, record->value, timed_out, stats, &outcome);
+      // The init is gone, so what it reported is in the pipe. Without a report (the init
+      // itself was killed: the SIGKILL after the grace, which ended the command with it)
+      // the init's own status is the command's.
+      if (std::optional<InitReport> r = ReadInitReport(init_report_r.get());
+          r && r->kind == kInitExecErrno) {
+        FillExecFailure(spec.argv.empty() ? std::string() : spec.argv[0], r->value, &outcome);
+      } else {
+        FillStatus(spec.limits, r ? r->value : record->value, timed_out, stats, &outcome);
+      }
       break;
     case kRuntimeFailed:
       FillStartFailure(rt, record->value, &outcome);

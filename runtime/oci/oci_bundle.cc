@@ -110,6 +110,22 @@ class Translator {
     return Unexpressible(op);
   }
 
+  // corral-init, bound read-only over an empty file of the (read-only) rootfs.
+  Status AddInit(const std::string& host_path) {
+    const std::string dir = std::string(kContainerInitPath).substr(
+        0, std::string(kContainerInitPath).rfind('/'));
+    if (::mkdir((rootfs_ + dir).c_str(), 0755) != 0 && errno != EEXIST) {
+      return Error::FromErrno(errno, "bundle rootfs: mkdir " + dir);
+    }
+    RETURN_IF_ERROR(WriteAll(rootfs_ + kContainerInitPath, "", 0555));
+    mounts.push_back({{"destination", kContainerInitPath},
+                      {"type", "bind"},
+                      {"source", host_path},
+                      {"options", {"bind", "ro", "nosuid", "nodev"}}});
+    destinations_.push_back(kContainerInitPath);
+    return Ok();
+  }
+
   json mounts = json::array();
   std::vector<std::string> masked_;
   std::vector<std::string> readonly_;
@@ -190,6 +206,14 @@ const char* RlimitName(int resource) {
   return nullptr;
 }
 
+// The process the runtime starts: corral-init, which runs the command (see oci_bundle.h).
+std::vector<std::string> InitArgs(const std::vector<std::string>& command) {
+  std::vector<std::string> args = {kContainerInitPath, "-r", std::to_string(kContainerReportFd),
+                                   "--"};
+  args.insert(args.end(), command.begin(), command.end());
+  return args;
+}
+
 json Namespaces(const NamespaceSpec& ns) {
   json out = json::array({{{"type", "mount"}}});
   if (ns.pid) out.push_back({{"type", "pid"}});
@@ -237,7 +261,7 @@ Status CheckContainerSpec(const JailSpec& spec) {
 }
 
 Result<json> OciConfig(const JailSpec& spec, const std::string& rootfs_dir,
-                       const std::string& cgroups_path) {
+                       const std::string& cgroups_path, const std::string& init_program) {
   // The root layout as a rootless jail would plan it: every bind named by host path.
   jail::JailPlan layout;
   layout.staging_dir = "";
@@ -245,6 +269,7 @@ Result<json> OciConfig(const JailSpec& spec, const std::string& rootfs_dir,
   RETURN_IF_ERROR(AddRootLayout(spec, &layout));
   Translator t(rootfs_dir);
   for (const MountOp& op : layout.mounts) RETURN_IF_ERROR(t.Add(op));
+  RETURN_IF_ERROR(t.AddInit(init_program));
 
   // The command's identity, rlimits, argv, env and cwd, exactly as process mode plans them.
   ASSIGN_OR_RETURN(jail::JailPlan command, PlanExec(spec));
@@ -258,7 +283,7 @@ Result<json> OciConfig(const JailSpec& spec, const std::string& rootfs_dir,
   json process = {
       {"terminal", false},
       {"user", {{"uid", spec.uid}, {"gid", spec.gid}, {"additionalGids", json::array()}}},
-      {"args", command.argv_storage},
+      {"args", InitArgs(command.argv_storage)},
       {"env", command.envp_storage},
       {"cwd", command.workdir},
       {"noNewPrivileges", true},
@@ -291,12 +316,12 @@ Result<json> OciConfig(const JailSpec& spec, const std::string& rootfs_dir,
 }
 
 Status WriteBundle(const JailSpec& spec, const std::string& bundle_dir,
-                   const std::string& cgroups_path) {
+                   const std::string& cgroups_path, const std::string& init_program) {
   const std::string rootfs = bundle_dir + "/rootfs";
   // 0755: it becomes the container's "/", which uid 1000 must be able to search.
   if (::mkdir(rootfs.c_str(), 0755) != 0) return Error::FromErrno(errno, "mkdir " + rootfs);
   if (::chmod(rootfs.c_str(), 0755) != 0) return Error::FromErrno(errno, "chmod " + rootfs);
-  ASSIGN_OR_RETURN(json config, OciConfig(spec, rootfs, cgroups_path));
+  ASSIGN_OR_RETURN(json config, OciConfig(spec, rootfs, cgroups_path, init_program));
   return WriteAll(bundle_dir + "/config.json", config.dump(1), 0600);
 }
 

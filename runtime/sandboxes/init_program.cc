@@ -42,14 +42,19 @@ Result<UniqueFd> OpenTrusted(const std::string& path) {
 
 }  // namespace
 
-Result<UniqueFd> OpenInitProgram() {
+Result<InitProgram> FindInitProgram() {
   std::string tried;
   for (const std::string& path : Candidates()) {
     auto fd = OpenTrusted(path);
-    if (fd) return fd;
+    if (fd) return InitProgram{path, std::move(*fd)};
     tried += (tried.empty() ? "" : "; ") + fd.error().message();
   }
   return Error(ErrorCode::kNotFound, "corral-init not found (" + tried + ")");
+}
+
+Result<UniqueFd> OpenInitProgram() {
+  ASSIGN_OR_RETURN(InitProgram program, FindInitProgram());
+  return std::move(program.fd);
 }
 
 }  // namespace corral::runtime

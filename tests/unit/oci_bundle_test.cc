@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
 #include <set>
 
 #include "runtime/oci/oci_bundle.h"
@@ -102,7 +104,7 @@ TEST(OciConfig, CarriesTheJailSpec) {
   spec.limits.pids = 32;
   spec.limits.cpus = 0.5;
   spec.mounts.push_back({dir.path(), "/work", false});
-  auto c = OciConfig(spec, dir.path(), "/corral/corral-1-0");
+  auto c = OciConfig(spec, dir.path(), "/corral/corral-1-0", "/opt/corral/corral-init");
   ASSERT_TRUE(c.has_value()) << c.error().message();
   const json& j = *c;
 
@@ -116,7 +118,15 @@ TEST(OciConfig, CarriesTheJailSpec) {
     EXPECT_TRUE(j["process"]["capabilities"][set].empty()) << set;
   }
   EXPECT_EQ(j["process"]["noNewPrivileges"], true);
-  EXPECT_EQ(j["process"]["args"], (json{"/bin/echo", "hi"}));
+  // corral-init is PID 1 and runs the command, reporting on fd 3.
+  EXPECT_EQ(j["process"]["args"], (json{"/.corral/init", "-r", "3", "--", "/bin/echo", "hi"}));
+  const json* init = MountAt(j, "/.corral/init");
+  ASSERT_NE(init, nullptr);
+  EXPECT_EQ((*init)["source"], "/opt/corral/corral-init");
+  EXPECT_TRUE(Has((*init)["options"], "ro"));
+  struct stat placeholder;
+  EXPECT_EQ(::stat((dir.path() + "/.corral/init").c_str(), &placeholder), 0)
+      << "the read-only rootfs needs the mount point";
   EXPECT_TRUE(Has(j["process"]["env"], "FOO=bar"));
   EXPECT_TRUE(Has(j["process"]["env"], "HOME=/home/sandbox"));
   EXPECT_EQ(j["process"]["cwd"], "/");
