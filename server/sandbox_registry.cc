@@ -86,8 +86,10 @@ Status SandboxRegistry::Save(const RegistryEntry& entry) const {
   const std::string text = EntryToJson(entry).dump() + "\n";
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return Error::FromErrno(errno, temp);
-  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-      ::fsync(fd.get()) != 0) {
+  // No fsync, as the sandbox store's records (runtime/sandboxes/sandbox_store.cc): the
+  // rename is atomic for any reader, a daemon killed mid-way loses nothing, and a host crash
+  // ends the sandboxes an entry names anyway.
+  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
     int err = errno;
     ::unlink(temp.c_str());
     return Error::FromErrno(err, temp);
