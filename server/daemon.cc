@@ -236,6 +236,7 @@ int RunServe(const ServeOptions& options) {
   // After the server: destroyed before it, so no exec's reply reaches a server that is gone.
   CorralApiOptions corral_options{cfg.spec, cfg.provider.base_dir};
   corral_options.io = &io;
+  corral_options.max_execs = cfg.server.max_execs;
   CorralApi corral_api(std::move(corral_options));
   router->SetCorralApi(&corral_api);
   server.Start();

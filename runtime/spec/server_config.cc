@@ -67,6 +67,8 @@ const std::map<std::string, KeyReader>& Keys() {
        [](auto& n, auto* p, auto* c) { Positive(n, "max_in_flight", p, &c->max_in_flight); }},
       {"max_sandboxes",
        [](auto& n, auto* p, auto* c) { Positive(n, "max_sandboxes", p, &c->max_sandboxes); }},
+      {"max_execs",
+       [](auto& n, auto* p, auto* c) { Positive(n, "max_execs", p, &c->max_execs); }},
       {"shutdown_grace",
        [](auto& n, auto* p, auto* c) { Seconds(n, "shutdown_grace", p, &c->shutdown_grace); }},
       {"access_log", [](auto& n, auto* p, auto* c) { Read(n, "access_log", p, &c->access_log); }},

@@ -35,6 +35,7 @@ struct ServerConfig {
   int max_connections_per_client = 64;   // per peer address (TCP only)
   int max_in_flight = 256;               // requests being handled; beyond: 429
   int max_sandboxes = 1000;              // hard cap; create beyond it: 429
+  int max_execs = 64;                    // corral-API execs and code runs at once; beyond: 429
   double shutdown_grace = 10;            // SIGTERM: seconds in-flight calls may finish
   std::string access_log;                // "" = stderr, "off", or a file path (appended)
   bool metrics_need_key = true;          // GET /metrics requires X-API-Key

@@ -5,11 +5,14 @@
 // daemon actually serves. Root only; leak-checked.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <set>
 #include <thread>
 
 #include "runtime/sandboxes/persistent.h"
 #include "server/corral_api.h"
+#include "server/listen_address.h"
 #include "tests/integration/serve_fixture.h"
 
 namespace corral::test {
@@ -241,6 +244,31 @@ TEST_F(CorralApiTest, ProvisionerSandboxesAndParallelExecs) {
   for (auto& t : threads) t.join();
   for (int i = 0; i < 8; ++i) EXPECT_EQ(outcomes[i]["stdout"], std::to_string(i) + "\n");
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/p1").status, 200);
+}
+
+TEST_F(CorralApiTest, ExecsBeyondMaxExecsGet429WithRetryAfter) {
+  StartDaemon(Config("  max_execs: 1\n"));
+  auto created = Post("/sandboxes", {{"name", "gate1"}, {"idle_timeout", 0}});
+  ASSERT_EQ(created.status, 201) << created.body << DaemonLog();
+  std::thread slow([&] { EXPECT_EQ(Exec("gate1", {{"command", "sleep 3"}}).status, 200); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  auto busy = Curl("POST", Url("/api/corral/v1/sandboxes/gate1/exec"), "", {}, true,
+                   {"--data-binary", json({{"command", "true"}}).dump(), "-D", dir_.Join("headers")});
+  EXPECT_EQ(busy.status, 429) << busy.body;
+  EXPECT_EQ(busy.Json()["error"]["code"], "too_many_execs") << busy.body;
+  std::ifstream in(dir_.Join("headers"));
+  std::stringstream headers;
+  headers << in.rdbuf();
+  EXPECT_NE(server::ToLower(headers.str()).find("retry-after: 1"), std::string::npos)
+      << headers.str();
+  // A code run counts against the same gate.
+  auto code = Post("/sandboxes/gate1/code", {{"code", "print(1)"}});
+  EXPECT_EQ(code.status, 429) << code.body;
+  slow.join();
+  // The slot is free again once the running exec has answered.
+  auto after = Exec("gate1", {{"command", "echo free"}});
+  EXPECT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(after.Json()["stdout"], "free\n");
 }
 
 TEST_F(CorralApiTest, IdleTimeoutRemovesTheSandbox) {
