@@ -110,6 +110,14 @@ bool SandboxManager::Alive(const Managed& m) const {
   return m.init_pid > 0 && runtime::ProcessRunning(m.init_pid, m.start_ticks);
 }
 
+bool SandboxManager::StillRemovable(const std::string& sandbox_id, double min_idle) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sandboxes_.find(sandbox_id);
+  if (it == sandboxes_.end()) return false;
+  if (!Alive(it->second)) return true;
+  return min_idle >= 0 && it->second.in_flight == 0 && IdleSeconds(it->second, Now()) >= min_idle;
+}
+
 double SandboxManager::IdleSeconds(const Managed& m, double now) const {
   double last = std::max(m.last_call, m.entry.created_at);
   if (auto store = runtime::SandboxStore::Open()) {
@@ -119,7 +127,7 @@ double SandboxManager::IdleSeconds(const Managed& m, double now) const {
 }
 
 std::vector<std::string> SandboxManager::Adopt() {
-  std::lock_guard<std::mutex> create(create_mu_);
+  // At start-up, before any request: nothing else touches the sandboxes yet.
   std::vector<std::string> dropped;
   for (RegistryEntry& e : registry_.Load(&dropped)) {
     auto info = runtime::InspectSandbox(e.corral_name);
@@ -179,7 +187,8 @@ void SandboxManager::RemoveLocked(const std::string& sandbox_id, const char* why
   spdlog::info("sandbox {} ({}) removed: {}", sandbox_id, m.entry.corral_name, why);
 }
 
-void SandboxManager::EvictForSoftCapLocked() {
+void SandboxManager::EvictForSoftCap() {
+  std::lock_guard<std::mutex> evicting(evict_mu_);
   const size_t cap = static_cast<size_t>(std::max(1, options_.provider.replicas));
   const double now = Now();
   std::vector<std::pair<double, std::string>> idle;  // (idle seconds, id)
@@ -200,6 +209,8 @@ void SandboxManager::EvictForSoftCapLocked() {
   }
   for (const auto& [seconds, id] : idle) {
     if (live < cap) break;
+    auto held = ids_.TryLock(id);  // being created, deleted or reaped: not ours to evict
+    if (!held || !StillRemovable(id, kEvictMinIdleSeconds)) continue;
     RemoveLocked(id, "evicted: over sandbox.replicas and idle");
     std::lock_guard<std::mutex> lock(mu_);
     ++counts_.evicted;
@@ -208,7 +219,7 @@ void SandboxManager::EvictForSoftCapLocked() {
 }
 
 CreateResult SandboxManager::Create(const CreateParams& params) {
-  std::lock_guard<std::mutex> create(create_mu_);
+  IdLocks::Guard held = ids_.Lock(params.sandbox_id);
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = sandboxes_.find(params.sandbox_id);
@@ -217,16 +228,20 @@ CreateResult SandboxManager::Create(const CreateParams& params) {
     }
   }
   RemoveLocked(params.sandbox_id, "found dead on create");
-  EvictForSoftCapLocked();
+  EvictForSoftCap();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (sandboxes_.size() >= static_cast<size_t>(options_.max_sandboxes)) {
+    if (sandboxes_.size() + creating_ >= static_cast<size_t>(options_.max_sandboxes)) {
       return {429, "sandbox limit reached (server.max_sandboxes = " +
                        std::to_string(options_.max_sandboxes) + "); delete one or retry later",
               {}};
     }
+    ++creating_;
   }
-  return MakeLocked(params);
+  CreateResult result = MakeLocked(params);
+  std::lock_guard<std::mutex> lock(mu_);
+  --creating_;
+  return result;
 }
 
 CreateResult SandboxManager::MakeLocked(const CreateParams& params) {
@@ -327,7 +342,13 @@ std::optional<SandboxView> SandboxManager::Find(const std::string& sandbox_id) {
     if (it == sandboxes_.end()) return std::nullopt;
     if (Alive(it->second)) return SandboxView{sandbox_id, it->second.entry.token, "Running"};
   }
-  std::lock_guard<std::mutex> create(create_mu_);
+  IdLocks::Guard held = ids_.Lock(sandbox_id);
+  if (!StillRemovable(sandbox_id, -1)) {  // re-created meanwhile (or already removed)
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sandboxes_.find(sandbox_id);
+    if (it == sandboxes_.end()) return std::nullopt;
+    return SandboxView{sandbox_id, it->second.entry.token, "Running"};
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++counts_.found_dead;
@@ -354,7 +375,7 @@ std::vector<SandboxView> SandboxManager::List() {
 }
 
 Status SandboxManager::Delete(const std::string& sandbox_id) {
-  std::lock_guard<std::mutex> create(create_mu_);
+  IdLocks::Guard held = ids_.Lock(sandbox_id);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (sandboxes_.count(sandbox_id)) ++counts_.deleted;
@@ -388,7 +409,6 @@ void SandboxManager::EndCall(const std::string& sandbox_id) {
 }
 
 void SandboxManager::Reap() {
-  std::lock_guard<std::mutex> create(create_mu_);
   const double idle_timeout = options_.provider.idle_timeout;
   const double now = Now();
   std::vector<std::pair<std::string, bool>> gone;  // (id, idle rather than dead)
@@ -403,6 +423,8 @@ void SandboxManager::Reap() {
     }
   }
   for (const auto& [id, idle] : gone) {
+    auto held = ids_.TryLock(id);  // being created or deleted right now: next round
+    if (!held || !StillRemovable(id, idle ? idle_timeout : -1)) continue;
     RemoveLocked(id, idle ? "idle longer than sandbox.idle_timeout" : "found dead");
     std::lock_guard<std::mutex> lock(mu_);
     ++(idle ? counts_.reaped_idle : counts_.found_dead);

@@ -19,7 +19,8 @@
 // pool (server/warm_pool.h) and claims it for the thread (runtime/sandboxes/warm_claim.h);
 // a failed claim removes that warm sandbox and falls back to a cold create.
 // Thread-safe; calls that create or remove sandboxes block for milliseconds (run them off
-// the I/O threads). Parent side.
+// the I/O threads). Creates, deletes and reaps of one sandbox_id take turns; those of
+// different ids run at once (IdLocks). Parent side.
 #pragma once
 
 #include <sys/types.h>
@@ -37,6 +38,7 @@
 #include "runtime/spec/provider_config.h"
 #include "runtime/spec/spec.h"
 #include "server/aio_api.h"
+#include "server/id_locks.h"
 #include "server/provision_request.h"
 #include "server/sandbox_registry.h"
 #include "server/warm_pool.h"
@@ -111,12 +113,18 @@ class SandboxManager {
     int in_flight = 0;
   };
   bool Alive(const Managed& m) const;
+  // Whether `sandbox_id` is still there and dead, or (min_idle >= 0) idle for at least
+  // min_idle seconds with no call in flight: checked again once its lock is held, since a
+  // create of the same id may have replaced it after the first look.
+  bool StillRemovable(const std::string& sandbox_id, double min_idle) const;
   double IdleSeconds(const Managed& m, double now) const;
-  // Removes the corral sandbox and the entry; create_mu_ must be held.
+  // Removes the corral sandbox and the entry; the id's lock (ids_) must be held.
   void RemoveLocked(const std::string& sandbox_id, const char* why);
-  void EvictForSoftCapLocked();
+  // Over sandbox.replicas: removes the longest-idle sandboxes whose ids are free to lock.
+  void EvictForSoftCap();
   // waitpid(WNOHANG) on the inits this process spawned: a removed one is our zombie.
   void ReapChildren();
+  // The id's lock held; a slot of max_sandboxes reserved (creating_).
   CreateResult MakeLocked(const CreateParams& params);
   // A warm sandbox claimed as req.name, or nullopt (no pool, none ready, or the claim
   // failed: then the warm one is gone and the caller creates cold).
@@ -126,8 +134,10 @@ class SandboxManager {
   const ManagerOptions options_;
   SandboxRegistry registry_;
   AioApi* aio_;
-  std::mutex create_mu_;  // create, delete and reap, one at a time
-  mutable std::mutex mu_;  // the map and counters
+  IdLocks ids_;            // create, delete and reap of one sandbox_id, one at a time
+  std::mutex evict_mu_;    // one eviction round at a time
+  mutable std::mutex mu_;  // the map, counters and creating_
+  size_t creating_ = 0;    // creates under way: they count against max_sandboxes
   std::map<std::string, Managed> sandboxes_;
   std::set<pid_t> children_;  // inits this process spawned, reaped once they die
   std::unique_ptr<WarmPool> warm_;  // null when sandbox.warm is 0 or it cannot serve the spec

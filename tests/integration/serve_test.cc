@@ -2,6 +2,8 @@
 // persistent sandboxes. The provisioner flow, auth, tokens, Host checks, bad input, limits,
 // restart adoption after kill -9, and SIGTERM. Root only; leak-checked.
 #include <gtest/gtest.h>
+#include <set>
+#include <thread>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -67,6 +69,53 @@ TEST_F(ServeTest, ProvisionerFlow) {
   EXPECT_NE(log.str().find("\"route\":\"/sandboxes/{id}/{token}/v1/sandbox\""), std::string::npos)
       << log.str();
   EXPECT_EQ(log.str().find(url.substr(prefix.size())), std::string::npos) << "token in the log";
+}
+
+// Creates of different sandbox_ids run at once; creates of one id take turns and stay
+// idempotent (the same URL for every caller, one corral sandbox).
+TEST_F(ServeTest, ConcurrentCreatesAreIdempotentPerId) {
+  StartDaemon(Config());
+  constexpr int kCallers = 6;
+  std::vector<std::string> same(kCallers), distinct(kCallers);
+  std::vector<int> same_status(kCallers), distinct_status(kCallers);
+  auto create = [&](const std::string& id, const std::string& thread) {
+    // The body inline: the fixture's Api writes bodies to one shared file.
+    return Curl("POST", Url("/api/sandboxes"), "", {"Content-Type: application/json"}, true,
+                {"--data-binary", CreateBody(id, thread)});
+  };
+  std::vector<std::thread> callers;
+  for (int i = 0; i < kCallers; ++i) {
+    callers.emplace_back([&, i] {
+      auto a = create("same1", "t-same");
+      same_status[i] = a.status;
+      if (a.status == 200) same[i] = a.Json()["sandbox_url"];
+    });
+    callers.emplace_back([&, i] {
+      auto a = create("many" + std::to_string(i), "t-many" + std::to_string(i));
+      distinct_status[i] = a.status;
+      if (a.status == 200) distinct[i] = a.Json()["sandbox_url"];
+    });
+  }
+  for (auto& t : callers) t.join();
+  for (int i = 0; i < kCallers; ++i) {
+    EXPECT_EQ(same_status[i], 200) << DaemonLog();
+    EXPECT_EQ(same[i], same[0]) << "one sandbox, one URL, whoever created it";
+    EXPECT_EQ(distinct_status[i], 200) << DaemonLog();
+  }
+  EXPECT_EQ(std::set<std::string>(distinct.begin(), distinct.end()).size(), size_t{kCallers});
+  EXPECT_EQ(Api("GET", "/api/sandboxes").Json()["count"], kCallers + 1);
+  auto ps = RunCorral({"ps"});
+  ASSERT_TRUE(ps && ps->exit_code == 0);
+  EXPECT_NE(ps->out.find("df-same1"), std::string::npos) << ps->out;
+  for (int i = 0; i < kCallers; ++i) {
+    auto shell = Curl("POST", distinct[i] + "/v1/shell/exec", "", {"Content-Type: application/json"},
+                      false, {"--data-binary", R"({"command":"echo ok"})"});
+    EXPECT_EQ(shell.Json()["data"]["output"], "ok\n") << shell.body;
+  }
+  for (int i = 0; i < kCallers; ++i) {
+    EXPECT_EQ(Api("DELETE", "/api/sandboxes/many" + std::to_string(i)).status, 200);
+  }
+  EXPECT_EQ(Api("DELETE", "/api/sandboxes/same1").status, 200);
 }
 
 TEST_F(ServeTest, EveryApiPathNeedsTheKey) {
