@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <thread>
 #include <utility>
 
 #include "jail/child.h"
@@ -137,12 +138,36 @@ Result<JailProcess> Spawn(const SpawnRequest& request) {
   UniqueFd status_parent(status[0]), status_child(status[1]);
 
   int pidfd = -1;
-  pid_t pid = CloneJail(request, &pidfd);
-  if (pid < 0) return Error::FromErrno(errno, "clone jail");
-  if (pid == 0) {
-    ::close(setup_parent.get());
-    ::close(status_parent.get());
-    RunJailChild(request, setup_child.get(), status_child.get());
+  int clone_errno = 0;
+  auto clone_and_run = [&]() -> pid_t {
+    pid_t child = CloneJail(request, &pidfd);
+    clone_errno = errno;
+    if (child == 0) {
+      ::close(setup_parent.get());
+      ::close(status_parent.get());
+      RunJailChild(request, setup_child.get(), status_child.get());
+    }
+    return child;
+  };
+  pid_t pid = -1;
+  if (request.plan->user_ns.enabled && request.plan->net_ns_fd >= 0) {
+    // A child in a user namespace of its own has no CAP_SYS_ADMIN over a network namespace
+    // the host's user namespace owns (the proxy's: runtime/net/netproxy_launch.h), so it
+    // cannot setns() there. It is cloned instead from a short-lived thread that joined it:
+    // a network namespace is per thread, and a clone without CLONE_NEWNET starts in its
+    // caller's. Our own threads never change namespace.
+    std::thread joiner([&] {
+      if (::setns(request.plan->net_ns_fd, CLONE_NEWNET) != 0) {
+        clone_errno = errno;
+        return;
+      }
+      pid = clone_and_run();
+    });
+    joiner.join();
+    if (pid < 0) return Error::FromErrno(clone_errno, "clone jail in its network namespace");
+  } else {
+    pid = clone_and_run();
+    if (pid < 0) return Error::FromErrno(clone_errno, "clone jail");
   }
   JailProcess jail(pid, UniqueFd(pidfd), std::move(setup_parent), std::move(status_parent));
   if (request.plan->user_ns.enabled) {

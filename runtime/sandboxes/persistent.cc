@@ -25,6 +25,7 @@
 #include "runtime/spec/config.h"
 #include "runtime/sandboxes/init_program.h"
 #include "runtime/run/jail_cgroup.h"
+#include "runtime/run/identity.h"
 #include "runtime/run/landlock_plan.h"
 #include "runtime/run/phase_trace.h"
 #include "runtime/run/planner.h"
@@ -209,8 +210,15 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   record.idle_timeout_seconds = request.idle_timeout_seconds;
   record.spec = request.spec;
   record.spec.argv = {"corral-init"};  // the init; execs bring their own argv
+  // Its reserved host id stays the same when it is re-created under this name
+  // (runtime/run/identity.h; a user_data_dir, when set, is the key instead).
+  record.spec.identity_key = record.name;
   RETURN_IF_ERROR(ValidateSpec(record.spec));
   RETURN_IF_ERROR(RequireProcessMode(record.spec, "persistent sandboxes"));
+  // Pinned in the record: execs and host-side file access must keep the ids the init got,
+  // even if a range is reserved (or the config changes) while it runs.
+  ASSIGN_OR_RETURN(const HostIdentity identity, ResolveIdentity(record.spec));
+  if (identity.mode != "rootless") record.spec.identity = identity.mode;
   for (const auto& w : WeakenedIsolation(record.spec)) spdlog::warn("{}", w);
   for (const auto& w : MountHints(record.spec)) spdlog::warn("{}", w);
   RETURN_IF_ERROR(store.Claim(record.name));
@@ -265,6 +273,8 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
     launch.never = request.network_never;
     ASSIGN_OR_RETURN(network, net::NetworkService::StartForSandbox(record.spec, init.pid(), launch));
   }
+  // With a user namespace (a reserved identity), an exec joins it too: its uid 1000 is
+  // then the sandbox's host id, not the host's uid 1000.
   record.ns_flags = NamespaceFlags(record.spec.namespaces) |
                     (record.spec.namespaces.cgroup ? CLONE_NEWCGROUP : 0) |
                     (plan.user_ns.enabled ? CLONE_NEWUSER : 0);
@@ -413,6 +423,7 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   RunOutcome outcome;
   outcome.captured = request.io.capture_output;
   outcome.landlock = LandlockOutcomeOf(plan.landlock);
+  outcome.identity = IdentityOutcomeFor(spec);
   StopSources stops(request.io);
   ASSIGN_OR_RETURN(jail::JailProcess command,
                    SpawnExec(record, init_pidfd.get(), plan, exec_cg.get(), io.child_stdin(),
@@ -489,6 +500,7 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
   RunOutcome outcome;
   outcome.captured = request.io.capture_output;
   outcome.landlock = LandlockOutcomeOf(slot->plan.landlock);
+  outcome.identity = IdentityOutcomeFor(spec);
   outcome.pooled = true;
   StopSources stops(request.io);
   // If this fails the slot is gone: its setup record, read while supervising, says why.
