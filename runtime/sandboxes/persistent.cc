@@ -339,9 +339,9 @@ Result<jail::JailProcess> SpawnExec(const SandboxRecord& record, int init_pidfd,
   enter.stderr_fd = stderr_fd;
   enter.deferred_command = deferred;
   enter.child_subreaper = child_subreaper;
-  if (exec_cg) {
+  if (exec_cg) {  // both: which one is used depends on the path (jail/enter.h)
     enter.cgroup_fd = exec_cg->clone_into_fd();
-    if (enter.cgroup_fd < 0) enter.cgroup_attach_fds = exec_cg->attach_fds();
+    enter.cgroup_attach_fds = exec_cg->attach_fds();
   }
   return jail::SpawnInto(enter);
 }
