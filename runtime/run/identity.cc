@@ -206,6 +206,13 @@ Result<HostIdentity> ResolveIdentity(const JailSpec& spec, const IdFiles& files)
   return id;
 }
 
+Status PinIdentity(const std::string& sandbox_name, JailSpec* spec) {
+  spec->identity_key = sandbox_name;
+  ASSIGN_OR_RETURN(const HostIdentity id, ResolveIdentity(*spec));
+  if (id.mode != "rootless") spec->identity = id.mode;
+  return Ok();
+}
+
 std::optional<IdentityOutcome> IdentityOutcomeFor(const JailSpec& spec) {
   auto id = ResolveIdentity(spec);
   if (!id) return std::nullopt;

@@ -81,6 +81,12 @@ struct HostIdentity {
 // as is a range that overlaps an account (auto too: the line says the operator meant it).
 Result<HostIdentity> ResolveIdentity(const JailSpec& spec, const IdFiles& files = IdFiles());
 
+// What a persistent sandbox's record keeps (corral create, a claimed warm sandbox): the
+// key of its slot (its name; a user_data_dir, when set, is the key instead) and the mode
+// its identity resolved to, so that its execs and host-side file access keep the ids its
+// init got even if a range is reserved (or the config changes) while it runs.
+Status PinIdentity(const std::string& sandbox_name, JailSpec* spec);
+
 // For the outcome JSON; unset when the identity cannot be resolved (the run fails then).
 std::optional<IdentityOutcome> IdentityOutcomeFor(const JailSpec& spec);
 

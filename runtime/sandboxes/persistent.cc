@@ -210,15 +210,11 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   record.idle_timeout_seconds = request.idle_timeout_seconds;
   record.spec = request.spec;
   record.spec.argv = {"corral-init"};  // the init; execs bring their own argv
-  // Its reserved host id stays the same when it is re-created under this name
-  // (runtime/run/identity.h; a user_data_dir, when set, is the key instead).
-  record.spec.identity_key = record.name;
   RETURN_IF_ERROR(ValidateSpec(record.spec));
   RETURN_IF_ERROR(RequireProcessMode(record.spec, "persistent sandboxes"));
-  // Pinned in the record: execs and host-side file access must keep the ids the init got,
-  // even if a range is reserved (or the config changes) while it runs.
-  ASSIGN_OR_RETURN(const HostIdentity identity, ResolveIdentity(record.spec));
-  if (identity.mode != "rootless") record.spec.identity = identity.mode;
+  // Its reserved host id stays the same when it is re-created under this name, and the
+  // record keeps the identity its init gets (runtime/run/identity.h).
+  RETURN_IF_ERROR(PinIdentity(record.name, &record.spec));
   for (const auto& w : WeakenedIsolation(record.spec)) spdlog::warn("{}", w);
   for (const auto& w : MountHints(record.spec)) spdlog::warn("{}", w);
   RETURN_IF_ERROR(store.Claim(record.name));
