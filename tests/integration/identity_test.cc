@@ -11,6 +11,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "base/files.h"
 #include "runtime/run/identity.h"
@@ -127,6 +128,19 @@ TEST_F(IdentityTest, RootRunWritesAsAReservedIdThatNoAccountHas) {
   EXPECT_EQ(id.value("mode", ""), "reserved") << run.Describe();
   EXPECT_EQ(id.value("uid", 0), 1000);
   EXPECT_EQ(id.value("host_uid", 0u), owner);
+}
+
+// The jail's user namespace maps two ids, nothing else: 0 (its setup and init: host root)
+// and the command's 1000 (slot 0 of the range, for a one-shot run).
+TEST_F(IdentityTest, RootModeMapsOnlyRootAndTheCommandsId) {
+  JailRun run;
+  ASSERT_NO_FATAL_FAILURE(RunSh({}, "cat /proc/self/uid_map /proc/self/gid_map", &run));
+  std::istringstream in(run.outcome.value("stdout", ""));
+  std::vector<long> numbers;
+  for (long n; in >> n;) numbers.push_back(n);
+  const long uid = range_.uids.start, gid = range_.gids.start;
+  EXPECT_EQ(numbers, (std::vector<long>{0, 0, 1, 1000, uid, 1, 0, 0, 1, 1000, gid, 1}))
+      << run.Describe();
 }
 
 TEST_F(IdentityTest, HostPsShowsTheSandboxProcessUnderItsReservedId) {
