@@ -1,5 +1,6 @@
 // `corral setup ids [--start N] [--count N]`: reserves the host ids that root-mode jails run
 // as (runtime/run/identity.h). Idempotent: a second run reports the existing reservation.
+// `corral setup ids --remove` undoes it.
 #include <unistd.h>
 
 #include <cstdio>
@@ -26,14 +27,19 @@ void AddSetupCommand(CLI::App& app, int* exit_code) {
   ids->add_option("--count", *count,
                   "how many ids (default " + std::to_string(runtime::kDefaultReservedCount) +
                       "; id 0 of the range is shared by one-shot runs)");
-  ids->callback([start, count, exit_code] {
+  auto remove = std::make_shared<bool>(false);
+  ids->add_flag("--remove", *remove,
+                "drop corral's lines instead (files sandboxes wrote keep their owners)")
+      ->excludes(ids->get_option("--start"))
+      ->excludes(ids->get_option("--count"));
+  ids->callback([start, count, remove, exit_code] {
     if (::geteuid() != 0) {
       std::fprintf(stderr, "corral setup ids: must run as root (it edits /etc/subuid and "
                            "/etc/subgid)\n");
       *exit_code = 1;
       return;
     }
-    auto done = runtime::ReserveRange(*start, *count);
+    auto done = *remove ? runtime::ReleaseRange() : runtime::ReserveRange(*start, *count);
     if (!done) {
       std::fprintf(stderr, "corral setup ids: %s\n", done.error().message().c_str());
       *exit_code = 1;

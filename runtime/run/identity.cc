@@ -293,13 +293,9 @@ class ShadowLock {
   bool held_ = false;
 };
 
-// FILE gets `line` appended, by writing FILE+ and renaming it over FILE (mode 0644, as
-// shadow keeps these files).
-Status AppendByRename(const std::string& path, const std::string& line) {
-  auto old = ReadFile(path);
-  std::string text = old ? *old : "";
-  if (!text.empty() && text.back() != '\n') text += '\n';
-  text += line + "\n";
+// FILE becomes `text`, by writing FILE+ and renaming it over FILE (mode 0644, as shadow
+// keeps these files), so a reader sees the old file or the new one, never half of one.
+Status ReplaceByRename(const std::string& path, const std::string& text) {
   std::string temp = path + "+";
   RETURN_IF_ERROR(CreateFile(temp, text));
   if (::chmod(temp.c_str(), 0644) != 0 || ::rename(temp.c_str(), path.c_str()) != 0) {
@@ -310,7 +306,45 @@ Status AppendByRename(const std::string& path, const std::string& line) {
   return Ok();
 }
 
+Status AppendByRename(const std::string& path, const std::string& line) {
+  auto old = ReadFile(path);
+  std::string text = old ? *old : "";
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  return ReplaceByRename(path, text + line + "\n");
+}
+
+// FILE without its corral lines; false when it had none (and is left alone).
+Result<bool> DropCorralLines(const std::string& path) {
+  auto old = ReadFile(path);
+  if (!old) return false;  // no file: nothing reserved in it
+  std::string kept;
+  bool dropped = false;
+  for (std::string_view line : Lines(*old)) {
+    if (Fields(line)[0] == kReservedRangeName) {
+      dropped = true;
+      continue;
+    }
+    kept.append(line).push_back('\n');
+  }
+  if (!dropped) return false;
+  RETURN_IF_ERROR(ReplaceByRename(path, kept));
+  return true;
+}
+
 }  // namespace
+
+Result<std::string> ReleaseRange(const IdFiles& files) {
+  ASSIGN_OR_RETURN(ShadowLock uid_lock, ShadowLock::Take(files.subuid));
+  ASSIGN_OR_RETURN(ShadowLock gid_lock, ShadowLock::Take(files.subgid));
+  ASSIGN_OR_RETURN(const bool from_uids, DropCorralLines(files.subuid));
+  ASSIGN_OR_RETURN(const bool from_gids, DropCorralLines(files.subgid));
+  if (!from_uids && !from_gids) return std::string("no id range was reserved for corral");
+  return "removed corral's id range from " +
+         (from_uids && from_gids ? files.subuid + " and " + files.subgid
+                                 : (from_uids ? files.subuid : files.subgid)) +
+         "; files sandboxes wrote keep their owners, and root-mode jails now run as host "
+         "uid 1000 (identity: auto)";
+}
 
 Result<std::string> ReserveRange(std::optional<uint32_t> start, std::optional<uint32_t> count,
                                  const IdFiles& files) {

@@ -99,4 +99,8 @@ jail::UserNamespacePlan ReservedUserNamespace(const JailSpec& spec, const HostId
 Result<std::string> ReserveRange(std::optional<uint32_t> start, std::optional<uint32_t> count,
                                  const IdFiles& files = IdFiles());
 
+// `corral setup ids --remove`: drops corral's lines from both files, under the same locks.
+// Files written under the range keep their owners. Returns what it did, for the user.
+Result<std::string> ReleaseRange(const IdFiles& files = IdFiles());
+
 }  // namespace corral::runtime

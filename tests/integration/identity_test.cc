@@ -2,7 +2,8 @@
 // seen from the host: file owners, `ps`, a persistent sandbox re-created, identity: host-uid.
 //
 // Also the reservation every integration test runs with: a fresh CI machine has none, so
-// this binary makes it (`corral setup ids`, idempotent) before any test, as root.
+// this binary makes it (`corral setup ids`) before any test, as root, and removes it after
+// the last one (`corral setup ids --remove`) if it was not there before.
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -25,13 +26,30 @@ class ReservedIdsEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
     if (::geteuid() != 0) return;
+    auto subuid = ReadFile("/etc/subuid");
+    auto subgid = ReadFile("/etc/subgid");
+    if (runtime::FindReservedRange(subuid ? *subuid : "", subgid ? *subgid : "")) return;
     Result<RunResult> r = RunCorral({"setup", "ids"});
     if (!r || r->exit_code != 0) {
       // Not fatal here: identity tests then fail with this, the others run host-uid.
       std::fprintf(stderr, "corral setup ids failed: %s\n",
                    r ? r->Describe().c_str() : r.error().message().c_str());
+      return;
+    }
+    added_ = true;
+  }
+  // The host's files as they were (an operator's own reservation stays).
+  void TearDown() override {
+    if (!added_) return;
+    Result<RunResult> r = RunCorral({"setup", "ids", "--remove"});
+    if (!r || r->exit_code != 0) {
+      std::fprintf(stderr, "corral setup ids --remove failed: %s\n",
+                   r ? r->Describe().c_str() : r.error().message().c_str());
     }
   }
+
+ private:
+  bool added_ = false;
 };
 [[maybe_unused]] ::testing::Environment* const kReservedIds =
     ::testing::AddGlobalTestEnvironment(new ReservedIdsEnvironment);

@@ -192,6 +192,21 @@ TEST(ReserveRange, RefusesARangeWithAnAccountAndWritesNothing) {
   EXPECT_EQ(*ReadFile(etc.files.subgid), "");
 }
 
+TEST(ReleaseRange, DropsOnlyCorralsLinesAndSaysSoWhenThereWereNone) {
+  FakeEtc etc("alice:100000:65536\ncorral:1879048192:65536\nbob:200000:65536\n",
+              "corral:1879048192:65536\nalice:100000:65536\n");
+  auto done = ReleaseRange(etc.files);
+  ASSERT_TRUE(done) << done.error().message();
+  EXPECT_NE(done->find("removed"), std::string::npos) << *done;
+  EXPECT_EQ(*ReadFile(etc.files.subuid), "alice:100000:65536\nbob:200000:65536\n");
+  EXPECT_EQ(*ReadFile(etc.files.subgid), "alice:100000:65536\n");
+  EXPECT_FALSE(std::filesystem::exists(etc.files.subuid + ".lock"));
+  auto again = ReleaseRange(etc.files);
+  ASSERT_TRUE(again) << again.error().message();
+  EXPECT_NE(again->find("no id range"), std::string::npos) << *again;
+  EXPECT_EQ(*ReadFile(etc.files.subuid), "alice:100000:65536\nbob:200000:65536\n");
+}
+
 TEST(ReserveRange, AHeldLockIsRespected) {
   FakeEtc etc("", "");
   ASSERT_TRUE(etc.dir.WriteFile("subuid.lock", "1"));  // pid 1 is alive
