@@ -8,6 +8,7 @@
 #include "cli/jail_flags.h"
 #include "runtime/host/check_report.h"
 #include "runtime/host/host_info.h"
+#include "runtime/run/identity.h"
 
 namespace corral::cli {
 
@@ -29,6 +30,13 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
       std::cerr << "corral check: probing the host: " << host.error().message() << "\n";
       *exit_code = 1;
       return;
+    }
+    // Who the jail's ids would be on the host (runtime/run/identity.h).
+    runtime::IdentityCheck& identity = host->identity.emplace();
+    if (auto id = runtime::ResolveIdentity(spec)) {
+      identity = {id->mode, id->uid, id->gid, id->note, ""};
+    } else {
+      identity.error = id.error().message();
     }
     const bool defaults = spec == runtime::JailSpec{};
     const bool can_run = runtime::EvaluateHost(*host, spec).can_run;

@@ -35,6 +35,9 @@ void AddJailFlags(CLI::App* run, JailFlags* f) {
   run->add_option("--hostname", f->hostname, "hostname inside the jail (default sandbox)");
   run->add_flag("--rootless", f->rootless,
                "a user namespace for the jail even as root (always on for non-root callers)");
+  run->add_option("--identity", f->identity,
+                  "who the jail's uid 1000 is on the host as root: auto (default: a reserved "
+                  "id where corral setup ids made a range) | reserved | host-uid");
   run->add_option("--user", f->user, "UID[:GID] inside the jail (default 1000:1000)");
   run->add_option("--seccomp", f->seccomp, "default | strict | unconfined | /path/profile.json");
   run->add_option("--network", f->network,
@@ -201,6 +204,7 @@ void ApplyFlags(const JailFlags& f, runtime::JailSpec* spec, std::vector<std::st
   a.Set(f.acp_workspace, {"--acp-workspace"}, "acp_workspace_dir", &spec->acp_workspace_dir);
   a.Set(f.workdir, {"-w", "--workdir"}, "workdir", &spec->workdir);
   a.Set(f.hostname, {"--hostname"}, "hostname", &spec->hostname);
+  a.Set(f.identity, {"--identity"}, "identity", &spec->identity);
   a.Set(f.seccomp, {"--seccomp"}, "seccomp", &spec->seccomp_profile);
   if (f.user) {
     auto ids = runtime::ParseUserFlag(*f.user);

@@ -16,7 +16,7 @@ namespace corral::cli {
 struct JailFlags {
   std::string config;
   std::optional<std::string> rootfs, skills, user_data, acp_workspace, workdir, hostname, user,
-      seccomp, memory, output_limit, tmp_size;
+      seccomp, memory, output_limit, tmp_size, identity;
   std::optional<double> cpus, timeout;
   std::optional<int64_t> pids, cpu_time;
   std::optional<std::string> mode, oci_runtime;  // process | container; auto | crun | runc

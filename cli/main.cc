@@ -36,6 +36,7 @@ void AddCommands(CLI::App& app, std::string_view first_arg, int* exit_code) {
       {{"serve"}, AddServeCommand},
       {{"version"}, AddVersionCommand},
       {{"code"}, AddCodeCommand},
+      {{"setup"}, AddSetupCommand},
       {{"config"}, AddConfigCommand},
   };
   for (const CommandGroup& group : kGroups) {

@@ -57,7 +57,9 @@ bool SetUpUtsAndNet(const JailPlan& plan, int setup_fd) {
     ReportSetupFailure(setup_fd, SetupStep::kHostname, errno, "sethostname");
     return false;
   }
-  if (plan.net_ns_fd >= 0 && ::setns(plan.net_ns_fd, CLONE_NEWNET) != 0) {
+  // With a user namespace the clone was made inside it already (jail/spawn.cc).
+  if (plan.net_ns_fd >= 0 && !plan.user_ns.enabled &&
+      ::setns(plan.net_ns_fd, CLONE_NEWNET) != 0) {
     ReportSetupFailure(setup_fd, SetupStep::kNetwork, errno, "setns(network namespace)");
     return false;
   }

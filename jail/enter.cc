@@ -24,8 +24,9 @@ namespace corral::jail {
 
 namespace {
 
-// Steps 1 of a child entering the sandbox: what it holds, its lifeline, its stdio, its
-// cgroup. False (reported) on failure.
+// Steps 1 of a child entering the sandbox: what it holds, its lifeline, its stdio. False
+// (reported) on failure. The cgroup is joined by the process that becomes the command
+// (JoinExecCgroup), never by the user-namespace intermediate.
 bool PrepareEntrant(const EnterRequest& r, int setup_fd, int status_fd, int handoff_fd) {
   KeepFds keep;
   for (int fd : {setup_fd, status_fd, handoff_fd, r.stdin_fd, r.stdout_fd, r.stderr_fd,
@@ -38,8 +39,16 @@ bool PrepareEntrant(const EnterRequest& r, int setup_fd, int status_fd, int hand
     ReportSetupFailure(setup_fd, SetupStep::kLifeline, errno, "PR_SET_PDEATHSIG");
     return false;
   }
-  return RedirectStdio(r.stdin_fd, r.stdout_fd, r.stderr_fd, setup_fd) &&
-         JoinCgroupThroughFds(r.cgroup_attach_fds, setup_fd);
+  return RedirectStdio(r.stdin_fd, r.stdout_fd, r.stderr_fd, setup_fd);
+}
+
+// The command's way into the exec's cgroup when it was not cloned into it: it writes "0"
+// into each cgroup.procs fd the parent opened. The kernel checks such a write against the
+// opener's credentials and cgroup namespace, so it works from inside the sandbox's
+// namespaces too. A migration is not held to pids.max (only a fork is), so a command can
+// still start in a sandbox whose processes fill its pids limit, as on the direct path.
+bool JoinExecCgroup(const EnterRequest& r, int setup_fd) {
+  return JoinCgroupThroughFds(r.cgroup_attach_fds, setup_fd);
 }
 
 // Step 3, inside the sandbox's namespaces: its root, then the hardening and the command.
@@ -92,6 +101,7 @@ bool PrepareEntrant(const EnterRequest& r, int setup_fd, int status_fd, int hand
 [[noreturn]] void RunEnterChild(const EnterRequest& r, int setup_fd, int status_fd,
                                 bool early_seccomp) {
   if (!PrepareEntrant(r, setup_fd, status_fd, -1)) ::_exit(kSetupFailedExit);
+  if (r.cgroup_fd < 0 && !JoinExecCgroup(r, setup_fd)) ::_exit(kSetupFailedExit);
   unsigned flags = r.ns_flags & ~static_cast<unsigned>(CLONE_NEWPID);
   if (flags != 0 && ::setns(r.init_pidfd, static_cast<int>(flags)) != 0) {
     ReportSetupFailure(setup_fd, SetupStep::kMount, errno, "setns into the sandbox");
@@ -109,6 +119,11 @@ bool PrepareEntrant(const EnterRequest& r, int setup_fd, int status_fd, int hand
 // command with CLONE_PARENT, so that the command is the parent's own child as in the
 // other path (waited for and reaped directly, its parent-death signal tied to the
 // parent), hands its pid and pidfd over `handoff_fd`, and exits.
+//
+// The intermediate stays out of the exec's cgroup: were it in, its clone of the command
+// would be a fork charged to that cgroup, refused (EAGAIN) once the sandbox's processes
+// fill its pids limit, and it would count one process more while it lives. The command
+// joins the cgroup itself, first thing (JoinExecCgroup).
 [[noreturn]] void RunUserNsIntermediate(const EnterRequest& r, int setup_fd, int status_fd,
                                         int handoff_fd, bool early_seccomp) {
   if (!PrepareEntrant(r, setup_fd, status_fd, handoff_fd)) ::_exit(kSetupFailedExit);
@@ -130,6 +145,7 @@ bool PrepareEntrant(const EnterRequest& r, int setup_fd, int status_fd, int hand
       ReportSetupFailure(setup_fd, SetupStep::kLifeline, errno, "PR_SET_PDEATHSIG");
       ::_exit(kSetupFailedExit);
     }
+    if (!JoinExecCgroup(r, setup_fd)) ::_exit(kSetupFailedExit);
     RunInSandbox(r, setup_fd, status_fd, early_seccomp);
   }
   if (pid < 0) {
@@ -197,11 +213,7 @@ Result<JailProcess> SpawnThroughUserNamespace(const EnterRequest& r, UniqueFd se
   int pidfd = -1;
   args.flags = CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
-  if (r.cgroup_fd >= 0) {  // the command inherits it
-    args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<uint64_t>(r.cgroup_fd);
-  }
+  args.exit_signal = SIGCHLD;  // in our own cgroup: see RunUserNsIntermediate
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pid == 0) {
     ::close(setup_parent.get());

@@ -15,7 +15,8 @@
 // pidfd, which the kernel performs user namespace first (an unprivileged caller may join
 // a user namespace it owns), then the others; it clones the command with CLONE_PARENT (so
 // the command is still the parent's own child), hands its pid and pidfd back, and exits.
-// One more clone than the other path.
+// One more clone than the other path. The intermediate stays in the caller's cgroup; the
+// command joins the exec's through cgroup_attach_fds.
 #pragma once
 
 #include <sys/syscall.h>
@@ -46,8 +47,12 @@ struct EnterRequest {
   int stdin_fd = 0;
   int stdout_fd = 1;
   int stderr_fd = 2;
-  int cgroup_fd = -1;                  // v2: clone3(CLONE_INTO_CGROUP)
-  std::vector<int> cgroup_attach_fds;  // v1: the child writes "0" into each
+  // The exec's cgroup. v2: cgroup_fd for clone3(CLONE_INTO_CGROUP), used where the
+  // command is our direct clone. cgroup_attach_fds (its cgroup.procs, one per v1
+  // hierarchy): the command writes "0" into each when it was not cloned into cgroup_fd —
+  // always on v1, and on the user-namespace path, so set both on v2.
+  int cgroup_fd = -1;
+  std::vector<int> cgroup_attach_fds;
   // An exec slot: the child joins the cgroup and the namespaces, takes on the sandbox's
   // identity (HardenIdentity; and the seccomp filter if it allows every call the slot
   // still makes), sends one byte on the status channel, then waits there for its command,

@@ -22,7 +22,9 @@ bool BringUpLoopback(int report_fd) {
   std::memset(&req, 0, sizeof req);
   std::memcpy(req.ifr_name, "lo", 3);
   bool ok = ::ioctl(sock, SIOCGIFFLAGS, &req) == 0;
-  if (ok) {
+  // Up already in a namespace the proxy prepared, where a jail with a user namespace of
+  // its own may not change it (no CAP_NET_ADMIN over that namespace).
+  if (ok && (req.ifr_flags & IFF_UP) == 0) {
     req.ifr_flags = static_cast<short>(req.ifr_flags | IFF_UP | IFF_RUNNING);
     ok = ::ioctl(sock, SIOCSIFFLAGS, &req) == 0;
   }

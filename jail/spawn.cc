@@ -1,5 +1,6 @@
 #include "jail/spawn.h"
 
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -137,16 +138,44 @@ Result<JailProcess> Spawn(const SpawnRequest& request) {
   UniqueFd status_parent(status[0]), status_child(status[1]);
 
   int pidfd = -1;
-  pid_t pid = CloneJail(request, &pidfd);
-  if (pid < 0) return Error::FromErrno(errno, "clone jail");
-  if (pid == 0) {
-    ::close(setup_parent.get());
-    ::close(status_parent.get());
-    RunJailChild(request, setup_child.get(), status_child.get());
+  int clone_errno = 0;
+  auto clone_and_run = [&]() -> pid_t {
+    pid_t child = CloneJail(request, &pidfd);
+    clone_errno = errno;
+    if (child == 0) {
+      ::close(setup_parent.get());
+      ::close(status_parent.get());
+      RunJailChild(request, setup_child.get(), status_child.get());
+    }
+    return child;
+  };
+  pid_t pid = -1;
+  int back_errno = 0;
+  if (request.plan->user_ns.enabled && request.plan->net_ns_fd >= 0) {
+    // A child in a user namespace of its own has no CAP_SYS_ADMIN over a network namespace
+    // the host's user namespace owns (the proxy's: runtime/net/netproxy_launch.h), so it
+    // cannot setns() there. It is cloned in it instead: this thread joins it for the clone
+    // (a network namespace is per thread, and a clone without CLONE_NEWNET starts in its
+    // caller's) and goes back at once, as SpawnInto does with its PID namespace. Not from a
+    // helper thread: the child's parent-death signal follows the thread that cloned it,
+    // and would kill the jail when that thread ended.
+    UniqueFd own_net(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (!own_net) return Error::FromErrno(errno, "open /proc/thread-self/ns/net");
+    if (::setns(request.plan->net_ns_fd, CLONE_NEWNET) != 0) {
+      return Error::FromErrno(errno, "setns into the jail's network namespace");
+    }
+    pid = clone_and_run();
+    if (::setns(own_net.get(), CLONE_NEWNET) != 0) back_errno = errno;
+  } else {
+    pid = clone_and_run();
   }
+  if (pid < 0) return Error::FromErrno(clone_errno, "clone jail");
+  // On failure below `jail` is destroyed: the waiting child is killed and reaped.
   JailProcess jail(pid, UniqueFd(pidfd), std::move(setup_parent), std::move(status_parent));
+  if (back_errno != 0) {
+    return Error::FromErrno(back_errno, "setns back to corral's network namespace");
+  }
   if (request.plan->user_ns.enabled) {
-    // On failure `jail` is destroyed: the waiting child is killed and reaped.
     Status mapped = WriteIdMaps(pid, request.plan->user_ns);
     if (!mapped) return mapped.error().WithContext("user namespace id maps");
     RETURN_IF_ERROR(SignalIdMapsWritten(jail.setup_fd()));

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "runtime/run/identity.h"
 #include "runtime/run/planner.h"
 #include "runtime/sandboxes/sandbox_store.h"
 #include "runtime/sandboxes/warm_claim.h"
@@ -55,8 +56,15 @@ std::optional<std::string> WarmPool::WhyNot(const runtime::JailSpec& spec) {
       return "mount " + m.container_path + " lies below a per-thread directory";
     }
   }
-  // A per-thread host identity (the jail's uid mapped to an id derived from the thread)
-  // cannot be known before the thread is: when the spec gains such a field, refuse here.
+  // A reserved host identity maps the jail's uid to a slot derived from the thread's
+  // user-data directory (runtime/run/identity.h): a sandbox made before its thread is known
+  // would carry the placeholder's slot, and host-side file access the thread's.
+  auto identity = runtime::ResolveIdentity(spec);
+  if (!identity) return "identity: " + identity.error().message();
+  if (identity->mode == "reserved") {
+    return "identity reserved: the jail's host id follows the thread, unknown until the "
+           "create (identity: host-uid allows a warm pool)";
+  }
   return std::nullopt;
 }
 

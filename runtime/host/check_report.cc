@@ -224,6 +224,30 @@ std::optional<cgroups::Driver> DriverFor(const HostInfo& host, const std::string
   return std::nullopt;
 }
 
+// Who the jail's ids are on the host (runtime/run/identity.h).
+void EvaluateIdentity(const HostInfo& host, const JailSpec& spec, CheckVerdict& v) {
+  if (!host.identity) return;
+  const IdentityCheck& id = *host.identity;
+  const std::string ids = "the jail's uid " + std::to_string(spec.uid) + "/gid " +
+                          std::to_string(spec.gid) + " are host uid " +
+                          std::to_string(id.host_uid) + "/gid " + std::to_string(id.host_gid);
+  if (!id.error.empty()) {
+    v.refusals.push_back("identity: " + id.error);
+  } else if (id.mode == "reserved") {
+    v.enforced.push_back("identity reserved: " + ids +
+                         ", from corral's range in /etc/subuid and /etc/subgid (no account has "
+                         "them; a user namespace maps them)");
+  } else if (id.mode == "rootless") {
+    v.enforced.push_back("identity rootless: " + ids);
+  } else if (id.note.empty()) {
+    v.warnings.push_back("identity host-uid: " + ids +
+                         ": an account with those ids can signal the command and owns its files");
+  } else {
+    v.warnings.push_back("identity host-uid: " + ids + " (" + id.note +
+                         "): an account with those ids can signal the command and owns its files");
+  }
+}
+
 void EvaluateIsolation(const HostInfo& host, const JailSpec& spec, CheckVerdict& v) {
   const NamespaceSupport* mnt = host.FindNamespace("mnt");
   if (!mnt || !mnt->unshare_ok) {
@@ -250,6 +274,7 @@ void EvaluateIsolation(const HostInfo& host, const JailSpec& spec, CheckVerdict&
   if (!host.no_new_privs) v.refusals.push_back("no_new_privs unsupported (no opt-out)");
   v.enforced.push_back("uid " + std::to_string(spec.uid) + ", gid " + std::to_string(spec.gid) +
                        ", no capabilities, no_new_privs, fds beyond stdio closed");
+  EvaluateIdentity(host, spec, v);
   if (spec.seccomp_profile == "unconfined") {
     v.warnings.push_back("seccomp: unconfined (no syscall filter)");
     return;
@@ -551,6 +576,12 @@ nlohmann::json CheckReportJson(const HostInfo& host, const JailSpec& spec) {
        {{"user", host.rootless_ids.user},
         {"subid_ranges", host.rootless_ids.subid_ranges},
         {"uidmap_helpers", host.rootless_ids.uidmap_helpers}}},
+      {"identity", host.identity ? nlohmann::json{{"mode", host.identity->mode},
+                                                   {"host_uid", host.identity->host_uid},
+                                                   {"host_gid", host.identity->host_gid},
+                                                   {"note", host.identity->note},
+                                                   {"error", host.identity->error}}
+                                 : nlohmann::json(nullptr)},
       {"overlayfs", host.overlayfs},
       {"syscalls",
        {{"clone3", host.syscalls.clone3},

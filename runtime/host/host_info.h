@@ -65,6 +65,15 @@ struct RootlessIds {
   bool uidmap_helpers = false; // /usr/bin/newuidmap and newgidmap (Debian's uidmap)
 };
 
+// Who the checked spec's uid/gid would be on the host (runtime/run/identity.h). Not
+// probed by ProbeHost (it depends on the spec): `corral check` fills it in.
+struct IdentityCheck {
+  std::string mode;  // reserved | host-uid | rootless; "" when refused
+  uint32_t host_uid = 0, host_gid = 0;
+  std::string note;   // why host-uid under auto
+  std::string error;  // why a run is refused (an overlapping range, reserved without one)
+};
+
 struct HostInfo {
   std::string kernel_release;  // uname -r
   std::string machine;         // uname -m
@@ -80,6 +89,7 @@ struct HostInfo {
   std::optional<int64_t> unprivileged_userns_clone;
   std::optional<int64_t> max_user_namespaces;
   RootlessIds rootless_ids;  // probed when not root
+  std::optional<IdentityCheck> identity;
   bool unprivileged_userns_ok = false;  // a child at uid/gid 65534 could unshare(CLONE_NEWUSER)
   int unprivileged_userns_errno = 0;
 

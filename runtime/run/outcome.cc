@@ -130,6 +130,13 @@ std::string OutcomeToJson(const RunOutcome& o) {
       j["landlock"]["reason"] = l.reason;
     }
   }
+  if (o.identity) {
+    const IdentityOutcome& id = *o.identity;
+    j["identity"] = {{"mode", id.mode},         {"uid", id.uid},
+                     {"gid", id.gid},           {"host_uid", id.host_uid},
+                     {"host_gid", id.host_gid}};
+    if (!id.note.empty()) j["identity"]["note"] = id.note;
+  }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -33,6 +33,14 @@ struct LandlockOutcome {
   std::string reason;   // why not enforced
 };
 
+// Who the command's uid/gid are on the host (runtime/run/identity.h).
+struct IdentityOutcome {
+  std::string mode;  // reserved | host-uid | rootless
+  uint32_t uid = 0, gid = 0;            // in the jail
+  uint32_t host_uid = 0, host_gid = 0;  // what they are on the host
+  std::string note;                     // why host-uid under identity: auto
+};
+
 struct RunOutcome {
   RunStatus status = RunStatus::kExited;
   int exit_code = 0;              // the command's exit status when status == kExited
@@ -57,6 +65,7 @@ struct RunOutcome {
   // mode container (runtime/oci): the OCI runtime that ran it ("crun" | "runc"); empty in
   // mode process. JSON "runtime", present only when set.
   std::string oci_runtime;
+  std::optional<IdentityOutcome> identity;
 };
 
 // Exit code convention of `docker run`, plus timeout(1)'s 124:

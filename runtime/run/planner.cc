@@ -12,6 +12,7 @@
 
 #include "base/files.h"
 #include "jail/seccomp.h"
+#include "runtime/run/identity.h"
 #include "runtime/run/landlock_plan.h"
 #include "runtime/run/root_layout.h"
 #include "runtime/net/in_jail.h"
@@ -117,9 +118,11 @@ Status PrepareHostDirs(const JailSpec& spec) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return Error::FromErrno(errno, "user_data_dir " + dir);
   }
-  // The host ids the jail's uid/gid are (the caller's own when rootless).
-  const uid_t uid = HostUidOf(spec);
-  const gid_t gid = HostGidOf(spec);
+  // The host ids the jail's uid/gid are (the caller's own when rootless, the reserved
+  // identity's in root mode where the host has one).
+  ASSIGN_OR_RETURN(const HostIdentity identity, ResolveIdentity(spec));
+  const uid_t uid = identity.uid;
+  const gid_t gid = identity.gid;
   for (const char* sub : {"workspace", "uploads", "outputs"}) {
     RETURN_IF_ERROR(MkdirOwned(dir + "/" + sub, uid, gid));
   }
@@ -256,6 +259,14 @@ Result<jail::JailPlan> Plan(const JailSpec& spec) {
     }
     ASSIGN_OR_RETURN(plan.user_ns, PlanUserNamespace(spec));
     plan.clone_flags |= CLONE_NEWUSER;
+  } else {
+    // Root mode: the command's ids are a reserved host id no account has, where the host
+    // has a range (runtime/run/identity.h); host-uid keeps the jail's ids as host ids.
+    ASSIGN_OR_RETURN(HostIdentity identity, ResolveIdentity(spec));
+    if (identity.mode == "reserved") {
+      plan.user_ns = ReservedUserNamespace(spec, identity);
+      plan.clone_flags |= CLONE_NEWUSER;
+    }
   }
   RETURN_IF_ERROR(AddRootLayout(spec, &plan));
   RETURN_IF_ERROR(AddLandlock(spec, &plan));

@@ -16,6 +16,7 @@
 #include "jail/spawn.h"
 #include "runtime/net/netproxy_launch.h"
 #include "runtime/spec/config.h"
+#include "runtime/run/identity.h"
 #include "runtime/run/jail_cgroup.h"
 #include "runtime/run/jail_spawner.h"
 #include "runtime/run/phase_trace.h"
@@ -195,6 +196,7 @@ RunOutcome NewOutcome(const JailSpec& spec, const JailCgroup& cg, const RunOptio
   for (const auto& w : MountHints(spec)) outcome.warnings.push_back(w);
   for (const auto& w : cg.warnings) outcome.warnings.push_back(w);
   outcome.captured = options.capture_output;
+  outcome.identity = IdentityOutcomeFor(spec);
   return outcome;
 }
 

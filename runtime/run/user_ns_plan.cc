@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "base/files.h"
+#include "runtime/run/identity.h"
 
 namespace corral::runtime {
 
@@ -33,9 +34,16 @@ std::optional<SubordinateRange> RangeFromFile(const char* path, const std::strin
 bool RunsRootless(const JailSpec& spec) { return spec.rootless || ::geteuid() != 0; }
 
 // Root may map any id: the jail's ids keep the host ids they have in root mode, so that
-// --rootless adds a user namespace without giving the command root's files.
-uid_t HostUidOf(const JailSpec& spec) { return ::geteuid() == 0 ? spec.uid : ::geteuid(); }
-gid_t HostGidOf(const JailSpec& spec) { return ::geteuid() == 0 ? spec.gid : ::getegid(); }
+// --rootless adds a user namespace without giving the command root's files. In root mode
+// those are the reserved identity's where it applies (runtime/run/identity.h).
+uid_t HostUidOf(const JailSpec& spec) {
+  auto id = ResolveIdentity(spec);
+  return id ? id->uid : ::geteuid() == 0 ? spec.uid : ::geteuid();
+}
+gid_t HostGidOf(const JailSpec& spec) {
+  auto id = ResolveIdentity(spec);
+  return id ? id->gid : ::geteuid() == 0 ? spec.gid : ::getegid();
+}
 
 std::vector<jail::IdMapping> MapAround(uint32_t inside, uint32_t caller,
                                        const std::optional<SubordinateRange>& range) {

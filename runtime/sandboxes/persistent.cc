@@ -25,6 +25,7 @@
 #include "runtime/spec/config.h"
 #include "runtime/sandboxes/init_program.h"
 #include "runtime/run/jail_cgroup.h"
+#include "runtime/run/identity.h"
 #include "runtime/run/landlock_plan.h"
 #include "runtime/run/phase_trace.h"
 #include "runtime/run/planner.h"
@@ -211,6 +212,9 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   record.spec.argv = {"corral-init"};  // the init; execs bring their own argv
   RETURN_IF_ERROR(ValidateSpec(record.spec));
   RETURN_IF_ERROR(RequireProcessMode(record.spec, "persistent sandboxes"));
+  // Its reserved host id stays the same when it is re-created under this name, and the
+  // record keeps the identity its init gets (runtime/run/identity.h).
+  RETURN_IF_ERROR(PinIdentity(record.name, &record.spec));
   for (const auto& w : WeakenedIsolation(record.spec)) spdlog::warn("{}", w);
   for (const auto& w : MountHints(record.spec)) spdlog::warn("{}", w);
   RETURN_IF_ERROR(store.Claim(record.name));
@@ -265,6 +269,8 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
     launch.never = request.network_never;
     ASSIGN_OR_RETURN(network, net::NetworkService::StartForSandbox(record.spec, init.pid(), launch));
   }
+  // With a user namespace (a reserved identity), an exec joins it too: its uid 1000 is
+  // then the sandbox's host id, not the host's uid 1000.
   record.ns_flags = NamespaceFlags(record.spec.namespaces) |
                     (record.spec.namespaces.cgroup ? CLONE_NEWCGROUP : 0) |
                     (plan.user_ns.enabled ? CLONE_NEWUSER : 0);
@@ -329,9 +335,9 @@ Result<jail::JailProcess> SpawnExec(const SandboxRecord& record, int init_pidfd,
   enter.stderr_fd = stderr_fd;
   enter.deferred_command = deferred;
   enter.child_subreaper = child_subreaper;
-  if (exec_cg) {
+  if (exec_cg) {  // both: which one is used depends on the path (jail/enter.h)
     enter.cgroup_fd = exec_cg->clone_into_fd();
-    if (enter.cgroup_fd < 0) enter.cgroup_attach_fds = exec_cg->attach_fds();
+    enter.cgroup_attach_fds = exec_cg->attach_fds();
   }
   return jail::SpawnInto(enter);
 }
@@ -413,6 +419,7 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   RunOutcome outcome;
   outcome.captured = request.io.capture_output;
   outcome.landlock = LandlockOutcomeOf(plan.landlock);
+  outcome.identity = IdentityOutcomeFor(spec);
   StopSources stops(request.io);
   ASSIGN_OR_RETURN(jail::JailProcess command,
                    SpawnExec(record, init_pidfd.get(), plan, exec_cg.get(), io.child_stdin(),
@@ -489,6 +496,7 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
   RunOutcome outcome;
   outcome.captured = request.io.capture_output;
   outcome.landlock = LandlockOutcomeOf(slot->plan.landlock);
+  outcome.identity = IdentityOutcomeFor(spec);
   outcome.pooled = true;
   StopSources stops(request.io);
   // If this fails the slot is gone: its setup record, read while supervising, says why.

@@ -15,6 +15,7 @@
 
 #include "jail/mounts.h"
 #include "jail/syscalls.h"
+#include "runtime/run/identity.h"
 #include "runtime/run/planner.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/spec_json.h"
@@ -39,6 +40,9 @@ std::string ThreadlessSpecText(JailSpec spec) {
   spec.user_data_dir.reset();
   spec.acp_workspace_dir.reset();
   spec.argv.clear();
+  // Named after the sandbox (PinIdentity), as the directories are after the thread. It
+  // picks no host id here: a warm pool never runs under a reserved identity (WhyNot).
+  spec.identity_key.clear();
   auto again = SpecFromJson(SpecToJson(spec));
   return again ? SpecToJson(*again) : "unreadable: " + again.error().message();
 }
@@ -188,7 +192,7 @@ Status RemoveWarmSandbox(const std::string& name) {
 }
 
 Result<SandboxRecord> ClaimWarmSandbox(const std::string& from_name, const std::string& to_name,
-                                       const JailSpec& spec, double idle_timeout_seconds) {
+                                       const JailSpec& requested, double idle_timeout_seconds) {
   ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
   bool renamed = false;
   // Never a half-claimed sandbox: whatever failed, the warm one goes (and `to_name` with
@@ -210,6 +214,10 @@ Result<SandboxRecord> ClaimWarmSandbox(const std::string& from_name, const std::
   auto lock = store.Lock(from_name, /*shared=*/false, /*wait=*/false);
   if (!lock) return fail(lock.error());
   warm = store.Find(from_name);  // as it is now that we hold it
+  // As CreateSandbox records it, so that the comparison below and the claimed record
+  // see the identity the warm init got ("auto" in the config, "host-uid" in the record).
+  JailSpec spec = requested;
+  if (Status st = PinIdentity(to_name, &spec); !st) return fail(st.error());
   if (!warm || warm->name != from_name) {
     return fail(Error(ErrorCode::kNotFound, "warm sandbox " + from_name + " is gone"));
   }

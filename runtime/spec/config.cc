@@ -143,6 +143,7 @@ const Table<JailSpec>& TopLevel() {
       BoolKey("rootless", &JailSpec::rootless),
       RuntimeModeKey(),  // process | container (runtime/spec/config_design.h)
       StringKey("oci_runtime", &JailSpec::oci_runtime),
+      StringKey("identity", &JailSpec::identity),
       SectionKey("user", UserTable()),
       OptionalStringKey("workdir", &JailSpec::workdir),
       StringMapKey("env", &JailSpec::env),

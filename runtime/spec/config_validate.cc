@@ -419,6 +419,13 @@ void CheckLimits(Problems& p, const LimitsSpec& l) {
   }
 }
 
+void CheckIdentityMode(Problems& p, const JailSpec& spec) {
+  if (!RefusedNul(p, "identity", spec.identity) && spec.identity != "auto" &&
+      spec.identity != "reserved" && spec.identity != "host-uid") {
+    p.Add("identity", "must be auto, reserved or host-uid", Quote(spec.identity));
+  }
+}
+
 void CheckLandlock(Problems& p, const JailSpec& spec) {
   const LandlockSpec& l = spec.landlock;
   if (!RefusedNul(p, "landlock.enabled", l.enabled) && l.enabled != "auto" &&
@@ -508,6 +515,7 @@ std::vector<std::string> Validate(const JailSpec& spec) {
   CheckSeccomp(p, spec);
   CheckLimits(p, spec.limits);
   CheckCgroups(p, spec.cgroups);
+  CheckIdentityMode(p, spec);
   CheckLandlock(p, spec);
   return p.Take();
 }

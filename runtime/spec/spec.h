@@ -159,6 +159,13 @@ struct JailSpec {
   // A user namespace for the jail even when corral runs as root (as non-root it always has
   // one): runtime/run/user_ns_plan.h.
   bool rootless = false;
+  // Who the jail's uid/gid are on the host in root mode (runtime/run/identity.h): auto
+  // (a reserved id where `corral setup ids` reserved a range), reserved (required), or
+  // host-uid (the same numbers on the host, as before).
+  std::string identity = "auto";
+  // What picks the reserved id's slot when there is no user_data_dir: a persistent
+  // sandbox's name (set by corral create, kept in its record). Not configurable.
+  std::string identity_key;
   uint32_t uid = 1000;
   uint32_t gid = 1000;
 

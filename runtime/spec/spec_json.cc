@@ -120,6 +120,8 @@ std::string SpecToJson(const JailSpec& s) {
                       {"mounts", s.mounts},
                       {"hostname", s.hostname},
                       {"rootless", s.rootless},
+                      {"identity", s.identity},
+                      {"identity_key", s.identity_key},
                       {"uid", s.uid},
                       {"gid", s.gid},
                       {"namespaces", s.namespaces},
@@ -150,6 +152,9 @@ Result<JailSpec> SpecFromJson(const std::string& text) {
     j.at("mounts").get_to(s.mounts);
     j.at("hostname").get_to(s.hostname);
     if (j.contains("rootless")) j.at("rootless").get_to(s.rootless);
+    // Records written before identities existed ran with the host's ids: keep that.
+    s.identity = j.contains("identity") ? j.at("identity").get<std::string>() : "host-uid";
+    if (j.contains("identity_key")) j.at("identity_key").get_to(s.identity_key);
     GetInteger(j, "uid", &s.uid);
     GetInteger(j, "gid", &s.gid);
     j.at("namespaces").get_to(s.namespaces);

@@ -266,10 +266,26 @@ std::vector<std::string> ExecSlotsOf(pid_t server) {
   return out;
 }
 
+// "ID\tID\tID\tID" (real, effective, saved, filesystem), the Uid and Gid lines of
+// /proc/<pid>/status for a process with the sandbox's host ids, which an exec's outcome
+// names: a reserved id no account has by default (runtime/run/identity.h), 1000 under
+// identity: host-uid.
+std::pair<std::string, std::string> HostIdLines(const nlohmann::json& outcome) {
+  auto line = [](unsigned id) {
+    const std::string s = std::to_string(id);
+    return s + "\t" + s + "\t" + s + "\t" + s;
+  };
+  const nlohmann::json& id = outcome["identity"];
+  return {line(id.value("host_uid", 0u)), line(id.value("host_gid", 0u))};
+}
+
 TEST_F(PoolServerTest, AWaitingExecSlotHasTheSandboxsIdentityAndNoPrivileges) {
   PooledSandbox sandbox("pool-slot-" + std::to_string(::getpid()));
-  auto run = RunCorral({"exec", "--pool", socket_, sandbox.name(), "--", "true"});
-  ASSERT_TRUE(run && run->exit_code == 0) << (run ? run->Describe() : run.error().message());
+  auto run =
+      RunJailed(CorralBinary(), {"exec", "--json", "--pool", socket_, sandbox.name(), "--", "true"});
+  ASSERT_TRUE(run && run->run.exit_code == 0) << (run ? run->Describe() : run.error().message());
+  ASSERT_TRUE(run->outcome.contains("identity")) << run->Describe();
+  const auto [uid_line, gid_line] = HostIdLines(run->outcome);
   std::vector<std::string> slots;
   for (int i = 0; i < 100 && slots.empty(); ++i) {  // the slot gets prepared after the exec
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -277,8 +293,8 @@ TEST_F(PoolServerTest, AWaitingExecSlotHasTheSandboxsIdentityAndNoPrivileges) {
   }
   ASSERT_EQ(slots.size(), 1u);
   const std::string& slot = slots[0];
-  EXPECT_EQ(StatusField(slot, "Uid"), "1000\t1000\t1000\t1000") << slot;
-  EXPECT_EQ(StatusField(slot, "Gid"), "1000\t1000\t1000\t1000") << slot;
+  EXPECT_EQ(StatusField(slot, "Uid"), uid_line) << slot;
+  EXPECT_EQ(StatusField(slot, "Gid"), gid_line) << slot;
   for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
     EXPECT_EQ(StatusField(slot, set), "0000000000000000") << set << "\n" << slot;
   }
@@ -318,7 +334,7 @@ TEST_F(PoolServerTest, ASlotWhoseFilterWouldRefuseItsOwnCallsInstallsItAtTheExec
   }
   ASSERT_EQ(slots.size(), 1u);
   EXPECT_EQ(StatusField(slots[0], "Seccomp"), "0") << slots[0];
-  EXPECT_EQ(StatusField(slots[0], "Uid"), "1000\t1000\t1000\t1000") << slots[0];
+  EXPECT_EQ(StatusField(slots[0], "Uid"), HostIdLines(first->outcome).first) << slots[0];
   // The exec through it runs under the filter: 4 bytes may be written, 200 may not.
   auto pooled = exec("echo out; head -c 200 /dev/zero >/dev/null 2>&1 || echo refused; "
                      "grep Seccomp: /proc/self/status");

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <set>
 
+#include "base/files.h"
+#include "runtime/run/identity.h"
 #include "runtime/sandboxes/persistent.h"
 #include "tests/integration/serve_fixture.h"
 #include "tests/support/run_corral.h"
@@ -23,10 +25,14 @@ using std::chrono::milliseconds;
 
 class ServeWarmTest : public ServeTest {
  protected:
-  std::string WarmConfig(int warm, int port = 0) const {
+  // The daemon's config with a pool of `warm`, and identity: host-uid: under the reserved
+  // identity (the default where the host has a range) the pool stays off, see
+  // ReservedIdentityLeavesThePoolOffAndSaysWhy.
+  std::string WarmConfig(int warm, int port = 0, bool host_uid = true) const {
     std::string config = Config("", port);
     config.replace(config.find("  replicas: 50\n"), 15,
                    "  replicas: 50\n  warm: " + std::to_string(warm) + "\n");
+    if (host_uid) config += "identity: host-uid\n";
     return config;
   }
 
@@ -209,6 +215,33 @@ TEST_F(ServeWarmTest, ExtraMountsTakeTheColdPathWithTheSameMountOptions) {
   }
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/cold1").status, 200);
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/warm1").status, 200);
+}
+
+// A reserved identity's host id follows the thread's directory (runtime/run/identity.h),
+// which a warm sandbox is made without: the pool stays off, the daemon says why, and
+// creates take the cold path, each on its thread's own id.
+TEST_F(ServeWarmTest, ReservedIdentityLeavesThePoolOffAndSaysWhy) {
+  auto subuid = ReadFile("/etc/subuid");
+  auto subgid = ReadFile("/etc/subgid");
+  ASSERT_TRUE(subuid && subgid);
+  auto range = runtime::FindReservedRange(*subuid, *subgid);
+  ASSERT_TRUE(range) << "no corral line in /etc/subuid and /etc/subgid (identity_test.cc "
+                        "reserves one for the suite)";
+  StartDaemon(WarmConfig(2, 0, /*host_uid=*/false));
+  EXPECT_NE(DaemonLog().find("sandbox.warm is off: identity reserved"), std::string::npos)
+      << DaemonLog();
+  auto created = Api("POST", "/api/sandboxes", CreateBody("r1", "tr"));
+  ASSERT_EQ(created.status, 200) << created.body;
+  EXPECT_EQ(Metric("corral_sandbox_events_total{event=\"created_warm\"}"), 0);
+  EXPECT_TRUE(WarmNames().empty());
+  auto [out, code] = Shell(created.Json()["sandbox_url"],
+                           "id -u; echo x > /mnt/user-data/workspace/r.txt");
+  EXPECT_EQ(out, "1000\n");
+  struct stat st;
+  ASSERT_EQ(::stat((ThreadDir("tr") + "/user-data/workspace/r.txt").c_str(), &st), 0);
+  EXPECT_GT(st.st_uid, range->uids.start) << "the thread's own slot, not slot 0 or 1000";
+  EXPECT_LT(st.st_uid, range->uids.start + range->uids.count);
+  EXPECT_EQ(Api("DELETE", "/api/sandboxes/r1").status, 200);
 }
 
 TEST_F(ServeWarmTest, RestartRemovesStaleWarmSandboxesAndSigtermItsOwn) {

@@ -94,7 +94,13 @@ TEST_F(ToolsAioTest, WriteReadAppendRangesAndErrors) {
   struct stat st;
   std::string host = dir_.Join("base") + "/users/default/threads/t1/user-data/workspace/sub/dir/a.txt";
   ASSERT_EQ(::stat(host.c_str(), &st), 0) << "the daemon's sandbox writes the thread's host dir";
-  EXPECT_EQ(st.st_uid, 1000u);
+  // As the sandbox user: whoever its bash writes as (a reserved host id: identity.h).
+  Bash("touch by-bash");
+  struct stat bash_st;
+  ASSERT_EQ(::stat((dir_.Join("base") + "/users/default/threads/t1/user-data/workspace/by-bash").c_str(),
+                   &bash_st), 0);
+  EXPECT_EQ(st.st_uid, bash_st.st_uid);
+  EXPECT_NE(st.st_uid, 0u);
   EXPECT_EQ(Bash("cat sub/dir/a.txt | wc -l"), "3\n");
   auto missing = Call("read_file", {{"path", "/mnt/user-data/workspace/nope"}});
   EXPECT_FALSE(missing.ok);

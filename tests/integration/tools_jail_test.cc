@@ -79,8 +79,14 @@ TEST_F(ToolsJailTest, WriteReadAppendRangesAndOwnership) {
   struct stat st;
   std::string host = config_.base_dir + "/users/alice/threads/t1/user-data/workspace/sub/dir/a.txt";
   ASSERT_EQ(::stat(host.c_str(), &st), 0);
-  EXPECT_EQ(st.st_uid, 1000u);
-  EXPECT_EQ(st.st_gid, 1000u);
+  // As the sandbox user: whoever its bash writes as (a reserved host id: identity.h).
+  Bash("touch by-bash");
+  struct stat bash_st;
+  ASSERT_EQ(::stat((config_.base_dir + "/users/alice/threads/t1/user-data/workspace/by-bash").c_str(),
+                   &bash_st), 0);
+  EXPECT_EQ(st.st_uid, bash_st.st_uid);
+  EXPECT_EQ(st.st_gid, bash_st.st_gid);
+  EXPECT_NE(st.st_uid, 0u);
   EXPECT_EQ(Bash("cat sub/dir/a.txt | wc -l"), "3\n");
   EXPECT_EQ(Call("read_file", {{"path", "/mnt/user-data/workspace/nope"}}).text,
             "Error: File not found: /mnt/user-data/workspace/nope");

@@ -9,7 +9,7 @@
 #include "base/files.h"
 #include "base/unique_fd.h"
 #include "runtime/pool/pool_or_cold.h"
-#include "runtime/run/user_ns_plan.h"
+#include "runtime/run/identity.h"
 #include "runtime/sandboxes/persistent.h"
 
 namespace corral::runtime {
@@ -55,10 +55,12 @@ SbResult<ResolvedPath> JailSandbox::Resolve(const std::string& path) const {
   ResolvedPath rp;
   rp.view.root = "/proc/" + std::to_string(record_.init_pid) + "/root";
   rp.view.in_root = true;
-  // Root acts as the host ids the sandbox's user is; a non-root caller (rootless mode)
-  // is that user already: the jail's uid maps to it, and it could not switch anyway.
+  // The host ids the sandbox's user is (a reserved identity's: runtime/run/identity.h).
+  // A non-root caller (rootless mode) is that user already, and could not switch anyway.
   if (::geteuid() == 0) {
-    rp.view.drop_to = std::make_pair(HostUidOf(record_.spec), HostGidOf(record_.spec));
+    auto identity = ResolveIdentity(record_.spec);
+    if (!identity) return SandboxError{SandboxErrc::kUnavailable, identity.error().message()};
+    rp.view.drop_to = std::make_pair(identity->uid, identity->gid);
   }
   rp.view.expect_process = std::make_pair(record_.init_pid, record_.init_start_ticks);
   rp.rel = path.substr(1);
