@@ -178,7 +178,11 @@ int CommandMain(void* arg) {
   const auto* start = static_cast<const CommandStart*>(arg);
   ::close(start->status_fd);  // the command's own fd table: the init keeps its copy
   HardenAndExec(*start->plan, start->setup_fd, start->command);
-  ::_exit(kSetupFailedExit);
+  // The exec failed (reported). Returning ends the process: clone(2)'s wrapper makes the
+  // exit syscall with this value. No call to a noreturn function such as _exit here: on
+  // this stack, which is not the thread's, a sanitizer build's no-return hook would print
+  // a warning into the command's stderr.
+  return kSetupFailedExit;
 }
 
 alignas(64) char g_command_stack[256 * 1024];
