@@ -1,7 +1,9 @@
 #include "bench/rootless.h"
 
+#include <grp.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,17 +12,22 @@
 #include "bench/peers.h"
 #include "bench/results.h"
 #include "bench/workloads.h"
+#include "runtime/pool/pool_client.h"
 
 namespace corral::bench {
 namespace {
 
 // The unprivileged account, and a directory of its own holding its XDG_RUNTIME_DIR and
-// corral's config. Shared by both rows so that they pay the same way in: setpriv, then
-// env setting XDG_RUNTIME_DIR, then the sandbox.
+// corral's config. Shared by every row so that they pay the same way in: setpriv, then
+// env setting XDG_RUNTIME_DIR, then the sandbox. Counted: the directory goes when the last
+// row that prepared it cleans up (the pooled row's server lives in it until then).
 class UnprivilegedCaller {
  public:
   Status Prepare() {
-    if (!prefix_.empty()) return Ok();
+    if (!prefix_.empty()) {
+      ++users_;
+      return Ok();
+    }
     passwd* pw = ::getpwnam(kRootlessBenchUser);
     if (pw == nullptr) {
       return Error(ErrorCode::kNotFound,
@@ -43,6 +50,8 @@ class UnprivilegedCaller {
         return Error::FromErrno(errno, "chown " + path);
       }
     }
+    uid_ = pw->pw_uid;
+    gid_ = pw->pw_gid;
     prefix_ = {"/usr/bin/setpriv",
                "--reuid=" + std::to_string(pw->pw_uid),
                "--regid=" + std::to_string(pw->pw_gid),
@@ -50,20 +59,46 @@ class UnprivilegedCaller {
                "--",
                "/usr/bin/env",
                "XDG_RUNTIME_DIR=" + runtime};
+    users_ = 1;
     return Ok();
   }
   void Cleanup() {
+    if (users_ > 0 && --users_ > 0) return;
     std::error_code ec;
     if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
     dir_.clear();
     prefix_.clear();
   }
+  // Waits, as the account, until the pool server at `socket` is full: the server answers
+  // only its own user. A forked child takes the account's ids and asks; the bench is
+  // single-threaded where this is called (Prepare, and Settle in the latency rounds).
+  Status WaitForPoolReady(const std::string& socket) const {
+    pid_t pid = ::fork();
+    if (pid < 0) return Error::FromErrno(errno, "fork");
+    if (pid == 0) {
+      if (::setgroups(0, nullptr) != 0 || ::setresgid(gid_, gid_, gid_) != 0 ||
+          ::setresuid(uid_, uid_, uid_) != 0) {
+        ::_exit(2);
+      }
+      ::_exit(runtime::WaitForPoolReady(socket) ? 0 : 1);
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Ok();
+    return Error(ErrorCode::kIo, "the pool server at " + socket + " is not ready (see " + dir_ +
+                                     "/pool.log)");
+  }
   const std::vector<std::string>& prefix() const { return prefix_; }
+  const std::string& dir() const { return dir_; }
   std::string config() const { return dir_ + "/config.yaml"; }
 
  private:
   std::string dir_;
   std::vector<std::string> prefix_;
+  uid_t uid_ = 0;
+  gid_t gid_ = 0;
+  int users_ = 0;
 };
 
 class RootlessLauncher : public Launcher {
@@ -118,6 +153,51 @@ class CorralRootlessRun : public RootlessLauncher {
   std::string exe_;
 };
 
+// The same runs served by a `corral pool` the account started (a rootless pool server:
+// its jails are rootless ones, built before the run asks). The pool refills in Settle(),
+// outside the timing, as the root pool row does.
+class CorralRootlessPoolRun : public RootlessLauncher {
+ public:
+  CorralRootlessPoolRun(std::shared_ptr<UnprivilegedCaller> caller, std::string exe)
+      : RootlessLauncher(std::move(caller), kCorralRootlessPoolRunName, "layer"),
+        exe_(std::move(exe)) {}
+  std::string description() const override {
+    return std::string("as ") + kRootlessBenchUser +
+           ": corral pool --size 2 --socket SOCKET & corral run --pool SOCKET -- <workload> "
+           "(both rootless, same config as the cold row)";
+  }
+  Status Prepare() override {
+    RETURN_IF_ERROR(RootlessLauncher::Prepare());
+    socket_ = caller_->dir() + "/pool.sock";
+    std::vector<std::string> argv = caller_->prefix();
+    for (const std::string& a : {exe_, std::string("pool"), std::string("--config"),
+                                 caller_->config(), std::string("--size"), std::string("2"),
+                                 std::string("--socket"), socket_}) {
+      argv.push_back(a);
+    }
+    ASSIGN_OR_RETURN(pid_, SpawnBackground(argv, caller_->dir() + "/pool.log"));
+    // The server binds its socket first, then fills: wait for both.
+    for (int i = 0; i < 1000 && !std::filesystem::exists(socket_); ++i) ::usleep(10 * 1000);
+    return caller_->WaitForPoolReady(socket_);
+  }
+  void Cleanup() override {
+    if (pid_ > 0) StopBackground(pid_);
+    pid_ = -1;
+    RootlessLauncher::Cleanup();
+  }
+  void Settle() override { (void)caller_->WaitForPoolReady(socket_); }
+
+ protected:
+  std::vector<std::string> Command() const override {
+    return {exe_, "run", "--config", caller_->config(), "--pool", socket_, "--"};
+  }
+
+ private:
+  std::string exe_;
+  std::string socket_;
+  pid_t pid_ = -1;
+};
+
 class BwrapUnprivileged : public RootlessLauncher {
  public:
   explicit BwrapUnprivileged(std::shared_ptr<UnprivilegedCaller> caller)
@@ -150,6 +230,7 @@ std::vector<std::unique_ptr<Launcher>> MakeRootlessRows(const std::string& corra
   auto caller = std::make_shared<UnprivilegedCaller>();
   std::vector<std::unique_ptr<Launcher>> out;
   out.push_back(std::make_unique<CorralRootlessRun>(caller, corral_exe));
+  out.push_back(std::make_unique<CorralRootlessPoolRun>(caller, corral_exe));
   out.push_back(std::make_unique<BwrapUnprivileged>(caller));
   return out;
 }

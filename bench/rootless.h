@@ -1,5 +1,6 @@
-// The rootless rows of `corral bench`: corral's rootless `corral run` and bwrap, both as
-// the same unprivileged account, side by side in the same run.
+// The rootless rows of `corral bench`: corral's rootless `corral run` (cold, and served by
+// a rootless `corral pool`) and bwrap, all as the same unprivileged account, side by side
+// in the same run.
 #pragma once
 
 #include <memory>
@@ -14,7 +15,7 @@ namespace corral::bench {
 // (tests/support/test_user.h); without it both rows are skipped and say so.
 inline constexpr char kRootlessBenchUser[] = "corral-test";
 
-// "corral run, rootless" and "bwrap, unprivileged".
+// "corral run, rootless", "corral run, rootless, pool server" and "bwrap, unprivileged".
 std::vector<std::unique_ptr<Launcher>> MakeRootlessRows(const std::string& corral_exe);
 
 }  // namespace corral::bench

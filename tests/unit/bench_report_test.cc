@@ -46,6 +46,7 @@ BenchResults MakeResults() {
   w.entries.push_back(Ok(kCorralPoolExecName, "layer", {3, 3, 3}));
   w.entries.push_back(Ok(kCorralRootlessRunName, "layer", {12, 12, 12}));
   w.entries.push_back(Ok(kBwrapRootlessName, "peer", {8, 8, 8}));
+  w.entries.push_back(Ok(kCorralRootlessPoolRunName, "layer", {2, 2, 2}));
   r.latency.push_back(w);
   ThroughputEntry tc{kCorralRunName, EntryStatus::kOk, "", 2, 400, {400, 400}};
   ThroughputEntry tb{kBwrapName, EntryStatus::kOk, "", 2, 100, {100, 100}};
@@ -60,7 +61,7 @@ BenchResults MakeResults() {
 
 TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   BenchResults r = MakeResults();
-  ASSERT_EQ(r.targets.size(), 13u);  // 8 launch targets, then the daemon's 5
+  ASSERT_EQ(r.targets.size(), 14u);  // 9 launch targets, then the daemon's 5
   EXPECT_TRUE(r.targets[0].measured);
   EXPECT_DOUBLE_EQ(r.targets[0].value, 0.4);  // 4 / 10
   EXPECT_TRUE(r.targets[0].pass);
@@ -79,6 +80,8 @@ TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   EXPECT_THAT(r.targets[6].note, HasSubstr("extrapolated"));
   EXPECT_DOUBLE_EQ(r.targets[7].value, 1.5);  // rootless corral run / unprivileged bwrap
   EXPECT_FALSE(r.targets[7].pass);
+  EXPECT_DOUBLE_EQ(r.targets[8].value, 0.25);  // rootless pooled run / unprivileged bwrap
+  EXPECT_TRUE(r.targets[8].pass);
 }
 
 TEST(BenchTargets, MissingPeerMeansNotMeasuredRatherThanPass) {
@@ -110,7 +113,7 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(j["machine"]["cores"], 2);
   EXPECT_EQ(j["command"], "corral bench --quick");
   const auto& entries = j["latency"][0]["entries"];
-  ASSERT_EQ(entries.size(), 9u);
+  ASSERT_EQ(entries.size(), 10u);
   EXPECT_EQ(entries[1]["name"], kCorralRunName);
   EXPECT_DOUBLE_EQ(entries[1]["summary_ms"]["median"].get<double>(), 4.0);
   EXPECT_DOUBLE_EQ(entries[1]["ratio_vs_bare"]["median"].get<double>(), 4.0);
@@ -119,7 +122,7 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(entries[4]["status"], "skipped");
   EXPECT_EQ(entries[4]["reason"], "not installed");
   EXPECT_FALSE(entries[4].contains("summary_ms"));
-  EXPECT_EQ(j["targets"].size(), 13u);
+  EXPECT_EQ(j["targets"].size(), 14u);
   EXPECT_EQ(j["targets"][0]["pass"], true);
   EXPECT_EQ(j["throughput"][0]["launches_per_s"], 400);
   EXPECT_EQ(j["sandboxes"]["created"], 100);
@@ -143,7 +146,7 @@ TEST(BenchReportSvg, IsOneSvgDocumentWithABarPerMeasuredLauncherAndEscapedText) 
   size_t bars = 0;
   for (size_t p = svg.find("<rect x="); p != std::string::npos; p = svg.find("<rect x=", p + 1))
     ++bars;
-  EXPECT_EQ(bars, 8u);  // eight measured launchers; the skipped one gets text only
+  EXPECT_EQ(bars, 9u);  // nine measured launchers; the skipped one gets text only
   EXPECT_THAT(svg, HasSubstr("sh -c &apos;echo &lt;hi&gt; &amp; bye&apos;"));
   EXPECT_THAT(svg, Not(HasSubstr("<hi>")));
   EXPECT_THAT(svg, HasSubstr("skipped: not installed"));
