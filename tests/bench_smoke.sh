@@ -26,7 +26,8 @@ names = [e["name"] for e in j["latency"][0]["entries"]]
 for must in ("bare fork+exec", "corral run (full default)", "corral run, pool server",
              "corral exec (persistent)", "corral exec, pool server",
              "bwrap", "nsjail", "crun", "runc", "docker",
-             "corral run, rootless", "bwrap, unprivileged"):
+             "corral run, rootless", "corral run, rootless, pool server",
+             "bwrap, unprivileged"):
     assert must in names, must   # present, as measured or as skipped with a reason
 for w in j["latency"]:
     for e in w["entries"]:
@@ -39,7 +40,7 @@ for w in j["latency"]:
             assert e["reason"], e["name"]
 bare = j["latency"][0]["entries"][0]
 assert bare["name"] == "bare fork+exec" and bare["status"] == "ok", bare
-assert len(j["targets"]) == 13
+assert len(j["targets"]) == 14
 serve = j["serve"]
 assert serve["status"] == "ok" and serve["created"] == serve["requested"] > 0, serve
 for row in ("create_to_first_exec_ms", "exec_fresh_session_ms", "exec_same_session_ms"):
