@@ -55,7 +55,11 @@ Result<std::optional<std::string>> ReadIfExists(const std::string& path, StatFil
   if (files != nullptr) return files->Read(path);
   auto text = ReadFile(path);
   if (!text) {
-    if (text.error().sys_errno() == ENOENT) return std::optional<std::string>();
+    // ENODEV: the cgroup was removed between the open and the read (kernfs refuses reads
+    // of a removed node) — as gone as ENOENT. A walk of a sandbox's tree meets this when one
+    // of its exec cgroups is being removed at the same time.
+    const int err = text.error().sys_errno();
+    if (err == ENOENT || err == ENODEV) return std::optional<std::string>();
     return text.error();
   }
   return std::optional<std::string>(std::move(*text));

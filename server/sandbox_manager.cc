@@ -177,12 +177,15 @@ void SandboxManager::RemoveLocked(const std::string& sandbox_id, const char* why
   }
   if (aio_ != nullptr) aio_->ForgetSandbox(sandbox_id);
   Status st = runtime::RemoveSandbox(m.entry.corral_name);
-  if (!st && st.error().code() != ErrorCode::kNotFound) {
-    spdlog::warn("sandbox {}: removing {}: {}", sandbox_id, m.entry.corral_name,
-                 st.error().message());
-  }
   if (Status r = registry_.Remove(sandbox_id); !r) {
     spdlog::warn("sandbox {}: registry: {}", sandbox_id, r.error().message());
+  }
+  if (!st && st.error().code() != ErrorCode::kNotFound) {
+    // The daemon lets go of it either way; `corral ps` / `corral rm` still see it.
+    spdlog::warn("sandbox {} ({}) {}, but removing it failed: {} (corral rm {} retries)",
+                 sandbox_id, m.entry.corral_name, why, st.error().message(),
+                 m.entry.corral_name);
+    return;
   }
   spdlog::info("sandbox {} ({}) removed: {}", sandbox_id, m.entry.corral_name, why);
 }

@@ -16,12 +16,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iostream>
 #include <set>
+#include <thread>
 
 #include "base/unique_fd.h"
 #include "cgroups/cgroup.h"
@@ -381,6 +383,47 @@ TEST_F(CgroupsRealTest, DestroyKillsAndLeavesNoDirectory) {
   EXPECT_TRUE(KilledBy(WaitFor(pid), SIGKILL));
   for (const auto& p : paths) EXPECT_FALSE(internal::PathExists(p)) << p;
   EXPECT_TRUE(cg->Destroy()) << "idempotent";
+}
+
+// A sandbox's tree is walked (Processes, KillAll, Destroy) while its exec cgroups come and
+// go in other threads: a child removed between the walk's open of its cgroup.procs and the
+// read (ENODEV) is a child gone, not an error. (The daemon's DELETE failed this way when the
+// sandbox's shell sessions tore their exec cgroups down at the same moment.)
+TEST_F(CgroupsRealTest, WalkingATreeWhoseChildrenComeAndGoNeverFails) {
+  auto cg = MakeCgroup(Limits{});
+  ASSERT_TRUE(cg);
+  std::atomic<bool> stop{false};
+  std::atomic<int> churned{0};
+  std::string churn_error;
+  std::thread churn([&] {
+    for (int i = 0; !stop; ++i) {
+      auto child = cg->CreateChild("exec-churn-" + std::to_string(i));
+      if (!child) {
+        churn_error = child.error().message();
+        return;
+      }
+      Status gone = (*child)->Destroy();
+      if (!gone) {
+        churn_error = gone.error().message();
+        return;
+      }
+      ++churned;
+    }
+  });
+  int walks = 0;
+  std::string walk_error;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < deadline && walk_error.empty()) {
+    auto procs = cg->Processes();
+    if (!procs) walk_error = procs.error().message();
+    ++walks;
+  }
+  stop = true;
+  churn.join();
+  EXPECT_EQ(walk_error, "") << "after " << walks << " walks";
+  EXPECT_EQ(churn_error, "");
+  EXPECT_GT(churned.load(), 10) << "the children did come and go";
+  ASSERT_TRUE(cg->Destroy());
 }
 
 TEST_F(CgroupsRealTest, ReapOrphansRemovesDeadRunCgroupsOnly) {

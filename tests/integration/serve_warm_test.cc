@@ -152,7 +152,7 @@ TEST_F(ServeWarmTest, CreateIsServedFromThePoolAndLooksCold) {
   EXPECT_GE(Metric("corral_warm_pool_events_total{event=\"made\"}"), 3);
 
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/w1").status, 200);
-  EXPECT_FALSE(runtime::InspectSandbox("df-w1"));
+  EXPECT_FALSE(runtime::InspectSandbox("df-w1")) << DaemonLog();
   EXPECT_EQ(::stat((ThreadDir("tw1") + "/user-data/workspace/out.txt").c_str(), &st), 0)
       << "thread data outlives its sandbox";
 }
