@@ -155,7 +155,7 @@ void EvaluateTargets(BenchResults* r) {
   // unprivileged (bench/rootless.h).
   r->targets.push_back(RatioTarget(*r, "rootless corral run / bwrap, median /bin/true",
                                    kCorralRootlessRunName, kBwrapRootlessName, 0.5, true));
-  r->targets.push_back(RatioTarget(*r, "rootless corral run, pool server / bwrap, median /bin/true",
+  r->targets.push_back(RatioTarget(*r, "rootless pooled run / bwrap, median /bin/true",
                                    kCorralRootlessPoolRunName, kBwrapRootlessName, 0.5, true));
 
   AddServeTargets(r->serve, &r->targets);

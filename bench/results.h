@@ -122,7 +122,7 @@ inline constexpr const char* kCorralPoolExecName = "corral exec, pool server";
 inline constexpr const char* kBwrapName = "bwrap";
 // The rootless rows (bench/rootless.h): both as the same unprivileged account.
 inline constexpr const char* kCorralRootlessRunName = "corral run, rootless";
-inline constexpr const char* kCorralRootlessPoolRunName = "corral run, rootless, pool server";
+inline constexpr const char* kCorralRootlessPoolRunName = "corral run, rootless, pooled";
 inline constexpr const char* kBwrapRootlessName = "bwrap, unprivileged";
 
 // Host memory per idle sandbox (MemAvailable drop) against <= 1 MiB; unset: not measured.

@@ -15,7 +15,7 @@ namespace corral::bench {
 // (tests/support/test_user.h); without it both rows are skipped and say so.
 inline constexpr char kRootlessBenchUser[] = "corral-test";
 
-// "corral run, rootless", "corral run, rootless, pool server" and "bwrap, unprivileged".
+// "corral run, rootless", "corral run, rootless, pooled" and "bwrap, unprivileged".
 std::vector<std::unique_ptr<Launcher>> MakeRootlessRows(const std::string& corral_exe);
 
 }  // namespace corral::bench

@@ -26,7 +26,7 @@ names = [e["name"] for e in j["latency"][0]["entries"]]
 for must in ("bare fork+exec", "corral run (full default)", "corral run, pool server",
              "corral exec (persistent)", "corral exec, pool server",
              "bwrap", "nsjail", "crun", "runc", "docker",
-             "corral run, rootless", "corral run, rootless, pool server",
+             "corral run, rootless", "corral run, rootless, pooled",
              "bwrap, unprivileged"):
     assert must in names, must   # present, as measured or as skipped with a reason
 for w in j["latency"]:
