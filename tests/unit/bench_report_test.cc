@@ -84,6 +84,16 @@ TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   EXPECT_TRUE(r.targets[8].pass);
 }
 
+TEST(BenchTargets, MemAvailableRisingIsNoiseNotAPass) {
+  BenchResults r = MakeResults();
+  r.sandboxes.mem_available_per_sandbox_bytes = -0.5 * 1024 * 1024;
+  EvaluateTargets(&r);
+  EXPECT_FALSE(r.targets[5].measured);
+  EXPECT_FALSE(r.targets[5].pass);
+  EXPECT_THAT(r.targets[5].note, HasSubstr("MemAvailable rose by 0.50 MiB per sandbox"));
+  EXPECT_THAT(FormatTable(r), HasSubstr("not measured: MemAvailable rose"));
+}
+
 TEST(BenchTargets, MissingPeerMeansNotMeasuredRatherThanPass) {
   BenchResults r = MakeResults();
   r.latency[0].entries[3].status = EntryStatus::kSkipped;
