@@ -70,6 +70,7 @@ std::string Refusal(const std::string& what) {
 Status CheckDatabase(const std::string& path, size_t index, const jail::SubordinateRange& range,
                      const char* kind, const char* id_label) {
   auto text = ReadFile(path);
+  if (!text && text.error().sys_errno() == ENOENT) return Ok();  // lists no one
   if (!text) return text.error().WithContext("reading " + path);
   for (std::string_view line : Lines(*text)) {
     std::vector<std::string_view> f = Fields(line);
@@ -86,6 +87,9 @@ Status CheckDatabase(const std::string& path, size_t index, const jail::Subordin
 // Another line of a subid file whose range meets ours.
 Status CheckOtherRanges(const std::string& path, const jail::SubordinateRange& range) {
   auto text = ReadFile(path);
+  // A minimal system may have no subordinate id file yet (shadow's useradd makes it); the
+  // reservation creates it.
+  if (!text && text.error().sys_errno() == ENOENT) return Ok();
   if (!text) return text.error().WithContext("reading " + path);
   for (std::string_view line : Lines(*text)) {
     std::vector<std::string_view> f = Fields(line);

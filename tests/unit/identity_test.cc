@@ -182,6 +182,18 @@ TEST(ReserveRange, AddsBothLinesOnceAndKeepsAnExistingOne) {
   EXPECT_FALSE(std::filesystem::exists(etc.files.subuid + ".lock"));
 }
 
+TEST(ReserveRange, CreatesTheSubidFilesWhereTheSystemHasNone) {
+  FakeEtc etc("", "");
+  std::filesystem::remove(etc.files.subuid);
+  std::filesystem::remove(etc.files.subgid);
+  auto done = ReserveRange(std::nullopt, std::nullopt, etc.files);
+  ASSERT_TRUE(done) << done.error().message();
+  EXPECT_EQ(*ReadFile(etc.files.subuid), "corral:1879048192:65536\n");
+  EXPECT_EQ(*ReadFile(etc.files.subgid), "corral:1879048192:65536\n");
+  EXPECT_EQ(std::filesystem::status(etc.files.subuid).permissions(),
+            std::filesystem::perms(0644));
+}
+
 TEST(ReserveRange, RefusesARangeWithAnAccountAndWritesNothing) {
   FakeEtc etc("", "");
   auto done = ReserveRange(900u, 200u, etc.files);

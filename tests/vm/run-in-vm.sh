@@ -226,6 +226,10 @@ done
 make_temp_dir work "${TMPDIR:-/tmp}"
 root=$work/root
 mkdir -p "$root"/{bin,dev,etc,proc,root,sys,tmp,vmtest/bin,vmtest/files}
+# Account files of a minimal system: `corral setup ids` checks its range against
+# /etc/passwd, so that the guest's root-mode jails run on the reserved identity as on a host.
+printf 'root:x:0:0:root:/root:/bin/sh\n' > "$root/etc/passwd"
+printf 'root:x:0:\n' > "$root/etc/group"
 
 # Puts host file SRC at guest path DST (absolute), creating the folders on the way.
 put() {
