@@ -170,11 +170,8 @@ class CorralRootlessPoolRun : public RootlessLauncher {
     RETURN_IF_ERROR(RootlessLauncher::Prepare());
     socket_ = caller_->dir() + "/pool.sock";
     std::vector<std::string> argv = caller_->prefix();
-    for (const std::string& a : {exe_, std::string("pool"), std::string("--config"),
-                                 caller_->config(), std::string("--size"), std::string("2"),
-                                 std::string("--socket"), socket_}) {
-      argv.push_back(a);
-    }
+    argv.insert(argv.end(),
+                {exe_, "pool", "--config", caller_->config(), "--size", "2", "--socket", socket_});
     ASSIGN_OR_RETURN(pid_, SpawnBackground(argv, caller_->dir() + "/pool.log"));
     // The server binds its socket first, then fills: wait for both.
     for (int i = 0; i < 1000 && !std::filesystem::exists(socket_); ++i) ::usleep(10 * 1000);
