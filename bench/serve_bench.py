@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Figures for `corral serve` (issue: the daemon), measured over real HTTP on loopback.
 
-  sudo bench/serve_bench.py build/cli/corral-cli [N] [--warm W]
+  sudo bench/serve_bench.py build/cli/corral-cli [N] [--warm W] [--session-slots S]
 
 Starts a daemon on 127.0.0.1 (port 0) with a temp base dir and runtime dir, then:
   - POST /api/sandboxes -> first 200 of GET {sandbox_url}/v1/sandbox, per sandbox (median, p90);
@@ -15,6 +15,9 @@ a daemon without a pool (cold) and from one with W warm sandboxes (warm). Before
 create the bench waits, untimed, until the pool is full again (corral_warm_sandboxes = W):
 the figure is that of a create arriving at a daemon whose pool has refilled, which is the
 case the pool is for (back-to-back creates faster than a refill take the cold path).
+
+With --session-slots S: the daemon's server.session_slots (default: the daemon's own, 32); 0
+starts every session's shell the normal way, for a side-by-side figure.
 """
 import http.client
 import json
@@ -46,9 +49,14 @@ def shell(conn, path, command):
         return r.status, {}
 
 
+SESSION_SLOTS = None  # --session-slots; None: the daemon's default
+
+
 def start_daemon(binary, tmp, n, warm):
     """(Popen, port) of a daemon with its own base and runtime dirs under tmp."""
-    return serve_daemon.start_daemon(binary, tmp, n + 10, sandbox_extra=f", warm: {warm}")
+    server_extra = "" if SESSION_SLOTS is None else f", session_slots: {SESSION_SLOTS}"
+    return serve_daemon.start_daemon(binary, tmp, n + 10, server_extra=server_extra,
+                                     sandbox_extra=f", warm: {warm}")
 
 
 def metric(conn, name):
@@ -115,7 +123,12 @@ def compare_warm(binary, n, warm):
 
 def main():
     args = sys.argv[1:]
+    global SESSION_SLOTS
     warm = 0
+    if "--session-slots" in args:
+        at = args.index("--session-slots")
+        SESSION_SLOTS = int(args[at + 1])
+        del args[at:at + 2]
     if "--warm" in args:
         at = args.index("--warm")
         warm = int(args[at + 1])

@@ -258,8 +258,8 @@ Result<JailProcess> SpawnInto(const EnterRequest& r) {
     status_child.Reset(status[1]);
   }
 
-  const bool early_seccomp =
-      r.deferred_command && SeccompAllowsOutright(r.plan->seccomp, kSlotSyscallsAfterSeccomp);
+  const bool early_seccomp = r.deferred_command && !r.late_hardening &&
+                             SeccompAllowsOutright(r.plan->seccomp, kSlotSyscallsAfterSeccomp);
   if ((r.ns_flags & CLONE_NEWUSER) != 0) {
     return SpawnThroughUserNamespace(r, std::move(setup_parent), std::move(setup_child),
                                      std::move(status_parent), std::move(status_child),

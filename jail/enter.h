@@ -60,6 +60,12 @@ struct EnterRequest {
   // of the hardening and the exec. The stdio fds above are only what it holds while it
   // waits.
   bool deferred_command = false;
+  // A deferred command's Landlock rules and seccomp filter are applied only once the
+  // command has come, never while it waits. For a sandbox whose mounts may still change
+  // (a warm sandbox, claimed later: runtime/sandboxes/warm_claim.h): Landlock rules hold
+  // the inodes their paths named when they were made, so rules made before a directory
+  // was mounted over would deny the directory mounted there.
+  bool late_hardening = false;
   // PR_SET_CHILD_SUBREAPER on the command (kept across its execve): processes it leaves
   // orphaned (a double fork, setsid + &) are reparented to it instead of to the sandbox's
   // init, so they stay in its tree. The AIO shell sessions ask for it (server/aio_proc_tree.h).

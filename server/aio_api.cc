@@ -206,6 +206,7 @@ Result<std::shared_ptr<aio::ShellSession>> AioApi::Impl::Open(const AioSandboxRe
                                      "); delete some first");
   }
   base.corral_name = ref.corral_name;
+  base.slots = options.session_slots;
   base.id = implicit ? aio::RandomUuid() : id;
   base.separate_stderr = kind == SessionKind::kBash;
   std::shared_ptr<aio::ShellSession> session;
@@ -216,6 +217,9 @@ Result<std::shared_ptr<aio::ShellSession>> AioApi::Impl::Open(const AioSandboxRe
     sb.spare.reset();
     aio::SessionOptions next = base;
     next.id = aio::RandomUuid();
+    // The sandbox's exec slot is for the shell a caller waits for: a spare started next to
+    // a call's own new session starts the normal way, in the background.
+    if (!session) next.slots = nullptr;
     sb.spare = aio::ShellSession::Start(std::move(next));
   }
   if (!session) session = aio::ShellSession::Start(std::move(base));

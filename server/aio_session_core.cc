@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdlib>
 
+#include "runtime/sandboxes/exec_slot_keeper.h"
 #include "runtime/sandboxes/persistent.h"
 #include "server/aio_orphan_sink.h"
 #include "server/aio_session_impl.h"
@@ -53,6 +54,23 @@ void SessionCore::Wake() {
 }
 
 // ---- the shell thread ----------------------------------------------------------------
+
+Result<runtime::RunOutcome> SessionCore::StartShell(const runtime::ExecRequest& req) {
+  if (opt.slots == nullptr) return runtime::ExecInSandbox(req);
+  // A slot prepared ahead (a warm sandbox's: server/warm_pool.h) has paid the cgroup join
+  // (on v1 an RCU grace period) and the entry into the sandbox. No slot is asked for
+  // here: one made for the next session would join a cgroup while this shell, the spare
+  // shell and the next create do, and slow them more than it saves (measured in
+  // server/README.md). The slot's process is the keeper thread's child, which outlives
+  // every session (server/daemon.cc).
+  std::unique_ptr<runtime::ExecSlot> slot = opt.slots->Take(req.sandbox);
+  if (!slot) return runtime::ExecInSandbox(req);
+  std::string unusable;
+  auto outcome = runtime::ExecInSlot(std::move(slot), req, &unusable);
+  if (!outcome) return outcome.error();
+  if (*outcome) return std::move(**outcome);
+  return runtime::ExecInSandbox(req);  // the slot died (its sandbox was removed, say)
+}
 
 void SessionCore::ShellLoop() {
   bool retried_default_dir = false;
@@ -125,7 +143,7 @@ void SessionCore::ShellLoop() {
     // cgroups around every call; a process group or session id the command can leave.
     req.child_subreaper = true;
     hold = Error(ErrorCode::kNotFound, "released");  // ExecInSandbox holds it itself
-    auto outcome = runtime::ExecInSandbox(req);
+    auto outcome = StartShell(req);
     for (int fd : {cmd[1], out[1], err[1], intr[1]}) {
       if (fd >= 0) ::close(fd);
     }

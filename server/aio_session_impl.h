@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "runtime/sandboxes/persistent.h"
 #include "server/aio_proc_tree.h"
 #include "server/aio_shell_session.h"
 
@@ -30,6 +31,8 @@ struct SessionCore {
   explicit SessionCore(SessionOptions o);
 
   void ShellLoop();    // the shell thread
+  // The shell's exec: in a slot of opt.slots when one is ready, else the normal way.
+  Result<runtime::RunOutcome> StartShell(const runtime::ExecRequest& req);
   void ControlLoop();  // the control thread
   Result<std::string> Submit(CommandRequest request);
   void Await(const std::string& command_id, SteadyTime deadline, ShellSession::Callback cb);

@@ -33,6 +33,10 @@
 
 #include "base/result.h"
 
+namespace corral::runtime {
+class ExecSlotKeeper;
+}
+
 namespace corral::server::aio {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
@@ -68,6 +72,8 @@ struct SessionOptions {
   std::optional<std::string> workdir;  // initial; else the sandbox's default
   double no_change_timeout = 120;
   size_t max_output_bytes = 8 * 1024 * 1024;  // kept per command; the rest is dropped
+  // Where the shell's exec takes a slot prepared ahead (server.session_slots); null: none.
+  runtime::ExecSlotKeeper* slots = nullptr;
 };
 
 class ShellSession {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/run/runtime_dir.h"
+#include "runtime/sandboxes/exec_slot_keeper.h"
 #include "runtime/sandboxes/sandbox_store.h"
 #include "runtime/spec/provider_config.h"
 #include "runtime/spec/server_config.h"
@@ -113,12 +114,14 @@ void Every(asio::io_context& io, Clock::duration period, std::function<bool()> t
   std::make_shared<Periodic>(io, period, std::move(tick))->Arm();
 }
 
-GaugeSource MakeGauges(SandboxManager& manager, HttpServer& server, AioApi& aio) {
-  return [manager_p = &manager, server_p = &server, aio_p = &aio] {
+GaugeSource MakeGauges(SandboxManager& manager, HttpServer& server, AioApi& aio,
+                       const runtime::ExecSlotKeeper& slots) {
+  return [manager_p = &manager, server_p = &server, aio_p = &aio, slots_p = &slots] {
     SandboxManager& manager = *manager_p;
     HttpServer& server = *server_p;
     AioApi& aio = *aio_p;
     ManagerCounts c = manager.Counts();
+    runtime::ExecSlotKeeper::Counts slot = slots_p->counts();
     std::vector<std::pair<std::string, double>> g = {
         {"corral_sandboxes{state=\"running\"}", static_cast<double>(c.running)},
         {"corral_sandbox_events_total{event=\"created\"}", static_cast<double>(c.created)},
@@ -135,13 +138,20 @@ GaugeSource MakeGauges(SandboxManager& manager, HttpServer& server, AioApi& aio)
         {"corral_warm_pool_events_total{event=\"made\"}", static_cast<double>(c.warm.made)},
         {"corral_warm_pool_events_total{event=\"taken\"}", static_cast<double>(c.warm.taken)},
         {"corral_warm_pool_events_total{event=\"failed\"}", static_cast<double>(c.warm.failed)},
+        {"corral_session_slots", static_cast<double>(slot.ready)},
+        {"corral_session_slot_events_total{event=\"prepared\"}", static_cast<double>(slot.prepared)},
+        {"corral_session_slot_events_total{event=\"taken\"}", static_cast<double>(slot.taken)},
+        {"corral_session_slot_events_total{event=\"failed\"}", static_cast<double>(slot.failed)},
+        {"corral_session_slot_events_total{event=\"evicted\"}", static_cast<double>(slot.evicted)},
     };
     std::vector<std::string> help = {
         "# TYPE corral_sandboxes gauge", "# TYPE corral_sandbox_events_total counter",
         "# TYPE corral_sandbox_calls_in_flight gauge", "# TYPE corral_http_requests_in_flight gauge",
         "# TYPE corral_http_connections gauge", "# TYPE corral_aio_live_sessions gauge",
         "# HELP corral_warm_sandboxes Warm sandboxes ready to be claimed (the pool depth).",
-        "# TYPE corral_warm_sandboxes gauge", "# TYPE corral_warm_pool_events_total counter"};
+        "# TYPE corral_warm_sandboxes gauge", "# TYPE corral_warm_pool_events_total counter",
+        "# HELP corral_session_slots Exec slots ready for a warm sandbox's first shell session.",
+        "# TYPE corral_session_slots gauge", "# TYPE corral_session_slot_events_total counter"};
     return std::make_pair(g, help);
   };
 }
@@ -207,8 +217,17 @@ int RunServe(const ServeOptions& options) {
   auto registry = SandboxRegistry::Open(runtime::RuntimeDir() + "/serve");
   if (!registry) return Fail(registry.error().message());
 
-  AioApi aio(AioApiOptions{});
-  SandboxManager manager({cfg.provider, cfg.spec, cfg.server.max_sandboxes},
+  // Before the sessions and the warm pool that use it, so destroyed after them: a slot's
+  // process, and a shell started in one, dies with the keeper's thread. The sessions'
+  // shells are child subreapers (server/aio_proc_tree.h); a slot of a warm sandbox waits
+  // for its claim's mounts, so its Landlock rules are made when its shell starts.
+  runtime::ExecSlotKeeper session_slots(
+      {static_cast<size_t>(cfg.server.session_slots),
+       {.child_subreaper = true, .late_hardening = true}});
+  AioApiOptions aio_options;
+  aio_options.session_slots = &session_slots;
+  AioApi aio(aio_options);
+  SandboxManager manager({cfg.provider, cfg.spec, cfg.server.max_sandboxes, &session_slots},
                          std::move(*registry), &aio);
   for (const std::string& line : manager.Adopt()) spdlog::info("registry: {}", line);
   auto access_log = AccessLog::Open(cfg.server.access_log);
@@ -228,7 +247,7 @@ int RunServe(const ServeOptions& options) {
   // No sandbox's allow-list proxy may reach this API, whatever its rules.
   if (!cfg.address.is_unix) runtime::net::AddOwnEndpoint(cfg.address.host, server.bound_port());
   HostCheck host_check(cfg.address, server.bound_port(), cfg.server.allowed_hosts);
-  GaugeSource gauges = MakeGauges(manager, server, aio);
+  GaugeSource gauges = MakeGauges(manager, server, aio, session_slots);
   router = std::make_unique<Router>(
       RouterOptions{cfg.key, cfg.server.no_auth, cfg.server.metrics_need_key,
                     cfg.provider.base_dir},

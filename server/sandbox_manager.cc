@@ -148,7 +148,9 @@ std::vector<std::string> SandboxManager::Adopt() {
     (void)registry_.Remove(e.sandbox_id);
   }
   // Warm sandboxes of an earlier daemon (kill -9): nobody can claim them now.
-  for (std::string& line : WarmPool::RemoveStale()) dropped.push_back(std::move(line));
+  for (std::string& line : WarmPool::RemoveStale(options_.base_spec.cgroups)) {
+    dropped.push_back(std::move(line));
+  }
   return dropped;
 }
 
@@ -157,7 +159,7 @@ std::optional<std::string> SandboxManager::StartWarmPool() {
   runtime::JailSandboxProvider provider(options_.provider, options_.base_spec);
   runtime::JailSpec spec = provider.SpecFor(runtime::ThreadDirs{});  // directories: placeholders
   if (auto why = WarmPool::WhyNot(spec)) return "sandbox.warm is off: " + *why;
-  warm_ = std::make_unique<WarmPool>(options_.provider.warm, std::move(spec));
+  warm_ = std::make_unique<WarmPool>(options_.provider.warm, std::move(spec), options_.slots);
   warm_->Start();
   return std::nullopt;
 }
@@ -176,6 +178,7 @@ void SandboxManager::RemoveLocked(const std::string& sandbox_id, const char* why
     sandboxes_.erase(it);
   }
   if (aio_ != nullptr) aio_->ForgetSandbox(sandbox_id);
+  if (options_.slots != nullptr) options_.slots->Drop(m.entry.corral_name);
   Status st = runtime::RemoveSandbox(m.entry.corral_name);
   if (Status r = registry_.Remove(sandbox_id); !r) {
     spdlog::warn("sandbox {}: registry: {}", sandbox_id, r.error().message());
@@ -302,6 +305,7 @@ CreateResult SandboxManager::MakeLocked(const CreateParams& params) {
   m.last_call = m.entry.created_at;
   Status saved = token ? registry_.Save(m.entry) : Status(token.error());
   if (!saved) {
+    if (options_.slots != nullptr) options_.slots->Drop(req.name);
     (void)runtime::RemoveSandbox(req.name);
     return {500, "sandbox registry: " + saved.error().message(), {}};
   }
@@ -329,6 +333,13 @@ std::optional<runtime::SandboxRecord> SandboxManager::ClaimWarmLocked(
     std::lock_guard<std::mutex> lock(mu_);
     children_.insert(warm->init_pid);  // our child either way: reaped once it is gone
     if (claimed) ++counts_.created_warm;
+  }
+  if (options_.slots != nullptr) {  // its slot (same id, same init) follows it, or goes
+    if (claimed) {
+      options_.slots->Update(*claimed);
+    } else {
+      options_.slots->Drop(warm->name);
+    }
   }
   if (!claimed) {
     spdlog::warn("sandbox {}: claiming warm sandbox {} failed ({}); creating it cold",

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/sandboxes/exec_slot_keeper.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/provider_config.h"
 #include "runtime/spec/spec.h"
@@ -51,6 +52,10 @@ struct ManagerOptions {
   runtime::ProviderConfig provider;  // base_dir, skills, mounts, idle_timeout, replicas
   runtime::JailSpec base_spec;       // limits, seccomp, namespaces of every sandbox
   int max_sandboxes = 1000;
+  // Exec slots for the sandboxes' shells (may be null; must outlive the manager): a warm
+  // sandbox's slot follows it through the claim; a sandbox's slot goes at its removal.
+  // (The sessions ask for the next one once a shell is up: server/aio_session_core.cc.)
+  runtime::ExecSlotKeeper* slots = nullptr;
 };
 
 struct SandboxView {

@@ -14,6 +14,7 @@
 
 #include "runtime/run/identity.h"
 #include "runtime/run/planner.h"
+#include "runtime/sandboxes/exec_slot_keeper.h"
 #include "runtime/sandboxes/sandbox_store.h"
 #include "runtime/sandboxes/warm_claim.h"
 
@@ -41,8 +42,8 @@ bool Below(const std::string& path, const std::string& dir) {
 
 }  // namespace
 
-WarmPool::WarmPool(int target, runtime::JailSpec spec)
-    : target_(static_cast<size_t>(std::max(0, target))), spec_(std::move(spec)) {}
+WarmPool::WarmPool(int target, runtime::JailSpec spec, runtime::ExecSlotKeeper* slots)
+    : target_(static_cast<size_t>(std::max(0, target))), spec_(std::move(spec)), slots_(slots) {}
 
 WarmPool::~WarmPool() { Stop(); }
 
@@ -68,7 +69,7 @@ std::optional<std::string> WarmPool::WhyNot(const runtime::JailSpec& spec) {
   return std::nullopt;
 }
 
-std::vector<std::string> WarmPool::RemoveStale() {
+std::vector<std::string> WarmPool::RemoveStale(const runtime::CgroupSpec& cgroups) {
   std::vector<std::string> lines;
   auto store = runtime::SandboxStore::Open();
   if (!store) return lines;
@@ -78,11 +79,16 @@ std::vector<std::string> WarmPool::RemoveStale() {
     lines.push_back("warm sandbox " + r.name + " left by an earlier daemon: " +
                     (st ? "removed" : "removing failed: " + st.error().message()));
   }
-  // Placeholders whose sandbox never got recorded (a daemon killed mid-create).
+  // Placeholders whose sandbox never got recorded (a daemon killed mid-create), and the
+  // cgroups that create had made by then (its init died with the daemon).
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(store->root() + "/warm", ec)) {
     const std::string name = e.path().filename();
     if (name.rfind(kWarmNamePrefix, 0) == 0 && !store->Find(name)) {
+      if (Status st = runtime::RemoveUnrecordedCgroups(name, cgroups); !st) {
+        lines.push_back("cgroups of warm sandbox " + name + " (never recorded): removing failed: " +
+                        st.error().message());
+      }
       std::filesystem::remove_all(e.path(), ec);
     }
   }
@@ -146,6 +152,7 @@ void WarmPool::Refill() {
     backoff = std::chrono::seconds(1);
     ++counts_.made;
     ready_.push_back({name, record->init_pid});
+    if (slots_ != nullptr) slots_->Request(name);
   }
 }
 
@@ -162,6 +169,7 @@ void WarmPool::Stop() {
     left.swap(ready_);
   }
   for (const WarmSandbox& w : left) {
+    if (slots_ != nullptr) slots_->Drop(w.name);
     if (Status st = runtime::RemoveWarmSandbox(w.name); !st) {
       spdlog::warn("warm pool: removing {}: {}", w.name, st.error().message());
     }

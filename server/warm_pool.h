@@ -31,6 +31,10 @@
 
 #include "runtime/spec/spec.h"
 
+namespace corral::runtime {
+class ExecSlotKeeper;
+}
+
 namespace corral::server {
 
 inline constexpr const char* kWarmNamePrefix = "dfw-";
@@ -48,7 +52,9 @@ struct WarmCounts {
 class WarmPool {
  public:
   // `spec`: a thread's spec (JailSandboxProvider::SpecFor) whose directories are replaced.
-  WarmPool(int target, runtime::JailSpec spec);
+  // `slots` (may be null; must outlive the pool): each warm sandbox gets an exec slot
+  // asked for as it is made, so that its first shell, after the claim, finds one ready.
+  WarmPool(int target, runtime::JailSpec spec, runtime::ExecSlotKeeper* slots = nullptr);
   ~WarmPool();  // Stop()
 
   // Why `spec` cannot be served warm (nullopt: it can): a network allow-list (its proxy is
@@ -56,9 +62,10 @@ class WarmPool {
   // switch replaces those mounts whole).
   static std::optional<std::string> WhyNot(const runtime::JailSpec& spec);
 
-  // Removes the "dfw-*" sandboxes and placeholders in the store (none can be ours yet);
-  // returns one line per sandbox removed, for the log.
-  static std::vector<std::string> RemoveStale();
+  // Removes the "dfw-*" sandboxes and placeholders in the store (none can be ours yet),
+  // and the cgroups of a warm create killed before it recorded its sandbox (`cgroups`: the
+  // spec's, where they were made); returns one line per sandbox removed, for the log.
+  static std::vector<std::string> RemoveStale(const runtime::CgroupSpec& cgroups);
 
   void Start();  // the refill thread
   // A ready warm sandbox, or nullopt (empty pool, or stopped). Wakes the refill.
@@ -73,6 +80,7 @@ class WarmPool {
 
   const size_t target_;
   const runtime::JailSpec spec_;
+  runtime::ExecSlotKeeper* const slots_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<WarmSandbox> ready_;

@@ -87,12 +87,7 @@ Result<std::unique_ptr<PoolServer>> PoolServer::Start(const JailSpec& spec,
     return pool.error();
   }
   server->pool_ = std::move(*pool);
-  sigset_t all, old;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  server->slot_thread_ =
-      std::jthread([s = server.get()](std::stop_token stop) { s->SlotLoop(stop); });
-  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  server->slots_ = std::make_unique<ExecSlotKeeper>(ExecSlotKeeperOptions{.max_slots = kMaxExecSlots, .slot = {}});
   return server;
 }
 
@@ -109,10 +104,7 @@ PoolServer::~PoolServer() {
   for (int fd : connections_) ::shutdown(fd, SHUT_RDWR);
   idle_.wait(lock, [&] { return threads_ == 0; });
   lock.unlock();
-  slot_thread_.request_stop();
-  slot_wanted_.notify_all();
-  if (slot_thread_.joinable()) slot_thread_.join();
-  slots_.clear();  // kills the waiting slots, removes their cgroups
+  slots_.reset();  // kills the waiting slots, removes their cgroups
   pool_.reset();
 }
 
@@ -207,9 +199,7 @@ void PoolServer::HandleRequest(int connection, const std::string& request,
   if (op == "wait_ready") {
     Status full = pool_->WaitUntilFull();
     if (!full) return ReplyError(connection, full.error().message());
-    std::unique_lock<std::mutex> lock(mu_);
-    slots_idle_.wait(lock, [&] { return slot_requests_.empty() && !preparing_slot_; });
-    lock.unlock();
+    slots_->WaitIdle();
     return Reply(connection, {{"kind", "ready"}});
   }
   if (op != "run" && op != "exec") return ReplyError(connection, "malformed request");
@@ -270,14 +260,14 @@ void PoolServer::HandleExec(int connection, const RunOptions& options, LimitsSpe
   ExecRequest request = std::move(*parsed);
   // A slot ready for this sandbox (by name or id) is used without reading the store:
   // ExecInSlot checks that the sandbox it was made for still lives, with the same init.
-  std::unique_ptr<ExecSlot> slot = TakeSlot(request.sandbox);
+  std::unique_ptr<ExecSlot> slot = slots_->Take(request.sandbox);
   if (!slot) {
     auto store = SandboxStore::Open();
     auto record = store ? store->Find(request.sandbox) : Result<SandboxRecord>(store.error());
     if (!record) {  // the normal exec says what is wrong, in its own words
       return Reply(connection, {{"kind", "cold"}, {"reason", record.error().message()}});
     }
-    RequestSlot(record->id);
+    slots_->Request(record->id);
     return Reply(connection, {{"kind", "cold"}, {"reason", "no exec slot ready for this sandbox"}});
   }
   std::string sandbox_id = slot->record.id;
@@ -286,58 +276,9 @@ void PoolServer::HandleExec(int connection, const RunOptions& options, LimitsSpe
   request.io = options;  // answered before the exec's cgroup is removed
   std::string unusable;
   auto outcome = ExecInSlot(std::move(slot), request, &unusable);
-  RequestSlot(sandbox_id);
+  slots_->Request(sandbox_id);
   if (!outcome) return ReplyError(connection, outcome.error().message());
   if (!*outcome) return Reply(connection, {{"kind", "cold"}, {"reason", unusable}});
-}
-
-std::unique_ptr<ExecSlot> PoolServer::TakeSlot(const std::string& name_or_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = std::find_if(slots_.begin(), slots_.end(), [&](const auto& entry) {
-    return entry.first == name_or_id || entry.second->record.name == name_or_id;
-  });
-  if (it == slots_.end()) return nullptr;
-  std::unique_ptr<ExecSlot> slot = std::move(it->second);
-  slots_.erase(it);
-  return slot;
-}
-
-void PoolServer::RequestSlot(const std::string& sandbox_id) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    slot_requests_.push_back(sandbox_id);
-  }
-  slot_wanted_.notify_all();
-}
-
-void PoolServer::SlotLoop(std::stop_token stop) {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stop.stop_requested()) {
-    if (slot_requests_.empty()) {
-      slot_wanted_.wait(lock, stop, [&] { return !slot_requests_.empty(); });
-      continue;
-    }
-    std::string id = std::move(slot_requests_.front());
-    slot_requests_.pop_front();
-    // Slots of sandboxes removed since are dropped on the way.
-    std::erase_if(slots_, [](const auto& entry) {
-      pollfd exited{entry.second->process.pidfd(), POLLIN, 0};
-      return ::poll(&exited, 1, 0) != 0;
-    });
-    if (slots_.count(id) == 0 && slots_.size() < kMaxExecSlots) {
-      preparing_slot_ = true;
-      lock.unlock();
-      auto slot = PrepareExecSlot(id);
-      lock.lock();
-      preparing_slot_ = false;
-      if (slot) {
-        slots_.emplace(id, std::move(*slot));
-      } else {
-        spdlog::debug("pool: no exec slot for sandbox {}: {}", id, slot.error().message());
-      }
-    }
-    if (slot_requests_.empty()) slots_idle_.notify_all();
-  }
 }
 
 }  // namespace corral::runtime

@@ -30,6 +30,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "runtime/pool/jail_pool.h"
+#include "runtime/sandboxes/exec_slot_keeper.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/spec.h"
 
@@ -68,11 +69,6 @@ class PoolServer {
   void HandleRequest(int connection, const std::string& request, std::vector<UniqueFd> fds);
   void HandleRun(int connection, const RunOptions& options, LimitsSpec* limits);
   void HandleExec(int connection, const RunOptions& options, LimitsSpec* limits);
-  // Exec slots: taken by HandleExec, prepared by the slot thread (whose children they
-  // are, so that their parent-death signal outlives any connection).
-  std::unique_ptr<ExecSlot> TakeSlot(const std::string& name_or_id);
-  void RequestSlot(const std::string& sandbox_id);
-  void SlotLoop(std::stop_token stop);
 
   std::string socket_path_;
   ino_t socket_ino_ = 0;  // removed on exit only if it is still ours
@@ -85,12 +81,9 @@ class PoolServer {
   int threads_ = 0;
   int idle_acceptors_ = 0;
   std::set<int> connections_;  // being handled; shut down on exit
-  std::map<std::string, std::unique_ptr<ExecSlot>> slots_;  // by sandbox id
-  std::deque<std::string> slot_requests_;                   // sandbox ids to prepare for
-  std::condition_variable_any slot_wanted_;
-  std::condition_variable slots_idle_;  // nothing queued or being prepared (wait_ready)
-  bool preparing_slot_ = false;
-  std::jthread slot_thread_;  // stopped and joined first in the destructor
+  // Exec slots: taken by HandleExec, prepared by the keeper's thread (whose children they
+  // are, so that their parent-death signal outlives any connection).
+  std::unique_ptr<ExecSlotKeeper> slots_;  // destroyed first in the destructor
 };
 
 }  // namespace corral::runtime

@@ -90,6 +90,8 @@ std::string ExecCgroupName() {
 }
 
 // Tears a sandbox down, whatever state it is in.
+std::string CgroupNameOf(const std::string& sandbox_name) { return "sbx-" + sandbox_name; }
+
 Status Teardown(SandboxStore& store, const SandboxRecord& r) {
   auto manager = ManagerFor(r);
   bool cgroup_gone = false;
@@ -205,7 +207,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   SandboxRecord record;
   record.id = RandomId();
   record.name = request.name.empty() ? record.id : request.name;
-  record.cgroup_name = "sbx-" + record.name;
+  record.cgroup_name = CgroupNameOf(record.name);
   record.created_at = UnixNow();
   record.idle_timeout_seconds = request.idle_timeout_seconds;
   record.spec = request.spec;
@@ -316,7 +318,7 @@ Result<std::unique_ptr<cgroups::Cgroup>> CreateExecCgroup(const SandboxRecord& r
 Result<jail::JailProcess> SpawnExec(const SandboxRecord& record, int init_pidfd,
                                     const jail::JailPlan& plan, cgroups::Cgroup* exec_cg,
                                     int stdin_fd, int stdout_fd, int stderr_fd, bool deferred,
-                                    bool child_subreaper = false) {
+                                    bool child_subreaper = false, bool late_hardening = false) {
   // Opened after the pidfd: a recycled pid cannot slip in between (OpenInit checked it).
   UniqueFd init_root(::open(("/proc/" + std::to_string(record.init_pid) + "/root").c_str(),
                             O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -335,6 +337,7 @@ Result<jail::JailProcess> SpawnExec(const SandboxRecord& record, int init_pidfd,
   enter.stderr_fd = stderr_fd;
   enter.deferred_command = deferred;
   enter.child_subreaper = child_subreaper;
+  enter.late_hardening = late_hardening;
   if (exec_cg) {  // both: which one is used depends on the path (jail/enter.h)
     enter.cgroup_fd = exec_cg->clone_into_fd();
     enter.cgroup_attach_fds = exec_cg->attach_fds();
@@ -434,7 +437,8 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
                        std::move(outcome), trace);
 }
 
-Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox) {
+Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox,
+                                                  const ExecSlotOptions& options) {
   ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
   ASSIGN_OR_RETURN(SandboxRecord record, store.Find(sandbox));
   auto slot = std::make_unique<ExecSlot>();
@@ -451,7 +455,9 @@ Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox) {
   if (!dev_null) return Error::FromErrno(errno, "/dev/null");
   ASSIGN_OR_RETURN(slot->process,
                    SpawnExec(record, slot->init_pidfd.get(), slot->plan, slot->exec_cg.get(),
-                             dev_null.get(), dev_null.get(), dev_null.get(), /*deferred=*/true));
+                             dev_null.get(), dev_null.get(), dev_null.get(), /*deferred=*/true,
+                             options.child_subreaper, options.late_hardening));
+  slot->child_subreaper = options.child_subreaper;
   // Ready once it says so: joined, entered, waiting. Else its setup record says why.
   pollfd ready{slot->process.status_fd(), POLLIN, 0};
   char byte = 0;
@@ -483,6 +489,10 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
   if (request.argv.empty()) return Error(ErrorCode::kInvalidArgument, "exec: no command given");
   if (request.io.tty) {  // the slot's process is past the point where it could open one
     *unusable = "a terminal is opened by a cold exec";
+    return std::optional<RunOutcome>();
+  }
+  if (request.child_subreaper != slot->child_subreaper) {  // set when it entered
+    *unusable = "the slot was prepared for another kind of exec (child subreaper)";
     return std::optional<RunOutcome>();
   }
   JailSpec spec = ExecSpec(record, request);
@@ -529,6 +539,13 @@ Result<SandboxHold> HoldSandbox(const std::string& name_or_id) {
 
 void TouchSandbox(const std::string& name) {
   if (auto store = SandboxStore::Open()) (void)store->TouchLastUsed(name);
+}
+
+Status RemoveUnrecordedCgroups(const std::string& name, const CgroupSpec& cgroups) {
+  ASSIGN_OR_RETURN(auto manager, cgroups::CgroupManager::Create(ManagerOptionsFor(cgroups)));
+  auto cg = manager->OpenCgroup(CgroupNameOf(name));
+  if (!cg) return cg.error().code() == ErrorCode::kNotFound ? Ok() : Status(cg.error());
+  return (*cg)->Destroy();
 }
 
 Status RemoveSandbox(const std::string& name_or_id) {

@@ -89,15 +89,31 @@ struct ExecSlot {
   std::unique_ptr<cgroups::Cgroup> exec_cg;  // removed with the slot unless an exec left
                                              // background processes in it
   jail::JailPlan plan;
+  bool child_subreaper = false;  // set at the slot's entry: only such an exec may use it
   jail::JailProcess process;  // destroyed first: killed and reaped if still waiting
 };
-Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox);
+struct ExecSlotOptions {
+  // The command becomes a child subreaper (ExecRequest::child_subreaper). Set when the
+  // slot enters, so an exec that asks otherwise cannot use the slot.
+  bool child_subreaper = false;
+  // Landlock and seccomp only once the command comes (jail/enter.h late_hardening): for a
+  // sandbox that may still be claimed, whose mounts change then.
+  bool late_hardening = false;
+};
+Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox,
+                                                  const ExecSlotOptions& options = {});
 // Runs `request` (request.sandbox must name the slot's sandbox) in the slot, exactly as
 // ExecInSandbox would, hardening included. nullopt with *unusable set when the slot cannot
 // be used (it died, or its sandbox did: removed, or replaced by one with a new init; the
-// command is too large to hand over): run the exec the normal way.
+// command is too large to hand over; its child_subreaper differs from the request's): run
+// the exec the normal way.
 Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
                                              const ExecRequest& request, std::string* unusable);
+
+// The cgroups that a create of sandbox `name` (with `cgroups`, its spec's) made before
+// writing its record, when that create was killed on the way (a daemon's kill -9): killed
+// and removed. None there is no error.
+Status RemoveUnrecordedCgroups(const std::string& name, const CgroupSpec& cgroups);
 
 // Kills everything inside, removes the cgroups and the record. The sandbox's mounts live
 // only in its mount namespace, which the kernel frees with its last process.

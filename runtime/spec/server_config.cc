@@ -24,6 +24,9 @@ bool Read(const YAML::Node& n, const std::string& path, Problems* p, T* out) {
 void Positive(const YAML::Node& n, const std::string& key, Problems* p, int* out) {
   if (Read(n, key, p, out) && *out <= 0) p->Add(key, "must be > 0");
 }
+void NonNegative(const YAML::Node& n, const std::string& key, Problems* p, int* out) {
+  if (Read(n, key, p, out) && *out < 0) p->Add(key, "must be >= 0");
+}
 void Seconds(const YAML::Node& n, const std::string& key, Problems* p, double* out) {
   if (Read(n, key, p, out) && !(*out > 0)) p->Add(key, "must be > 0 seconds");
 }
@@ -69,6 +72,8 @@ const std::map<std::string, KeyReader>& Keys() {
        [](auto& n, auto* p, auto* c) { Positive(n, "max_sandboxes", p, &c->max_sandboxes); }},
       {"max_execs",
        [](auto& n, auto* p, auto* c) { Positive(n, "max_execs", p, &c->max_execs); }},
+      {"session_slots",
+       [](auto& n, auto* p, auto* c) { NonNegative(n, "session_slots", p, &c->session_slots); }},
       {"shutdown_grace",
        [](auto& n, auto* p, auto* c) { Seconds(n, "shutdown_grace", p, &c->shutdown_grace); }},
       {"access_log", [](auto& n, auto* p, auto* c) { Read(n, "access_log", p, &c->access_log); }},

@@ -51,7 +51,9 @@ class ServeTest : public LeakCheckedTest {
     ::setenv("CORRAL_RUNTIME_DIR", dir_.Join("run").c_str(), 1);
   }
   void TearDown() override {
-    StopDaemon(SIGKILL);
+    // SIGTERM, as an operator stops it: the daemon removes its warm sandboxes (a SIGKILL
+    // mid-create of one would leave its cgroups to the next daemon's start).
+    StopDaemon(SIGTERM);
     for (const auto& info : runtime::ListSandboxes()) (void)runtime::RemoveSandbox(info.record.name);
     ::unsetenv("CORRAL_RUNTIME_DIR");
   }

@@ -12,7 +12,9 @@
 #include <set>
 
 #include "base/files.h"
+#include "cgroups/cgroup.h"
 #include "runtime/run/identity.h"
+#include "runtime/run/jail_cgroup.h"
 #include "runtime/sandboxes/persistent.h"
 #include "tests/integration/serve_fixture.h"
 #include "tests/support/run_corral.h"
@@ -253,6 +255,17 @@ TEST_F(ServeWarmTest, RestartRemovesStaleWarmSandboxesAndSigtermItsOwn) {
   ASSERT_EQ(stale.size(), 2u);
   StopDaemon(SIGKILL);
   EXPECT_EQ(WarmNames(), stale) << "kill -9 leaves them";
+  // And a warm create killed before it recorded its sandbox leaves a placeholder and the
+  // cgroups it had made.
+  const std::string unrecorded = "dfw-00000000deadbeef";
+  ASSERT_TRUE(dir_.MakeDirs("run/warm/" + unrecorded + "/user-data", 0700));
+  auto manager = cgroups::CgroupManager::Create(runtime::ManagerOptionsFor(runtime::CgroupSpec{}));
+  ASSERT_TRUE(manager) << manager.error().message();
+  {
+    auto cg = (*manager)->CreateCgroup("sbx-" + unrecorded);
+    ASSERT_TRUE(cg) << cg.error().message();
+    (*cg)->Release();  // left for the next daemon
+  }
 
   // The next daemon (without a pool) removes them: nobody can claim them any more.
   StartDaemon(WarmConfig(0));
@@ -262,6 +275,10 @@ TEST_F(ServeWarmTest, RestartRemovesStaleWarmSandboxesAndSigtermItsOwn) {
   for (const std::string& name : stale) {
     EXPECT_NE(::stat(dir_.Join("run/warm/" + name).c_str(), &st), 0) << name;
   }
+  EXPECT_NE(::stat(dir_.Join("run/warm/" + unrecorded).c_str(), &st), 0);
+  auto left = (*manager)->OpenCgroup("sbx-" + unrecorded);
+  EXPECT_FALSE(left) << "the unrecorded warm sandbox's cgroups are still there\n" << DaemonLog();
+  if (left) (void)(*left)->Destroy();
   EXPECT_EQ(Metric("corral_warm_sandboxes"), 0);
   StopDaemon(SIGTERM);
 

@@ -238,20 +238,21 @@ TEST(ServerConfig, SectionKeysAndProblems) {
   runtime::ServerConfig c;
   ASSERT_TRUE(runtime::LoadServerConfig(
       YAML::Load("{listen: 'unix:/run/x.sock', api_key: $K, max_body_bytes: 200m, "
-                 "header_timeout: 5, max_in_flight: 8, allowed_hosts: [a:1]}"),
+                 "header_timeout: 5, max_in_flight: 8, allowed_hosts: [a:1], session_slots: 0}"),
       &c));
   EXPECT_EQ(c.listen, "unix:/run/x.sock");
   EXPECT_EQ(c.max_body_bytes, 200 * runtime::kMiB);
   EXPECT_EQ(c.max_in_flight, 8);
   EXPECT_EQ(c.allowed_hosts, std::vector<std::string>{"a:1"});
+  EXPECT_EQ(c.session_slots, 0);  // 0 is allowed: no slots
   auto bad = runtime::LoadServerConfig(
       YAML::Load("{max_in_flight: 0, header_timeout: -1, lisen: x, max_body_bytes: lots, "
-                 "access_log: rel}"),
+                 "access_log: rel, session_slots: -1}"),
       &c);
   ASSERT_FALSE(bad);
   for (const char* want : {"server.max_in_flight: must be > 0", "server.header_timeout",
                            "server.lisen: unknown key", "server.max_body_bytes",
-                           "server.access_log"}) {
+                           "server.access_log", "server.session_slots: must be >= 0"}) {
     EXPECT_THAT(bad.error().message(), HasSubstr(want));
   }
   // The default body limit fits a 100 MiB file as base64 in a JSON body.

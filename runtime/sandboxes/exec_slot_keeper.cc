@@ -1,0 +1,158 @@
+#include "runtime/sandboxes/exec_slot_keeper.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace corral::runtime {
+namespace {
+
+// A slot whose process has exited (its sandbox was removed, or it was killed) is useless.
+bool Exited(const ExecSlot& slot) {
+  pollfd exited{slot.process.pidfd(), POLLIN, 0};
+  return ::poll(&exited, 1, 0) != 0;
+}
+
+}  // namespace
+
+ExecSlotKeeper::ExecSlotKeeper(ExecSlotKeeperOptions options) : options_(options) {
+  // The thread takes no signal: the caller's signal handling (a signalfd, sigwait) stays
+  // where it is, and the slots it spawns start from a known mask.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+ExecSlotKeeper::~ExecSlotKeeper() {
+  thread_.request_stop();
+  wanted_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  ready_.clear();  // kills the waiting slots, removes their cgroups
+}
+
+std::map<std::string, ExecSlotKeeper::Ready>::iterator ExecSlotKeeper::FindReady(
+    const std::string& name_or_id) {
+  return std::find_if(ready_.begin(), ready_.end(), [&](const auto& entry) {
+    return entry.first == name_or_id || entry.second.slot->record.name == name_or_id;
+  });
+}
+
+std::unique_ptr<ExecSlot> ExecSlotKeeper::Take(const std::string& name_or_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = FindReady(name_or_id);
+  if (it == ready_.end()) return nullptr;
+  std::unique_ptr<ExecSlot> slot = std::move(it->second.slot);
+  ready_.erase(it);
+  ++counts_.taken;
+  return slot;
+}
+
+void ExecSlotKeeper::Request(const std::string& name_or_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (options_.max_slots == 0 || FindReady(name_or_id) != ready_.end() ||
+        std::find(queue_.begin(), queue_.end(), name_or_id) != queue_.end()) {
+      return;
+    }
+    if (queue_.size() >= options_.max_slots) queue_.pop_front();
+    queue_.push_back(name_or_id);
+  }
+  wanted_.notify_all();
+}
+
+void ExecSlotKeeper::Update(const SandboxRecord& record) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (busy_) update_while_busy_ = record;  // applied if the slot coming is this sandbox's
+  auto it = ready_.find(record.id);
+  if (it == ready_.end()) return;
+  // Same id: same init and cgroup. ExecInSlot still checks the init against the pidfd
+  // the slot opened, so a record that named another init would only make it unusable.
+  it->second.slot->record = record;
+}
+
+void ExecSlotKeeper::Drop(const std::string& name_or_id) {
+  std::unique_ptr<ExecSlot> dropped;  // destroyed outside the lock: it kills and reaps
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::erase(queue_, name_or_id);
+    const uint64_t under_way = busy_ ? started_ : 0;
+    finished_cv_.wait(lock, [&] { return finished_ >= under_way; });
+    auto it = FindReady(name_or_id);
+    if (it == ready_.end()) return;
+    dropped = std::move(it->second.slot);
+    ready_.erase(it);
+  }
+}
+
+void ExecSlotKeeper::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
+ExecSlotKeeper::Counts ExecSlotKeeper::counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Counts c = counts_;
+  c.ready = ready_.size();
+  return c;
+}
+
+void ExecSlotKeeper::Loop(std::stop_token stop) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop.stop_requested()) {
+    if (queue_.empty()) {
+      idle_.notify_all();
+      wanted_.wait(lock, stop, [&] { return !queue_.empty(); });
+      continue;
+    }
+    std::string wanted = std::move(queue_.front());
+    queue_.pop_front();
+    std::erase_if(ready_, [](const auto& entry) { return Exited(*entry.second.slot); });
+    if (FindReady(wanted) != ready_.end()) continue;
+    busy_ = true;
+    ++started_;
+    const uint64_t order = next_order_++;
+    lock.unlock();
+    auto slot = PrepareExecSlot(wanted, options_.slot);
+    lock.lock();
+    busy_ = false;
+    std::optional<SandboxRecord> update = std::exchange(update_while_busy_, std::nullopt);
+    if (slot && update && update->id == (*slot)->record.id) (*slot)->record = *update;
+    if (!slot) {
+      ++counts_.failed;
+      spdlog::debug("exec slot for sandbox {}: {}", wanted, slot.error().message());
+      ++finished_;
+      finished_cv_.notify_all();
+      continue;
+    }
+    std::unique_ptr<ExecSlot> unwanted;  // destroyed outside the lock: it kills and reaps
+    const std::string id = (*slot)->record.id;
+    if (ready_.count(id) != 0) {
+      unwanted = std::move(*slot);
+    } else {
+      if (ready_.size() >= options_.max_slots) {
+        auto oldest = std::min_element(ready_.begin(), ready_.end(), [](const auto& a, const auto& b) {
+          return a.second.requested < b.second.requested;
+        });
+        unwanted = std::move(oldest->second.slot);
+        ready_.erase(oldest);
+        ++counts_.evicted;
+      }
+      ++counts_.prepared;
+      ready_[id] = Ready{std::move(*slot), order};
+    }
+    ++finished_;
+    finished_cv_.notify_all();
+    lock.unlock();
+    unwanted.reset();
+    lock.lock();
+  }
+  idle_.notify_all();
+}
+
+}  // namespace corral::runtime
