@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace corral::runtime {
 namespace {
@@ -68,7 +69,8 @@ void ExecSlotKeeper::Request(const std::string& name_or_id) {
 
 void ExecSlotKeeper::Update(const SandboxRecord& record) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (busy_) update_while_busy_ = record;  // applied if the slot coming is this sandbox's
+  // Applied if the slot being made is this sandbox's.
+  if (started_ != finished_) update_while_busy_ = record;
   auto it = ready_.find(record.id);
   if (it == ready_.end()) return;
   // Same id: same init and cgroup. ExecInSlot still checks the init against the pidfd
@@ -81,7 +83,7 @@ void ExecSlotKeeper::Drop(const std::string& name_or_id) {
   {
     std::unique_lock<std::mutex> lock(mu_);
     std::erase(queue_, name_or_id);
-    const uint64_t under_way = busy_ ? started_ : 0;
+    const uint64_t under_way = started_;
     finished_cv_.wait(lock, [&] { return finished_ >= under_way; });
     auto it = FindReady(name_or_id);
     if (it == ready_.end()) return;
@@ -92,7 +94,7 @@ void ExecSlotKeeper::Drop(const std::string& name_or_id) {
 
 void ExecSlotKeeper::WaitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  idle_.wait(lock, [&] { return queue_.empty() && started_ == finished_; });
 }
 
 ExecSlotKeeper::Counts ExecSlotKeeper::counts() const {
@@ -112,44 +114,46 @@ void ExecSlotKeeper::Loop(std::stop_token stop) {
     }
     std::string wanted = std::move(queue_.front());
     queue_.pop_front();
-    std::erase_if(ready_, [](const auto& entry) { return Exited(*entry.second.slot); });
-    if (FindReady(wanted) != ready_.end()) continue;
-    busy_ = true;
-    ++started_;
-    const uint64_t order = next_order_++;
-    lock.unlock();
-    auto slot = PrepareExecSlot(wanted, options_.slot);
-    lock.lock();
-    busy_ = false;
-    std::optional<SandboxRecord> update = std::exchange(update_while_busy_, std::nullopt);
-    if (slot && update && update->id == (*slot)->record.id) (*slot)->record = *update;
-    if (!slot) {
-      ++counts_.failed;
-      spdlog::debug("exec slot for sandbox {}: {}", wanted, slot.error().message());
+    // Slots that leave the keeper here are destroyed outside the lock: that kills and reaps.
+    std::vector<std::unique_ptr<ExecSlot>> unwanted;
+    for (auto it = ready_.begin(); it != ready_.end();) {
+      if (!Exited(*it->second.slot)) {
+        ++it;
+        continue;
+      }
+      unwanted.push_back(std::move(it->second.slot));
+      it = ready_.erase(it);
+    }
+    if (FindReady(wanted) == ready_.end()) {
+      const uint64_t made = ++started_;
+      lock.unlock();
+      auto slot = PrepareExecSlot(wanted, options_.slot);
+      lock.lock();
+      std::optional<SandboxRecord> update = std::exchange(update_while_busy_, std::nullopt);
+      if (!slot) {
+        ++counts_.failed;
+        spdlog::debug("exec slot for sandbox {}: {}", wanted, slot.error().message());
+      } else if (ready_.count((*slot)->record.id) != 0) {
+        unwanted.push_back(std::move(*slot));
+      } else {
+        if (update && update->id == (*slot)->record.id) (*slot)->record = *update;
+        if (ready_.size() >= options_.max_slots) {
+          auto oldest = std::min_element(ready_.begin(), ready_.end(), [](const auto& a, const auto& b) {
+            return a.second.made < b.second.made;
+          });
+          unwanted.push_back(std::move(oldest->second.slot));
+          ready_.erase(oldest);
+          ++counts_.evicted;
+        }
+        ++counts_.prepared;
+        const std::string id = (*slot)->record.id;
+        ready_[id] = Ready{std::move(*slot), made};
+      }
       ++finished_;
       finished_cv_.notify_all();
-      continue;
     }
-    std::unique_ptr<ExecSlot> unwanted;  // destroyed outside the lock: it kills and reaps
-    const std::string id = (*slot)->record.id;
-    if (ready_.count(id) != 0) {
-      unwanted = std::move(*slot);
-    } else {
-      if (ready_.size() >= options_.max_slots) {
-        auto oldest = std::min_element(ready_.begin(), ready_.end(), [](const auto& a, const auto& b) {
-          return a.second.requested < b.second.requested;
-        });
-        unwanted = std::move(oldest->second.slot);
-        ready_.erase(oldest);
-        ++counts_.evicted;
-      }
-      ++counts_.prepared;
-      ready_[id] = Ready{std::move(*slot), order};
-    }
-    ++finished_;
-    finished_cv_.notify_all();
     lock.unlock();
-    unwanted.reset();
+    unwanted.clear();
     lock.lock();
   }
   idle_.notify_all();

@@ -5,7 +5,7 @@
 // exec's latency; with a slot it is paid ahead, off the caller's path.
 //
 // At most one ready slot per sandbox, at most `max_slots` in all: a request beyond that
-// evicts the slot requested longest ago. Slots are prepared one at a time by the keeper's
+// evicts the slot made longest ago. Slots are prepared one at a time by the keeper's
 // own thread, which lives as long as the keeper: a slot's parent-death signal is tied to
 // the thread that made it. A slot of a sandbox removed since dies with it and is dropped
 // on the way (ExecInSlot refuses a dead one, so a stale slot is never used).
@@ -68,7 +68,7 @@ class ExecSlotKeeper {
  private:
   struct Ready {
     std::unique_ptr<ExecSlot> slot;
-    uint64_t requested = 0;  // order of the request that made it: the lowest is evicted
+    uint64_t made = 0;  // which preparation made it (started_ then): the lowest is evicted
   };
   void Loop(std::stop_token stop);
   // The ready entry of the sandbox with this name or id; mu_ held.
@@ -78,9 +78,7 @@ class ExecSlotKeeper {
   mutable std::mutex mu_;
   std::map<std::string, Ready> ready_;  // by sandbox id
   std::deque<std::string> queue_;      // sandbox names or ids to prepare for
-  uint64_t next_order_ = 0;
-  bool busy_ = false;  // a slot is being prepared
-  uint64_t started_ = 0, finished_ = 0;  // preparations begun and ended
+  uint64_t started_ = 0, finished_ = 0;  // preparations begun and ended; one runs if they differ
   std::optional<SandboxRecord> update_while_busy_;  // an Update for the slot being made
   Counts counts_;
   std::condition_variable_any wanted_;

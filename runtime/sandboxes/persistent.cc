@@ -89,9 +89,9 @@ std::string ExecCgroupName() {
   return "exec-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
 }
 
-// Tears a sandbox down, whatever state it is in.
 std::string CgroupNameOf(const std::string& sandbox_name) { return "sbx-" + sandbox_name; }
 
+// Tears a sandbox down, whatever state it is in.
 Status Teardown(SandboxStore& store, const SandboxRecord& r) {
   auto manager = ManagerFor(r);
   bool cgroup_gone = false;
