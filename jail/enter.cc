@@ -55,7 +55,7 @@ bool JoinExecCgroup(const EnterRequest& r, int setup_fd) {
 [[noreturn]] void RunInSandbox(const EnterRequest& r, int setup_fd, int status_fd,
                                bool early_seccomp) {
   // The AIO shell's sessions: orphans of the command reparent to it, so a timeout finds
-  // what the command double-forked (server/aio_session_core.cc). Set here, in the process
+  // what the command double-forked (runtime/sessions/session_core.cc). Set here, in the process
   // that becomes the command, on both paths: the attribute is not inherited by a fork.
   if (r.child_subreaper && ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
     ReportSetupFailure(setup_fd, SetupStep::kLifeline, errno, "PR_SET_CHILD_SUBREAPER");

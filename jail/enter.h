@@ -68,7 +68,7 @@ struct EnterRequest {
   bool late_hardening = false;
   // PR_SET_CHILD_SUBREAPER on the command (kept across its execve): processes it leaves
   // orphaned (a double fork, setsid + &) are reparented to it instead of to the sandbox's
-  // init, so they stay in its tree. The AIO shell sessions ask for it (server/aio_proc_tree.h).
+  // init, so they stay in its tree. The AIO shell sessions ask for it (runtime/sessions/proc_tree.h).
   bool child_subreaper = false;
 };
 

@@ -22,15 +22,15 @@
 #include "runtime/sandboxes/sandbox_store.h"
 #include "runtime/spec/provider_config.h"
 #include "runtime/spec/server_config.h"
-#include "server/access_log.h"
-#include "server/aio_api.h"
-#include "server/auth.h"
-#include "server/corral_api.h"
-#include "server/http_server.h"
-#include "server/metrics.h"
+#include "server/http/access_log.h"
+#include "server/aio/api.h"
+#include "server/http/auth.h"
+#include "server/corral_api/api.h"
+#include "server/http/server.h"
+#include "server/http/metrics.h"
 #include "server/router.h"
-#include "server/sandbox_manager.h"
-#include "server/sd_notify.h"
+#include "server/provisioner/sandbox_manager.h"
+#include "server/http/sd_notify.h"
 
 namespace corral::server {
 namespace {
@@ -219,7 +219,7 @@ int RunServe(const ServeOptions& options) {
 
   // Before the sessions and the warm pool that use it, so destroyed after them: a slot's
   // process, and a shell started in one, dies with the keeper's thread. The sessions'
-  // shells are child subreapers (server/aio_proc_tree.h); a slot of a warm sandbox waits
+  // shells are child subreapers (runtime/sessions/proc_tree.h); a slot of a warm sandbox waits
   // for its claim's mounts, so its Landlock rules are made when its shell starts.
   runtime::ExecSlotKeeper session_slots(
       {static_cast<size_t>(cfg.server.session_slots),

@@ -4,9 +4,9 @@
 #include <chrono>
 #include <memory>
 
-#include "server/auth.h"
-#include "server/provision_request.h"
-#include "server/request_text.h"
+#include "server/http/auth.h"
+#include "server/provisioner/provision_request.h"
+#include "server/http/request_text.h"
 
 namespace corral::server {
 namespace {

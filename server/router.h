@@ -1,5 +1,5 @@
 // Where each request goes, and the checks made before it gets there, in this order:
-//   1. Host must name this server (server/listen_address.h): else 400 (none) / 421.
+//   1. Host must name this server (server/http/listen_address.h): else 400 (none) / 421.
 //   2. GET /health: open, 200 {"status":"ok"}.
 //   3. /api/* (every path and method, known or not): X-API-Key must equal the configured
 //      key (constant time) else 401 "Unauthorized" — before any routing, as DeerFlow's
@@ -20,13 +20,13 @@
 
 #include <boost/asio/thread_pool.hpp>
 
-#include "server/access_log.h"
-#include "server/aio_api.h"
-#include "server/corral_api.h"
-#include "server/http_message.h"
-#include "server/listen_address.h"
-#include "server/metrics.h"
-#include "server/sandbox_manager.h"
+#include "server/http/access_log.h"
+#include "server/aio/api.h"
+#include "server/corral_api/api.h"
+#include "server/http/message.h"
+#include "server/http/listen_address.h"
+#include "server/http/metrics.h"
+#include "server/provisioner/sandbox_manager.h"
 
 namespace corral::server {
 

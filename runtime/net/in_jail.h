@@ -1,5 +1,5 @@
 // What a jail in `network.mode: allowlist` sees of corral's network service: the
-// addresses on its own loopback where corral-netproxy listens (runtime/net/netproxy_main.cc
+// addresses on its own loopback where corral-netproxy listens (runtime/netproxy/main.cc
 // creates the sockets inside the jail's network namespace), the environment that points
 // proxy-aware clients at them, and the resolv.conf that points every resolver at corral's.
 // Used by the planner (env, /etc) and by the proxy (ports). Header-only constants.

@@ -1,5 +1,5 @@
 // Starting and ending corral-netproxy, the per-sandbox proxy and resolver of a jail in
-// `network.mode: allowlist` (runtime/net/netproxy_main.cc). Parent side: runs in corral
+// `network.mode: allowlist` (runtime/netproxy/main.cc). Parent side: runs in corral
 // (the supervisor of a one-shot run, `corral create`, the pool server or the daemon).
 //
 // One-shot run: StartInNewNamespace makes a network namespace (on a short-lived thread:

@@ -21,7 +21,7 @@
 // fixtures' name -> address map, whose addresses are used as given.
 //
 // Pure logic: no sockets, no resolution. Used by corral (validation, the plan) and by the
-// proxy process (runtime/net/proxy.h), which gets the policy as JSON.
+// proxy process (runtime/netproxy/proxy.h), which gets the policy as JSON.
 #pragma once
 
 #include <array>

@@ -62,7 +62,7 @@ std::string OutcomeToWire(const RunOutcome& o) {
       {"interrupted_by", OrNull(o.interrupted_by)},
       {"pooled", o.pooled},
       {"warnings", o.warnings}};
-  // An allow-list jail's proxy summary (runtime/net/proxy_summary.h), as its JSON text.
+  // An allow-list jail's proxy summary (runtime/netproxy/proxy_summary.h), as its JSON text.
   if (!o.network_json.empty()) j["network"] = o.network_json;
   if (o.landlock) {
     j["landlock"] = {{"enforced", o.landlock->enforced},

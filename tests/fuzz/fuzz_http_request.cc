@@ -8,9 +8,9 @@
 #include <string>
 #include <variant>
 
-#include "server/listen_address.h"
-#include "server/provision_request.h"
-#include "server/request_text.h"
+#include "server/http/listen_address.h"
+#include "server/provisioner/provision_request.h"
+#include "server/http/request_text.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// The AIO API's file calls (server/aio_api.h) against a real persistent sandbox, with
+// The AIO API's file calls (server/aio/api.h) against a real persistent sandbox, with
 // DeerFlow's request bodies (docs/deerflow-contract.md §5.1 #6-#12) and the error
 // conventions: FileOperationError in a 200 envelope, HTTP status codes for download.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The AIO API's shell and bash calls (server/aio_api.h) against a real persistent sandbox,
+// The AIO API's shell and bash calls (server/aio/api.h) against a real persistent sandbox,
 // with the exact request bodies DeerFlow sends (docs/deerflow-contract.md §5.1, §5.3),
 // checking the fields DeerFlow reads.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/scope_guard.h"
-#include "server/aio_shell_session.h"
+#include "runtime/sessions/shell_session.h"
 #include "tests/support/aio_api_fixture.h"
 
 namespace corral::test {
@@ -347,22 +347,22 @@ TEST_F(AioApiTest, ImplicitSessionsUnderEvictionNeverFailACall) {
 // session with no command yet (its caller is about to submit one), or with one queued or
 // running, is never closed; an idle one is, and then refuses commands.
 TEST_F(AioApiTest, CloseIfIdleNeverTakesABusyOrNewSession) {
-  using server::aio::CommandState;
-  using server::aio::ShellSession;
-  server::aio::SessionOptions o;
+  using runtime::sessions::CommandState;
+  using runtime::sessions::ShellSession;
+  runtime::sessions::SessionOptions o;
   o.corral_name = name_;
   o.id = "direct";
   auto s = ShellSession::Start(o);
   const auto never = std::chrono::system_clock::time_point::max();
   EXPECT_FALSE(s->CloseIfIdle(never, false)) << "made for a call that has yet to submit";
-  server::aio::CommandRequest sleepy;
+  runtime::sessions::CommandRequest sleepy;
   sleepy.command = "sleep 0.5; echo done";
   auto cid = s->Submit(sleepy);  // queued: the shell is starting
   ASSERT_TRUE(cid) << cid.error().message();
   EXPECT_FALSE(s->CloseIfIdle(never, true)) << "a command is queued or running";
   EXPECT_FALSE(s->closed());
   auto done = std::make_shared<std::promise<CommandState>>();
-  s->Await(*cid, server::aio::SteadyTime::max(), [done](const CommandState& st) { done->set_value(st); });
+  s->Await(*cid, runtime::sessions::SteadyTime::max(), [done](const CommandState& st) { done->set_value(st); });
   auto fut = done->get_future();
   ASSERT_EQ(fut.wait_for(std::chrono::seconds(60)), std::future_status::ready);
   CommandState st = fut.get();
@@ -372,7 +372,7 @@ TEST_F(AioApiTest, CloseIfIdleNeverTakesABusyOrNewSession) {
       << "used just now";
   EXPECT_TRUE(s->CloseIfIdle(never, false));
   EXPECT_TRUE(s->closed());
-  server::aio::CommandRequest late;
+  runtime::sessions::CommandRequest late;
   late.command = "true";
   EXPECT_FALSE(s->Submit(late));
   s.reset();  // joins its threads

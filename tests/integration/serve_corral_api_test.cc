@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "runtime/sandboxes/persistent.h"
-#include "server/corral_api.h"
-#include "server/listen_address.h"
+#include "server/corral_api/api.h"
+#include "server/http/listen_address.h"
 #include "tests/integration/serve_fixture.h"
 
 namespace corral::test {

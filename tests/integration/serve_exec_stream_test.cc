@@ -1,4 +1,4 @@
-// Streamed exec of corral's own API (server/corral_api_stream.h), black-box: a real
+// Streamed exec of corral's own API (server/corral_api/stream.h), black-box: a real
 // `corral serve` on loopback and a raw-socket client that decodes the chunked body and the
 // server-sent events as they arrive. The command waits for a file the test creates only
 // after it has seen the first event: a server that buffered the output until the end

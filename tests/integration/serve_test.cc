@@ -8,7 +8,7 @@
 #include <sys/un.h>
 
 #include "runtime/sandboxes/persistent.h"
-#include "server/listen_address.h"
+#include "server/http/listen_address.h"
 #include "tests/integration/serve_fixture.h"
 
 namespace corral::test {

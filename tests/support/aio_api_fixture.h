@@ -1,4 +1,4 @@
-// The fixture of the AIO API tests (server/aio_api.h): a real persistent sandbox in a
+// The fixture of the AIO API tests (server/aio/api.h): a real persistent sandbox in a
 // temporary runtime directory, with a user-data directory (workspace, uploads, outputs),
 // and an AioApi driven directly through Handle (no HTTP). TearDown destroys the API (its
 // session shells end) and removes the sandbox; the leak check then proves nothing is left.
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "runtime/sandboxes/persistent.h"
-#include "server/aio_api.h"
+#include "server/aio/api.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/temp_dir.h"
 

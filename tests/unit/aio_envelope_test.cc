@@ -1,13 +1,13 @@
-// The AIO API's answer shapes and request validation (server/aio_envelope.h), and the
+// The AIO API's answer shapes and request validation (server/aio/envelope.h), and the
 // dispatch answers that need no sandbox (unknown routes, wrong methods, bad bodies).
 #include <gtest/gtest.h>
 
 #include <cerrno>
 #include <future>
 
-#include "server/aio_api.h"
-#include "server/aio_envelope.h"
-#include "server/aio_internal.h"
+#include "server/aio/api.h"
+#include "server/aio/envelope.h"
+#include "server/aio/internal.h"
 
 namespace corral::server {
 namespace {

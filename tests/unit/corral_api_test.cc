@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "server/corral_api.h"
-#include "server/corral_api_request.h"
-#include "server/corral_api_stream.h"
+#include "server/corral_api/api.h"
+#include "server/corral_api/request.h"
+#include "server/corral_api/stream.h"
 
 namespace corral::server {
 namespace {
@@ -15,7 +15,7 @@ using nlohmann::json;
 
 TEST(CorralApiOpenApi, IsJsonOpenApi3WithEveryRoute) {
   json doc = json::parse(OpenApiDocument(), nullptr, false);
-  ASSERT_FALSE(doc.is_discarded()) << "server/openapi.json is not valid JSON";
+  ASSERT_FALSE(doc.is_discarded()) << "server/corral_api/openapi.json is not valid JSON";
   ASSERT_TRUE(doc["openapi"].is_string());
   EXPECT_EQ(doc["openapi"].get<std::string>().rfind("3.", 0), 0u);
   ASSERT_TRUE(doc["paths"].is_object());

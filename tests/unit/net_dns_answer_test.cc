@@ -1,4 +1,4 @@
-#include "runtime/net/dns_answer.h"
+#include "runtime/netproxy/dns_answer.h"
 
 #include <gtest/gtest.h>
 #include <ldns/ldns.h>

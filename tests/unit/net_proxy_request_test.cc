@@ -3,8 +3,8 @@
 
 #include <boost/beast/http.hpp>
 
-#include "runtime/net/proxy_http.h"
-#include "runtime/net/proxy_target.h"
+#include "runtime/netproxy/proxy_http.h"
+#include "runtime/netproxy/proxy_target.h"
 
 namespace corral::runtime::net {
 namespace {

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "runtime/net/proxy_capture.h"
-#include "runtime/net/proxy_log.h"
-#include "runtime/net/proxy_summary.h"
+#include "runtime/netproxy/proxy_capture.h"
+#include "runtime/netproxy/proxy_log.h"
+#include "runtime/netproxy/proxy_summary.h"
 #include "tests/support/temp_dir.h"
 
 namespace corral::runtime::net {

@@ -1,4 +1,4 @@
-#include "runtime/net/proxy_sni.h"
+#include "runtime/netproxy/proxy_sni.h"
 
 #include <gtest/gtest.h>
 

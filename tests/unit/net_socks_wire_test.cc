@@ -1,4 +1,4 @@
-#include "runtime/net/proxy_socks_wire.h"
+#include "runtime/netproxy/proxy_socks_wire.h"
 
 #include <gtest/gtest.h>
 

@@ -9,12 +9,12 @@
 #include <set>
 
 #include "runtime/spec/server_config.h"
-#include "server/auth.h"
-#include "server/http_server.h"
-#include "server/listen_address.h"
-#include "server/provision_request.h"
+#include "server/http/auth.h"
+#include "server/http/server.h"
+#include "server/http/listen_address.h"
+#include "server/provisioner/provision_request.h"
 #include "server/router.h"
-#include "server/sandbox_registry.h"
+#include "server/provisioner/sandbox_registry.h"
 #include "tests/support/temp_dir.h"
 
 namespace corral::server {

@@ -1,0 +1,466 @@
+#include "server/provisioner/sandbox_manager.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+
+#include "runtime/run/runtime_dir.h"
+#include "runtime/sandboxes/persistent.h"
+#include "runtime/sandboxes/sandbox_store.h"
+#include "runtime/sandboxes/warm_claim.h"
+#include "server/http/auth.h"
+#include "tools/providers/jail_sandbox.h"
+#include "tools/providers/thread_dirs.h"
+
+namespace corral::server {
+namespace {
+
+double Now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string HashHex(const std::string& text) {
+  char hex[40];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx",
+                static_cast<unsigned long long>(runtime::Fnv1a(text)),
+                static_cast<unsigned long long>(runtime::Fnv1a(text, 0x9e3779b97f4a7c15ULL)));
+  return hex;
+}
+
+// mkdir -p below an existing directory; new directories get 0777 (the sandbox's uid
+// writes there, as in the thread directories).
+Status MakeDirs(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) return Ok();
+  const size_t slash = path.rfind('/');
+  if (slash != 0 && slash != std::string::npos) RETURN_IF_ERROR(MakeDirs(path.substr(0, slash)));
+  if (::mkdir(path.c_str(), 0777) != 0 && errno != EEXIST) return Error::FromErrno(errno, path);
+  (void)::chmod(path.c_str(), 0777);
+  return Ok();
+}
+
+bool IsRealDir(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// A skills view (/mnt/skills/<view>), always read-only. With skills.path bound at
+// /mnt/skills the view's mount point must exist there (nothing can be created in a
+// read-only tree): else the view is skipped with a warning, as a missing host directory is
+// by DeerFlow's own backends.
+void AddSkillsView(const std::string& host, const std::string& container, runtime::JailSpec* spec) {
+  for (const auto& m : spec->mounts) {
+    if (m.container_path == container) return;  // the first one wins, as in DeerFlow
+  }
+  if (spec->skills_dir &&
+      !IsRealDir(*spec->skills_dir + container.substr(std::string("/mnt/skills").size()))) {
+    spdlog::warn("skills view {}: skills.path has no such directory to mount it on; skipped",
+                 container);
+    return;
+  }
+  spec->mounts.push_back({host, container, true});
+}
+
+// The extra mounts as jail mounts (docs/deerflow-contract.md §4): the skills views
+// (/mnt/skills/custom, /mnt/skills/integrations) and /mnt/acp-workspace read-only whatever
+// the request says; lark-cli's as asked. Then the views the reference provisioner derives
+// itself when their host directories exist: {base}/skills_view/public and the user's
+// {base}/users/{user}/skills_view/{custom,legacy}.
+Status ApplyExtraMounts(const std::vector<ExtraMount>& mounts, const std::string& base,
+                        const std::string& user, runtime::JailSpec* spec) {
+  for (const ExtraMount& m : mounts) {
+    if (m.container_path.rfind("/mnt/skills/", 0) == 0) {
+      AddSkillsView(m.host_path, m.container_path, spec);
+      continue;
+    }
+    if (!m.read_only) RETURN_IF_ERROR(MakeDirs(m.host_path));
+    if (m.container_path == "/mnt/acp-workspace") {
+      spec->acp_workspace_dir = m.host_path;  // always read-only in a corral jail
+      continue;
+    }
+    spec->mounts.push_back({m.host_path, m.container_path, m.read_only});
+  }
+  const std::vector<std::pair<std::string, std::string>> derived = {
+      {base + "/skills_view/public", "/mnt/skills/public"},
+      {base + "/users/" + user + "/skills_view/custom", "/mnt/skills/custom"},
+      {base + "/users/" + user + "/skills_view/legacy", "/mnt/skills/legacy"}};
+  for (const auto& [host, container] : derived) {
+    if (IsRealDir(host)) AddSkillsView(host, container, spec);
+  }
+  return Ok();
+}
+
+}  // namespace
+
+std::string CorralNameFor(const std::string& sandbox_id) {
+  if (sandbox_id.size() <= 61) return "df-" + sandbox_id;
+  return "dfh-" + HashHex(sandbox_id);
+}
+
+SandboxManager::SandboxManager(ManagerOptions options, SandboxRegistry registry, AioApi* aio)
+    : options_(std::move(options)), registry_(std::move(registry)), aio_(aio) {}
+
+bool SandboxManager::Alive(const Managed& m) const {
+  return m.init_pid > 0 && runtime::ProcessRunning(m.init_pid, m.start_ticks);
+}
+
+bool SandboxManager::StillRemovable(const std::string& sandbox_id, double min_idle) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sandboxes_.find(sandbox_id);
+  if (it == sandboxes_.end()) return false;
+  if (!Alive(it->second)) return true;
+  return min_idle >= 0 && it->second.in_flight == 0 && IdleSeconds(it->second, Now()) >= min_idle;
+}
+
+double SandboxManager::IdleSeconds(const Managed& m, double now) const {
+  double last = std::max(m.last_call, m.entry.created_at);
+  if (auto store = runtime::SandboxStore::Open()) {
+    last = std::max(last, store->LastUsed(m.entry.corral_name));
+  }
+  return now - last;
+}
+
+std::vector<std::string> SandboxManager::Adopt() {
+  // At start-up, before any request: nothing else touches the sandboxes yet.
+  std::vector<std::string> dropped;
+  for (RegistryEntry& e : registry_.Load(&dropped)) {
+    auto info = runtime::InspectSandbox(e.corral_name);
+    if (info && info->alive && info->record.spec.user_data_dir == e.user_data) {
+      Managed m;
+      m.init_pid = info->record.init_pid;
+      m.start_ticks = info->record.init_start_ticks;
+      m.last_call = Now() - info->idle_seconds;
+      m.entry = std::move(e);
+      std::lock_guard<std::mutex> lock(mu_);
+      sandboxes_[m.entry.sandbox_id] = std::move(m);
+      continue;
+    }
+    dropped.push_back(e.sandbox_id + ": its sandbox " + e.corral_name + " is gone; forgotten");
+    if (info && info->record.spec.user_data_dir == e.user_data) {
+      (void)runtime::RemoveSandbox(e.corral_name);
+    }
+    (void)registry_.Remove(e.sandbox_id);
+  }
+  // Warm sandboxes of an earlier daemon (kill -9): nobody can claim them now.
+  for (std::string& line : WarmPool::RemoveStale(options_.base_spec.cgroups)) {
+    dropped.push_back(std::move(line));
+  }
+  return dropped;
+}
+
+std::optional<std::string> SandboxManager::StartWarmPool() {
+  if (options_.provider.warm <= 0 || warm_) return std::nullopt;
+  runtime::JailSandboxProvider provider(options_.provider, options_.base_spec);
+  runtime::JailSpec spec = provider.SpecFor(runtime::ThreadDirs{});  // directories: placeholders
+  if (auto why = WarmPool::WhyNot(spec)) return "sandbox.warm is off: " + *why;
+  warm_ = std::make_unique<WarmPool>(options_.provider.warm, std::move(spec), options_.slots);
+  warm_->Start();
+  return std::nullopt;
+}
+
+void SandboxManager::StopWarmPool() {
+  if (warm_) warm_->Stop();
+}
+
+void SandboxManager::RemoveLocked(const std::string& sandbox_id, const char* why) {
+  Managed m;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sandboxes_.find(sandbox_id);
+    if (it == sandboxes_.end()) return;
+    m = std::move(it->second);
+    sandboxes_.erase(it);
+  }
+  if (aio_ != nullptr) aio_->ForgetSandbox(sandbox_id);
+  if (options_.slots != nullptr) options_.slots->Drop(m.entry.corral_name);
+  Status st = runtime::RemoveSandbox(m.entry.corral_name);
+  if (Status r = registry_.Remove(sandbox_id); !r) {
+    spdlog::warn("sandbox {}: registry: {}", sandbox_id, r.error().message());
+  }
+  if (!st && st.error().code() != ErrorCode::kNotFound) {
+    // The daemon lets go of it either way; `corral ps` / `corral rm` still see it.
+    spdlog::warn("sandbox {} ({}) {}, but removing it failed: {} (corral rm {} retries)",
+                 sandbox_id, m.entry.corral_name, why, st.error().message(),
+                 m.entry.corral_name);
+    return;
+  }
+  spdlog::info("sandbox {} ({}) removed: {}", sandbox_id, m.entry.corral_name, why);
+}
+
+void SandboxManager::EvictForSoftCap() {
+  std::lock_guard<std::mutex> evicting(evict_mu_);
+  const size_t cap = static_cast<size_t>(std::max(1, options_.provider.replicas));
+  const double now = Now();
+  std::vector<std::pair<double, std::string>> idle;  // (idle seconds, id)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (sandboxes_.size() < cap) return;
+    for (const auto& [id, m] : sandboxes_) {
+      if (m.in_flight > 0) continue;
+      double s = IdleSeconds(m, now);
+      if (s >= kEvictMinIdleSeconds) idle.emplace_back(s, id);
+    }
+  }
+  std::sort(idle.rbegin(), idle.rend());  // the longest idle first
+  size_t live;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live = sandboxes_.size();
+  }
+  for (const auto& [seconds, id] : idle) {
+    if (live < cap) break;
+    auto held = ids_.TryLock(id);  // being created, deleted or reaped: not ours to evict
+    if (!held || !StillRemovable(id, kEvictMinIdleSeconds)) continue;
+    RemoveLocked(id, "evicted: over sandbox.replicas and idle");
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counts_.evicted;
+    --live;
+  }
+}
+
+CreateResult SandboxManager::Create(const CreateParams& params) {
+  IdLocks::Guard held = ids_.Lock(params.sandbox_id);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sandboxes_.find(params.sandbox_id);
+    if (it != sandboxes_.end() && Alive(it->second)) {
+      return {200, "", {it->first, it->second.entry.token, "Running"}};
+    }
+  }
+  RemoveLocked(params.sandbox_id, "found dead on create");
+  EvictForSoftCap();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (sandboxes_.size() + creating_ >= static_cast<size_t>(options_.max_sandboxes)) {
+      return {429, "sandbox limit reached (server.max_sandboxes = " +
+                       std::to_string(options_.max_sandboxes) + "); delete one or retry later",
+              {}};
+    }
+    ++creating_;
+  }
+  CreateResult result = MakeLocked(params);
+  std::lock_guard<std::mutex> lock(mu_);
+  --creating_;
+  return result;
+}
+
+CreateResult SandboxManager::MakeLocked(const CreateParams& params) {
+  const std::string& base = options_.provider.base_dir;
+  std::string thread = params.thread_id.value_or(
+      params.sandbox_id.size() <= 59 ? "anon-" + params.sandbox_id
+                                     : "anon-" + HashHex(params.sandbox_id));
+  auto dirs = runtime::ThreadDirsFor(base, params.user_id, thread);
+  if (!dirs) return {400, dirs.error().message(), {}};
+  if (Status st = runtime::EnsureThreadDirs(*dirs); !st) {
+    return {500, "thread directories: " + st.error().message(), {}};
+  }
+  runtime::JailSandboxProvider provider(options_.provider, options_.base_spec);
+  runtime::CreateRequest req;
+  req.spec = provider.SpecFor(*dirs);
+  if (Status st = ApplyExtraMounts(params.extra_mounts, base, params.user_id, &req.spec); !st) {
+    return {400, "extra mounts: " + st.error().message(), {}};
+  }
+  req.name = CorralNameFor(params.sandbox_id);
+  req.idle_timeout_seconds = options_.provider.idle_timeout;
+
+  // A sandbox of that name left by a daemon that died between create and registry write
+  // is adopted when it serves this thread; a dead one is removed; anything else is not ours.
+  if (auto info = runtime::InspectSandbox(req.name)) {
+    if (info->record.spec.user_data_dir != dirs->user_data) {
+      return {409, "a corral sandbox named " + req.name +
+                       " exists and serves other data; remove it (corral rm " + req.name + ")",
+              {}};
+    }
+    if (!info->alive) (void)runtime::RemoveSandbox(req.name);
+  }
+  pid_t init_pid = -1;
+  uint64_t start_ticks = 0;
+  bool ours = false;
+  if (auto info = runtime::InspectSandbox(req.name); info && info->alive) {
+    init_pid = info->record.init_pid;
+    start_ticks = info->record.init_start_ticks;
+  } else if (auto claimed = ClaimWarmLocked(params, req)) {
+    init_pid = claimed->init_pid;
+    start_ticks = claimed->init_start_ticks;
+    ours = true;
+  } else {
+    auto record = runtime::CreateSandbox(req);
+    if (!record) return {500, "sandbox creation failed: " + record.error().message(), {}};
+    init_pid = record->init_pid;
+    start_ticks = record->init_start_ticks;
+    ours = true;
+  }
+  auto token = RandomToken();
+  Managed m;
+  m.entry = {params.sandbox_id, req.name, token ? *token : "", params.user_id, params.thread_id,
+             dirs->user_data, Now()};
+  m.init_pid = init_pid;
+  m.start_ticks = start_ticks;
+  m.last_call = m.entry.created_at;
+  Status saved = token ? registry_.Save(m.entry) : Status(token.error());
+  if (!saved) {
+    if (options_.slots != nullptr) options_.slots->Drop(req.name);
+    (void)runtime::RemoveSandbox(req.name);
+    return {500, "sandbox registry: " + saved.error().message(), {}};
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ours) children_.insert(init_pid);
+  ++counts_.created;
+  SandboxView view{params.sandbox_id, m.entry.token, "Running"};
+  sandboxes_[params.sandbox_id] = std::move(m);
+  return {200, "", view};
+}
+
+std::optional<runtime::SandboxRecord> SandboxManager::ClaimWarmLocked(
+    const CreateParams& params, const runtime::CreateRequest& req) {
+  // Extra mounts change the spec per request (and may replace acp-workspace): cold.
+  if (!warm_ || !params.extra_mounts.empty() || WarmPool::WhyNot(req.spec)) return std::nullopt;
+  auto warm = warm_->Take();
+  if (!warm) return std::nullopt;
+  // NOTE: the warm sandbox was made before its thread was known. Anything derived from
+  // the thread at create time (a per-thread host identity for the jail's uid, say) would
+  // be wrong here: WarmPool::WhyNot must refuse specs that ask for one, and the claim
+  // checks that the spec equals the warm one apart from the two directories.
+  auto claimed = runtime::ClaimWarmSandbox(warm->name, req.name, req.spec,
+                                           req.idle_timeout_seconds);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    children_.insert(warm->init_pid);  // our child either way: reaped once it is gone
+    if (claimed) ++counts_.created_warm;
+  }
+  if (options_.slots != nullptr) {  // its slot (same id, same init) follows it, or goes
+    if (claimed) {
+      options_.slots->Update(*claimed);
+    } else {
+      options_.slots->Drop(warm->name);
+    }
+  }
+  if (!claimed) {
+    spdlog::warn("sandbox {}: claiming warm sandbox {} failed ({}); creating it cold",
+                 params.sandbox_id, warm->name, claimed.error().message());
+    return std::nullopt;
+  }
+  return std::move(*claimed);
+}
+
+std::optional<SandboxView> SandboxManager::Find(const std::string& sandbox_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sandboxes_.find(sandbox_id);
+    if (it == sandboxes_.end()) return std::nullopt;
+    if (Alive(it->second)) return SandboxView{sandbox_id, it->second.entry.token, "Running"};
+  }
+  IdLocks::Guard held = ids_.Lock(sandbox_id);
+  if (!StillRemovable(sandbox_id, -1)) {  // re-created meanwhile (or already removed)
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sandboxes_.find(sandbox_id);
+    if (it == sandboxes_.end()) return std::nullopt;
+    return SandboxView{sandbox_id, it->second.entry.token, "Running"};
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counts_.found_dead;
+  }
+  RemoveLocked(sandbox_id, "found dead");
+  return std::nullopt;
+}
+
+std::vector<SandboxView> SandboxManager::List() {
+  std::vector<SandboxView> live;
+  std::vector<std::string> dead;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, m] : sandboxes_) {
+      if (Alive(m)) {
+        live.push_back({id, m.entry.token, "Running"});
+      } else {
+        dead.push_back(id);
+      }
+    }
+  }
+  for (const std::string& id : dead) (void)Find(id);  // cleans it up
+  return live;
+}
+
+Status SandboxManager::Delete(const std::string& sandbox_id) {
+  IdLocks::Guard held = ids_.Lock(sandbox_id);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (sandboxes_.count(sandbox_id)) ++counts_.deleted;
+  }
+  RemoveLocked(sandbox_id, "deleted");
+  ReapChildren();
+  return Ok();
+}
+
+std::optional<AioSandboxRef> SandboxManager::BeginCall(const std::string& sandbox_id,
+                                                       const std::string& token, bool key_ok) {
+  static const std::string kDummy(64, '0');
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sandboxes_.find(sandbox_id);
+  const std::string& expected = it == sandboxes_.end() ? kDummy : it->second.entry.token;
+  const bool token_ok = ConstantTimeEquals(token, expected);
+  if (it == sandboxes_.end() || !(token_ok || key_ok)) return std::nullopt;
+  ++it->second.in_flight;
+  ++counts_.calls_in_flight;
+  it->second.last_call = Now();
+  return AioSandboxRef{sandbox_id, it->second.entry.corral_name};
+}
+
+void SandboxManager::EndCall(const std::string& sandbox_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (counts_.calls_in_flight > 0) --counts_.calls_in_flight;
+  auto it = sandboxes_.find(sandbox_id);
+  if (it == sandboxes_.end()) return;
+  if (it->second.in_flight > 0) --it->second.in_flight;
+  it->second.last_call = Now();
+}
+
+void SandboxManager::Reap() {
+  const double idle_timeout = options_.provider.idle_timeout;
+  const double now = Now();
+  std::vector<std::pair<std::string, bool>> gone;  // (id, idle rather than dead)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, m] : sandboxes_) {
+      if (!Alive(m)) {
+        gone.emplace_back(id, false);
+      } else if (idle_timeout > 0 && m.in_flight == 0 && IdleSeconds(m, now) > idle_timeout) {
+        gone.emplace_back(id, true);
+      }
+    }
+  }
+  for (const auto& [id, idle] : gone) {
+    auto held = ids_.TryLock(id);  // being created or deleted right now: next round
+    if (!held || !StillRemovable(id, idle ? idle_timeout : -1)) continue;
+    RemoveLocked(id, idle ? "idle longer than sandbox.idle_timeout" : "found dead");
+    std::lock_guard<std::mutex> lock(mu_);
+    ++(idle ? counts_.reaped_idle : counts_.found_dead);
+  }
+  ReapChildren();
+}
+
+void SandboxManager::ReapChildren() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = children_.begin(); it != children_.end();) {
+    int status;
+    pid_t r = ::waitpid(*it, &status, WNOHANG);
+    it = (r == *it || (r < 0 && errno == ECHILD)) ? children_.erase(it) : std::next(it);
+  }
+}
+
+ManagerCounts SandboxManager::Counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ManagerCounts c = counts_;
+  c.running = sandboxes_.size();
+  if (warm_) c.warm = warm_->Counts();
+  return c;
+}
+
+}  // namespace corral::server
