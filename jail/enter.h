@@ -62,7 +62,7 @@ struct EnterRequest {
   bool deferred_command = false;
   // A deferred command's Landlock rules and seccomp filter are applied only once the
   // command has come, never while it waits. For a sandbox whose mounts may still change
-  // (a warm sandbox, claimed later: runtime/sandboxes/warm_claim.h): Landlock rules hold
+  // (a warm sandbox, claimed later: runtime/pool/warm_claim.h): Landlock rules hold
   // the inodes their paths named when they were made, so rules made before a directory
   // was mounted over would deny the directory mounted there.
   bool late_hardening = false;

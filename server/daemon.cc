@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "runtime/run/runtime_dir.h"
-#include "runtime/sandboxes/exec_slot_keeper.h"
+#include "runtime/pool/exec_slot_keeper.h"
 #include "runtime/sandboxes/sandbox_store.h"
 #include "runtime/spec/provider_config.h"
 #include "runtime/spec/server_config.h"

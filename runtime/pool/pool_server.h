@@ -30,7 +30,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "runtime/pool/jail_pool.h"
-#include "runtime/sandboxes/exec_slot_keeper.h"
+#include "runtime/pool/exec_slot_keeper.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/spec.h"
 

@@ -77,7 +77,7 @@ class SandboxStore {
   // Removes the directory of `name` and its index entries (after the sandbox is torn down).
   Status Forget(const std::string& name);
   // Moves the record of the sandbox `from` to the name `to.name` (a warm sandbox claimed
-  // for a thread, runtime/sandboxes/warm_claim.h): `to` is written under its name (with
+  // for a thread, runtime/pool/warm_claim.h): `to` is written under its name (with
   // its own idle entry), the id index is switched to it atomically, then `from`'s
   // directory and idle entry go. `to.id` must be `from`'s id. The caller holds `from`'s
   // lock exclusively. On failure `from` is left as it was (or, if only the last step

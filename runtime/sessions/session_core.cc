@@ -11,7 +11,7 @@
 #include <csignal>
 #include <cstdlib>
 
-#include "runtime/sandboxes/exec_slot_keeper.h"
+#include "runtime/pool/exec_slot_keeper.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sessions/orphan_sink.h"
 #include "runtime/sessions/session_impl.h"
@@ -57,7 +57,7 @@ void SessionCore::Wake() {
 
 Result<runtime::RunOutcome> SessionCore::StartShell(const runtime::ExecRequest& req) {
   if (opt.slots == nullptr) return runtime::ExecInSandbox(req);
-  // A slot prepared ahead (a warm sandbox's: server/provisioner/warm_pool.h) has paid the cgroup join
+  // A slot prepared ahead (a warm sandbox's: runtime/pool/warm_pool.h) has paid the cgroup join
   // (on v1 an RCU grace period) and the entry into the sandbox. No slot is asked for
   // here: one made for the next session would join a cgroup while this shell, the spare
   // shell and the next create do, and slow them more than it saves (measured in

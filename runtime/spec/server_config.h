@@ -37,7 +37,7 @@ struct ServerConfig {
   int max_sandboxes = 1000;              // hard cap; create beyond it: 429
   int max_execs = 64;                    // corral-API execs and code runs at once; beyond: 429
   // Warm sandboxes whose first shell session finds an exec slot ready (a process already in
-  // the sandbox, its cgroup joined; runtime/sandboxes/exec_slot_keeper.h), at most; 0: none.
+  // the sandbox, its cgroup joined; runtime/pool/exec_slot_keeper.h), at most; 0: none.
   int session_slots = 32;
   double shutdown_grace = 10;            // SIGTERM: seconds in-flight calls may finish
   std::string access_log;                // "" = stderr, "off", or a file path (appended)

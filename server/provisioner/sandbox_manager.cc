@@ -12,7 +12,7 @@
 #include "runtime/run/runtime_dir.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sandboxes/sandbox_store.h"
-#include "runtime/sandboxes/warm_claim.h"
+#include "runtime/pool/warm_claim.h"
 #include "server/http/auth.h"
 #include "tools/providers/jail_sandbox.h"
 #include "tools/providers/thread_dirs.h"
@@ -148,7 +148,7 @@ std::vector<std::string> SandboxManager::Adopt() {
     (void)registry_.Remove(e.sandbox_id);
   }
   // Warm sandboxes of an earlier daemon (kill -9): nobody can claim them now.
-  for (std::string& line : WarmPool::RemoveStale(options_.base_spec.cgroups)) {
+  for (std::string& line : runtime::WarmPool::RemoveStale(options_.base_spec.cgroups)) {
     dropped.push_back(std::move(line));
   }
   return dropped;
@@ -158,8 +158,8 @@ std::optional<std::string> SandboxManager::StartWarmPool() {
   if (options_.provider.warm <= 0 || warm_) return std::nullopt;
   runtime::JailSandboxProvider provider(options_.provider, options_.base_spec);
   runtime::JailSpec spec = provider.SpecFor(runtime::ThreadDirs{});  // directories: placeholders
-  if (auto why = WarmPool::WhyNot(spec)) return "sandbox.warm is off: " + *why;
-  warm_ = std::make_unique<WarmPool>(options_.provider.warm, std::move(spec), options_.slots);
+  if (auto why = runtime::WarmPool::WhyNot(spec)) return "sandbox.warm is off: " + *why;
+  warm_ = std::make_unique<runtime::WarmPool>(options_.provider.warm, std::move(spec), options_.slots);
   warm_->Start();
   return std::nullopt;
 }
@@ -320,12 +320,12 @@ CreateResult SandboxManager::MakeLocked(const CreateParams& params) {
 std::optional<runtime::SandboxRecord> SandboxManager::ClaimWarmLocked(
     const CreateParams& params, const runtime::CreateRequest& req) {
   // Extra mounts change the spec per request (and may replace acp-workspace): cold.
-  if (!warm_ || !params.extra_mounts.empty() || WarmPool::WhyNot(req.spec)) return std::nullopt;
+  if (!warm_ || !params.extra_mounts.empty() || runtime::WarmPool::WhyNot(req.spec)) return std::nullopt;
   auto warm = warm_->Take();
   if (!warm) return std::nullopt;
   // NOTE: the warm sandbox was made before its thread was known. Anything derived from
   // the thread at create time (a per-thread host identity for the jail's uid, say) would
-  // be wrong here: WarmPool::WhyNot must refuse specs that ask for one, and the claim
+  // be wrong here: runtime::WarmPool::WhyNot must refuse specs that ask for one, and the claim
   // checks that the spec equals the warm one apart from the two directories.
   auto claimed = runtime::ClaimWarmSandbox(warm->name, req.name, req.spec,
                                            req.idle_timeout_seconds);

@@ -16,7 +16,7 @@
 // cap (429). The daemon's exit keeps every sandbox; the next daemon adopts them.
 //
 // With sandbox.warm: N a create without extra mounts takes a ready sandbox from the warm
-// pool (server/provisioner/warm_pool.h) and claims it for the thread (runtime/sandboxes/warm_claim.h);
+// pool (runtime/pool/warm_pool.h) and claims it for the thread (runtime/pool/warm_claim.h);
 // a failed claim removes that warm sandbox and falls back to a cold create.
 // Thread-safe; calls that create or remove sandboxes block for milliseconds (run them off
 // the I/O threads). Creates, deletes and reaps of one sandbox_id take turns; those of
@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/sandboxes/exec_slot_keeper.h"
+#include "runtime/pool/exec_slot_keeper.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/provider_config.h"
 #include "runtime/spec/spec.h"
@@ -42,7 +42,7 @@
 #include "server/provisioner/id_locks.h"
 #include "server/provisioner/provision_request.h"
 #include "server/provisioner/sandbox_registry.h"
-#include "server/provisioner/warm_pool.h"
+#include "runtime/pool/warm_pool.h"
 
 namespace corral::server {
 
@@ -75,7 +75,7 @@ struct ManagerCounts {
   size_t calls_in_flight = 0;
   uint64_t created = 0, deleted = 0, reaped_idle = 0, evicted = 0, found_dead = 0;
   uint64_t created_warm = 0;  // of `created`, those claimed from the warm pool
-  WarmCounts warm;
+  runtime::WarmCounts warm;
 };
 
 class SandboxManager {
@@ -145,7 +145,7 @@ class SandboxManager {
   size_t creating_ = 0;    // creates under way: they count against max_sandboxes
   std::map<std::string, Managed> sandboxes_;
   std::set<pid_t> children_;  // inits this process spawned, reaped once they die
-  std::unique_ptr<WarmPool> warm_;  // null when sandbox.warm is 0 or it cannot serve the spec
+  std::unique_ptr<runtime::WarmPool> warm_;  // null when sandbox.warm is 0 or it cannot serve the spec
   ManagerCounts counts_;
 };
 

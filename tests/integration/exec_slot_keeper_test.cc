@@ -1,4 +1,4 @@
-// Exec slots kept ready (runtime/sandboxes/exec_slot_keeper.h) and the AIO shell sessions
+// Exec slots kept ready (runtime/pool/exec_slot_keeper.h) and the AIO shell sessions
 // that start in them (`corral serve`'s server.session_slots), against a real persistent
 // sandbox: a session started in a slot is the session a cold start gives, a slot is one
 // process of its sandbox until it is used or dropped, and nothing is left behind.
@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/sandboxes/exec_slot_keeper.h"
+#include "runtime/pool/exec_slot_keeper.h"
 #include "runtime/sandboxes/persistent.h"
 #include "tests/support/aio_api_fixture.h"
 

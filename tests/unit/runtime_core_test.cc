@@ -235,7 +235,7 @@ TEST(SandboxStore, IdleIndexListsOnlySandboxesWithATimeout) {
   ASSERT_TRUE(store.Forget("never"));
 }
 
-// A warm sandbox claimed for a thread (runtime/sandboxes/warm_claim.h): the record moves
+// A warm sandbox claimed for a thread (runtime/pool/warm_claim.h): the record moves
 // to the new name with its new spec and idle timeout; the id finds the new name; the old
 // name, its directory and its idle entry are gone.
 TEST(SandboxStore, RenameMovesTheRecordAndItsIndexes) {

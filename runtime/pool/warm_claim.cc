@@ -1,4 +1,4 @@
-#include "runtime/sandboxes/warm_claim.h"
+#include "runtime/pool/warm_claim.h"
 
 #include <fcntl.h>
 #include <sched.h>

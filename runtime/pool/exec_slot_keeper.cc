@@ -1,4 +1,4 @@
-#include "runtime/sandboxes/exec_slot_keeper.h"
+#include "runtime/pool/exec_slot_keeper.h"
 
 #include <poll.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "server/provisioner/warm_pool.h"
+#include "runtime/pool/warm_pool.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/random.h>
@@ -14,11 +14,11 @@
 
 #include "runtime/run/identity.h"
 #include "runtime/run/planner.h"
-#include "runtime/sandboxes/exec_slot_keeper.h"
+#include "runtime/pool/exec_slot_keeper.h"
 #include "runtime/sandboxes/sandbox_store.h"
-#include "runtime/sandboxes/warm_claim.h"
+#include "runtime/pool/warm_claim.h"
 
-namespace corral::server {
+namespace corral::runtime {
 namespace {
 
 std::string WarmName() {
@@ -42,25 +42,25 @@ bool Below(const std::string& path, const std::string& dir) {
 
 }  // namespace
 
-WarmPool::WarmPool(int target, runtime::JailSpec spec, runtime::ExecSlotKeeper* slots)
+WarmPool::WarmPool(int target, JailSpec spec, ExecSlotKeeper* slots)
     : target_(static_cast<size_t>(std::max(0, target))), spec_(std::move(spec)), slots_(slots) {}
 
 WarmPool::~WarmPool() { Stop(); }
 
-std::optional<std::string> WarmPool::WhyNot(const runtime::JailSpec& spec) {
+std::optional<std::string> WarmPool::WhyNot(const JailSpec& spec) {
   if (spec.network.mode == "allowlist") {
     return "network.mode allowlist starts a proxy per sandbox name; creates stay cold";
   }
   for (const auto& m : spec.mounts) {
-    if (Below(m.container_path, runtime::kUserDataPath) ||
-        Below(m.container_path, runtime::kAcpWorkspacePath)) {
+    if (Below(m.container_path, kUserDataPath) ||
+        Below(m.container_path, kAcpWorkspacePath)) {
       return "mount " + m.container_path + " lies below a per-thread directory";
     }
   }
   // A reserved host identity maps the jail's uid to a slot derived from the thread's
   // user-data directory (runtime/run/identity.h): a sandbox made before its thread is known
   // would carry the placeholder's slot, and host-side file access the thread's.
-  auto identity = runtime::ResolveIdentity(spec);
+  auto identity = ResolveIdentity(spec);
   if (!identity) return "identity: " + identity.error().message();
   if (identity->mode == "reserved") {
     return "identity reserved: the jail's host id follows the thread, unknown until the "
@@ -69,13 +69,13 @@ std::optional<std::string> WarmPool::WhyNot(const runtime::JailSpec& spec) {
   return std::nullopt;
 }
 
-std::vector<std::string> WarmPool::RemoveStale(const runtime::CgroupSpec& cgroups) {
+std::vector<std::string> WarmPool::RemoveStale(const CgroupSpec& cgroups) {
   std::vector<std::string> lines;
-  auto store = runtime::SandboxStore::Open();
+  auto store = SandboxStore::Open();
   if (!store) return lines;
-  for (const runtime::SandboxRecord& r : store->List()) {
+  for (const SandboxRecord& r : store->List()) {
     if (r.name.rfind(kWarmNamePrefix, 0) != 0) continue;
-    Status st = runtime::RemoveWarmSandbox(r.name);
+    Status st = RemoveWarmSandbox(r.name);
     lines.push_back("warm sandbox " + r.name + " left by an earlier daemon: " +
                     (st ? "removed" : "removing failed: " + st.error().message()));
   }
@@ -85,7 +85,7 @@ std::vector<std::string> WarmPool::RemoveStale(const runtime::CgroupSpec& cgroup
   for (const auto& e : std::filesystem::directory_iterator(store->root() + "/warm", ec)) {
     const std::string name = e.path().filename();
     if (name.rfind(kWarmNamePrefix, 0) == 0 && !store->Find(name)) {
-      if (Status st = runtime::RemoveUnrecordedCgroups(name, cgroups); !st) {
+      if (Status st = RemoveUnrecordedCgroups(name, cgroups); !st) {
         lines.push_back("cgroups of warm sandbox " + name + " (never recorded): removing failed: " +
                         st.error().message());
       }
@@ -139,7 +139,7 @@ void WarmPool::Refill() {
     lock.unlock();
     ReapRemoved(false);
     const std::string name = WarmName();
-    auto record = runtime::CreateWarmSandbox(name, spec_);
+    auto record = CreateWarmSandbox(name, spec_);
     lock.lock();
     if (!record) {
       ++counts_.failed;
@@ -170,7 +170,7 @@ void WarmPool::Stop() {
   }
   for (const WarmSandbox& w : left) {
     if (slots_ != nullptr) slots_->Drop(w.name);
-    if (Status st = runtime::RemoveWarmSandbox(w.name); !st) {
+    if (Status st = RemoveWarmSandbox(w.name); !st) {
       spdlog::warn("warm pool: removing {}: {}", w.name, st.error().message());
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -198,4 +198,4 @@ WarmCounts WarmPool::Counts() const {
   return c;
 }
 
-}  // namespace corral::server
+}  // namespace corral::runtime

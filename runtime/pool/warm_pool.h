@@ -1,6 +1,6 @@
 // The warm pool of `corral serve` (sandbox.warm: N): N persistent sandboxes kept ready,
 // named "dfw-<16 hex digits>", made from the thread spec with placeholder directories
-// (runtime/sandboxes/warm_claim.h). A create takes one and claims it for its thread,
+// (runtime/pool/warm_claim.h). A create takes one and claims it for its thread,
 // which costs two mounts and a rename instead of a new jail (cgroups, a clone with ~25
 // mounts, pivot_root): server/README.md has the figures.
 //
@@ -32,10 +32,8 @@
 #include "runtime/spec/spec.h"
 
 namespace corral::runtime {
-class ExecSlotKeeper;
-}
 
-namespace corral::server {
+class ExecSlotKeeper;
 
 inline constexpr const char* kWarmNamePrefix = "dfw-";
 
@@ -54,18 +52,18 @@ class WarmPool {
   // `spec`: a thread's spec (JailSandboxProvider::SpecFor) whose directories are replaced.
   // `slots` (may be null; must outlive the pool): each warm sandbox gets an exec slot
   // asked for as it is made, so that its first shell, after the claim, finds one ready.
-  WarmPool(int target, runtime::JailSpec spec, runtime::ExecSlotKeeper* slots = nullptr);
+  WarmPool(int target, JailSpec spec, ExecSlotKeeper* slots = nullptr);
   ~WarmPool();  // Stop()
 
   // Why `spec` cannot be served warm (nullopt: it can): a network allow-list (its proxy is
   // started per sandbox name), or a mount below /mnt/user-data or /mnt/acp-workspace (the
   // switch replaces those mounts whole).
-  static std::optional<std::string> WhyNot(const runtime::JailSpec& spec);
+  static std::optional<std::string> WhyNot(const JailSpec& spec);
 
   // Removes the "dfw-*" sandboxes and placeholders in the store (none can be ours yet),
   // and the cgroups of a warm create killed before it recorded its sandbox (`cgroups`: the
   // spec's, where they were made); returns one line per sandbox removed, for the log.
-  static std::vector<std::string> RemoveStale(const runtime::CgroupSpec& cgroups);
+  static std::vector<std::string> RemoveStale(const CgroupSpec& cgroups);
 
   void Start();  // the refill thread
   // A ready warm sandbox, or nullopt (empty pool, or stopped). Wakes the refill.
@@ -79,8 +77,8 @@ class WarmPool {
   void ReapRemoved(bool wait);
 
   const size_t target_;
-  const runtime::JailSpec spec_;
-  runtime::ExecSlotKeeper* const slots_;
+  const JailSpec spec_;
+  ExecSlotKeeper* const slots_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<WarmSandbox> ready_;
@@ -91,4 +89,4 @@ class WarmPool {
   std::thread thread_;
 };
 
-}  // namespace corral::server
+}  // namespace corral::runtime

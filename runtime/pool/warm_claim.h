@@ -1,5 +1,5 @@
 // Warm sandboxes: persistent sandboxes made before anyone asks for them, then claimed for
-// a thread. `corral serve`'s warm pool (server/provisioner/warm_pool.h) keeps a few ready, so that
+// a thread. `corral serve`'s warm pool (runtime/pool/warm_pool.h) keeps a few ready, so that
 // creating a thread's sandbox costs two mounts and a rename instead of a whole jail.
 //
 // A warm sandbox is made from a thread's spec with PLACEHOLDER host directories for
