@@ -38,8 +38,8 @@ packages=(
   python3
 )
 test_packages=(
-  # compiler cache (.ci/run)
-  ccache
+  # compiler cache (.ci/run) and the format check (scripts/check-format.sh)
+  ccache clang-format
   # fuzzing (tests/fuzz: libFuzzer, ASan and UBSan runtimes for clang)
   clang libclang-rt-14-dev
   # tests
