@@ -366,7 +366,7 @@ TEST_F(AioApiTest, CloseIfIdleNeverTakesABusyOrNewSession) {
   auto fut = done->get_future();
   ASSERT_EQ(fut.wait_for(std::chrono::seconds(60)), std::future_status::ready);
   CommandState st = fut.get();
-  EXPECT_EQ(st.status, server::aio::CmdStatus::kCompleted);
+  EXPECT_EQ(st.status, runtime::sessions::CmdStatus::kCompleted);
   EXPECT_EQ(st.output, "done\n");
   EXPECT_FALSE(s->CloseIfIdle(std::chrono::system_clock::now() - std::chrono::hours(1), false))
       << "used just now";
