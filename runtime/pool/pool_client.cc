@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
+#include "base/json_input.h"
 #include "runtime/run/phase_trace.h"
 #include "runtime/pool/pool_protocol.h"
 #include "runtime/pool/pool_socket.h"
@@ -18,10 +19,12 @@ namespace corral::runtime {
 namespace {
 
 Result<nlohmann::json> ParseReply(const std::string& frame) {
-  nlohmann::json reply = nlohmann::json::parse(frame, nullptr, false);
-  if (!reply.is_object() || !reply.contains("kind")) {
+  auto parsed = ParseJsonInput(frame);
+  auto* reply_json = std::get_if<nlohmann::json>(&parsed);
+  if (reply_json == nullptr || !reply_json->is_object() || !reply_json->contains("kind")) {
     return Error(ErrorCode::kIo, "pool server: malformed reply");
   }
+  nlohmann::json& reply = *reply_json;
   if (reply["kind"] == "error") {
     return Error(ErrorCode::kIo, "pool server: " + reply.value("message", "unknown error"));
   }

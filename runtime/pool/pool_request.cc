@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_input.h"
 #include "base/json_nul.h"
 #include "runtime/spec/spec_json.h"
 
@@ -22,10 +23,25 @@ Status ReadBool(const nlohmann::json& j, const char* key, bool* out) {
   return Ok();
 }
 
+// A frame's document, bounded in size and depth (base/json_input.h). A syntax error gives a
+// discarded document, which each parser below answers in its own way.
+Result<nlohmann::json> FrameJson(const std::string& frame) {
+  auto parsed = ParseJsonInput(frame);
+  if (auto* error = std::get_if<JsonInputError>(&parsed)) {
+    if (error->problem == JsonInputProblem::kSyntax) {
+      return nlohmann::json(nlohmann::json::value_t::discarded);
+    }
+    return Error(ErrorCode::kInvalidArgument, error->message);
+  }
+  return std::get<nlohmann::json>(std::move(parsed));
+}
+
 }  // namespace
 
 Result<PoolRequestHead> ParsePoolRequestHead(const std::string& frame) {
-  nlohmann::json j = nlohmann::json::parse(frame, nullptr, false);
+  auto parsed = FrameJson(frame);
+  if (!parsed) return parsed.error().WithContext("request");
+  const nlohmann::json& j = *parsed;
   // A NUL in any string of a frame is refused before any of it is used (base/json_nul.h).
   if (auto nul = NulProblem(j)) return Error(ErrorCode::kInvalidArgument, "request: " + *nul);
   PoolRequestHead head;
@@ -44,7 +60,9 @@ Result<PoolRequestHead> ParsePoolRequestHead(const std::string& frame) {
 }
 
 Result<JailSpec> ParseRunSpecFrame(const std::string& frame) {
-  nlohmann::json j = nlohmann::json::parse(frame, nullptr, false);
+  auto parsed = FrameJson(frame);
+  if (!parsed) return parsed.error().WithContext("sandbox spec");
+  const nlohmann::json& j = *parsed;
   if (auto nul = NulProblem(j)) return Error(ErrorCode::kInvalidArgument, *nul);
   bool default_spec = false;
   if (j.is_object()) {
@@ -64,8 +82,10 @@ Result<JailSpec> ParseRunSpecFrame(const std::string& frame) {
 
 Result<ExecRequest> ParseExecFrame(const std::string& frame) {
   ExecRequest request;
+  auto parsed = ParseJsonInputOrError(frame);
+  if (!parsed) return parsed.error().WithContext("exec request");
   try {
-    nlohmann::json j = nlohmann::json::parse(frame);
+    const nlohmann::json& j = *parsed;
     if (auto nul = NulProblem(j)) {
       return Error(ErrorCode::kInvalidArgument, "exec request: " + *nul);
     }

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
+#include "base/json_input.h"
 #include "jail/process_title.h"
 #include "jail/syscalls.h"
 #include "base/frames.h"
@@ -24,7 +25,7 @@ namespace {
 
 void Answer(int socket, const JailBlueprint& blueprint, const std::string& frame,
             const std::vector<UniqueFd>& fds) {
-  nlohmann::json j = nlohmann::json::parse(frame, nullptr, false);
+  nlohmann::json j = ParseJsonInputOrDiscarded(frame);
   size_t attach = j.is_object() ? j.value("attach", size_t{0}) : 0;
   bool clone_into = j.is_object() && j.value("clone_into", false);
   bool netns = j.is_object() && j.value("netns", false);
@@ -112,8 +113,12 @@ Result<jail::JailProcess> JailSpawner::Spawn(const CgroupFds& cgroup, int net_ns
     alive_ = false;
     return frame.error().WithContext("jail spawner");
   }
-  nlohmann::json reply = nlohmann::json::parse(*frame, nullptr, false);
-  if (!reply.is_object()) return Error(ErrorCode::kIo, "jail spawner: malformed reply");
+  auto parsed = ParseJsonInput(*frame);
+  auto* reply_json = std::get_if<nlohmann::json>(&parsed);
+  if (reply_json == nullptr || !reply_json->is_object()) {
+    return Error(ErrorCode::kIo, "jail spawner: malformed reply");
+  }
+  const nlohmann::json& reply = *reply_json;
   if (reply.contains("error")) {
     auto code = static_cast<ErrorCode>(reply.value("code", static_cast<int>(ErrorCode::kIo)));
     return Error(code, reply.value("error", ""), reply.value("errno", 0));

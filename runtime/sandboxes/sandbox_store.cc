@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
+#include "base/json_input.h"
 #include "runtime/run/landlock_plan.h"
 #include "runtime/run/runtime_dir.h"
 #include "runtime/spec/spec_json.h"
@@ -40,8 +41,10 @@ std::string RecordToJson(const SandboxRecord& r) {
 }
 
 Result<SandboxRecord> RecordFromJson(const std::string& text, const std::string& origin) {
+  auto parsed = ParseJsonInputOrError(text);
+  if (!parsed) return Error(ErrorCode::kIo, origin + ": corrupt state: " + parsed.error().message());
   try {
-    nlohmann::json j = nlohmann::json::parse(text);
+    const nlohmann::json& j = *parsed;
     SandboxRecord r;
     j.at("version").get_to(r.version);
     if (r.version != 1) {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
+#include "base/json_input.h"
 #include "base/json_integers.h"
 #include "base/json_nul.h"
 
@@ -140,8 +141,10 @@ std::string SpecToJson(const JailSpec& s) {
 }
 
 Result<JailSpec> SpecFromJson(const std::string& text) {
+  auto parsed = ParseJsonInputOrError(text);
+  if (!parsed) return parsed.error().WithContext("sandbox spec");
   try {
-    nlohmann::json j = nlohmann::json::parse(text);
+    const nlohmann::json& j = *parsed;
     // Before any field is used: a string with a NUL would reach the kernel cut short.
     if (auto nul = NulProblem(j))
       return Error(ErrorCode::kInvalidArgument, "sandbox spec: " + *nul);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/json_input.h"
+
 namespace corral::server::aio {
 namespace {
 
@@ -105,16 +107,17 @@ Fields::Fields(const std::string& body) {
     body_ = json::object();
     return;
   }
-  try {
-    body_ = json::parse(body);
-  } catch (const json::parse_error& e) {
+  auto parsed = ParseJsonInput(body);
+  if (auto* error = std::get_if<JsonInputError>(&parsed)) {
+    if (error->problem != JsonInputProblem::kSyntax) status_ = 400;
     errors_.push_back({{"type", "json_invalid"},
-                       {"loc", {"body", static_cast<int64_t>(e.byte)}},
+                       {"loc", {"body", static_cast<int64_t>(error->byte)}},
                        {"msg", "JSON decode error"},
                        {"input", json::object()},
-                       {"ctx", {{"error", e.what()}}}});
+                       {"ctx", {{"error", error->message}}}});
     return;
   }
+  body_ = std::get<json>(std::move(parsed));
   if (!body_.is_object()) {
     errors_.push_back({{"type", "model_attributes_type"},
                        {"loc", {"body"}},
@@ -224,6 +227,8 @@ std::optional<std::map<std::string, std::string>> Fields::StringMap(const std::s
   return out;
 }
 
-HttpResponse Fields::Error() const { return HttpResponse::Json(422, {{"detail", errors_}}); }
+HttpResponse Fields::Error() const {
+  return HttpResponse::Json(status_, {{"detail", errors_}});
+}
 
 }  // namespace corral::server::aio

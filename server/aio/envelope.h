@@ -58,7 +58,8 @@ class Fields {
   void Invalid(const std::string& name, const std::string& type, const std::string& msg);
 
   bool ok() const { return errors_.empty(); }
-  // 422 {"detail":[...]}.
+  // 422 {"detail":[...]}; 400 when the body is too large or nests too deeply to be read
+  // at all (base/json_input.h), whatever the fields.
   HttpResponse Error() const;
 
  private:
@@ -66,6 +67,7 @@ class Fields {
   void Wrong(const std::string& name, const char* type, const char* msg, const json& input);
   json body_;
   json errors_ = json::array();
+  int status_ = 422;
 };
 
 }  // namespace corral::server::aio

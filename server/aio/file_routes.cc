@@ -7,6 +7,7 @@
 
 #include <boost/beast/core/detail/base64.hpp>
 
+#include "base/json_input.h"
 #include "runtime/sandboxes/persistent.h"
 #include "server/aio/internal.h"
 #include "tools/providers/jail_sandbox.h"
@@ -125,8 +126,9 @@ std::optional<std::vector<std::string>> StringList(aio::Fields& f, const nlohman
   return out;
 }
 
+// The body's document, or null; called after Fields has refused a body it cannot read.
 json ParsedBody(const std::string& body) {
-  auto j = json::parse(body, nullptr, false);
+  json j = ParseJsonInputOrDiscarded(body);
   return j.is_discarded() ? json() : j;
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 
+#include "base/json_input.h"
 #include "runtime/code/code_payload.h"
 #include "runtime/spec/config.h"
 #include "runtime/spec/sizes.h"
@@ -117,6 +118,21 @@ std::optional<ApiError> CheckSpecObject(const json& spec, const std::string& bas
   return std::nullopt;
 }
 
+// The body as a JSON object, bounded in size and depth (base/json_input.h): a body that
+// cannot be read is one 400, whatever route it was sent to.
+std::variant<json, ApiError> ParseBodyObject(const std::string& body) {
+  auto parsed = ParseJsonInput(body);
+  if (auto* error = std::get_if<JsonInputError>(&parsed)) {
+    return ApiError{400, "invalid_json", "the body is not JSON that corral reads: " +
+                                             error->message, "", {}};
+  }
+  json& j = std::get<json>(parsed);
+  if (!j.is_object()) {
+    return ApiError{400, "invalid_json", "the body must be a JSON object", "", {}};
+  }
+  return std::move(j);
+}
+
 }  // namespace
 
 HttpResponse ApiError::ToResponse() const {
@@ -140,10 +156,9 @@ std::string SandboxNameProblem(const std::string& name) {
 std::variant<SandboxCreate, ApiError> ParseSandboxCreate(const std::string& body,
                                                          const runtime::JailSpec& base,
                                                          const std::string& base_dir) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return ApiError{400, "invalid_json", "the body must be a JSON object", "", {}};
-  }
+  auto parsed = ParseBodyObject(body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
+  json& j = std::get<json>(parsed);
   SandboxCreate out;
   out.spec = base;
   for (const auto& [key, value] : j.items()) {
@@ -226,10 +241,9 @@ std::optional<ApiError> ReadExecFields(const json& j, runtime::ExecRequest* r) {
 std::variant<runtime::ExecRequest, ApiError> ParseExecRequest(const std::string& body,
                                                               const std::string& sandbox,
                                                               bool* stream) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return ApiError{400, "invalid_json", "the body must be a JSON object", "", {}};
-  }
+  auto parsed = ParseBodyObject(body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
+  json& j = std::get<json>(parsed);
   static const std::set<std::string> kKeys = {"argv",    "command", "env",
                                               "workdir", "timeout", "output_limit"};
   for (const auto& [key, value] : j.items()) {
@@ -272,10 +286,9 @@ std::variant<runtime::ExecRequest, ApiError> ParseExecRequest(const std::string&
 
 std::variant<runtime::code::CodeRequest, ApiError> ParseCodeRequest(
     const std::string& body, const std::string& sandbox, const runtime::PythonSpec& policy) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return ApiError{400, "invalid_json", "the body must be a JSON object", "", {}};
-  }
+  auto parsed = ParseBodyObject(body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
+  json& j = std::get<json>(parsed);
   static const std::set<std::string> kKeys = {"code", "lang", "timeout"};
   for (const auto& [key, value] : j.items()) {
     if (kKeys.count(key) == 0) return Invalid(key, "unknown field (expected code, lang, timeout)");

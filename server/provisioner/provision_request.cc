@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "base/json_input.h"
 #include "tools/providers/thread_dirs.h"
 
 namespace corral::server {
@@ -169,7 +170,13 @@ std::string SandboxIdProblem(std::string_view id) {
 
 std::variant<CreateParams, RequestError> ParseCreateRequest(std::string_view text,
                                                             const std::string& base_dir) {
-  json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto parsed = ParseJsonInput(text);
+  if (auto* error = std::get_if<JsonInputError>(&parsed);
+      error != nullptr && error->problem != JsonInputProblem::kSyntax) {
+    return RequestError{400, {{"detail", error->message}}};
+  }
+  json body = std::holds_alternative<json>(parsed) ? std::get<json>(std::move(parsed))
+                                                   : json(json::value_t::discarded);
   if (body.is_discarded()) {
     return Unprocessable(json::array({{{"type", "json_invalid"},
                                        {"loc", json::array({"body"})},

@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "base/files.h"
+#include "base/json_input.h"
 #include "server/provisioner/provision_request.h"
 
 namespace corral::server {
@@ -125,8 +126,12 @@ std::vector<RegistryEntry> SandboxRegistry::Load(std::vector<std::string>* probl
       problems->push_back(name + ": " + text.error().message());
       continue;
     }
-    json j = json::parse(*text, nullptr, false);
-    auto entry = EntryFromJson(j);
+    auto parsed = ParseJsonInput(*text);
+    if (auto* error = std::get_if<JsonInputError>(&parsed)) {
+      problems->push_back(name + ": " + error->message);
+      continue;
+    }
+    auto entry = EntryFromJson(std::get<json>(parsed));
     if (!entry || entry->sandbox_id + ".json" != name) {
       problems->push_back(name + ": " + (entry ? "file name and sandbox_id differ"
                                                : entry.error().message()));

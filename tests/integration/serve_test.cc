@@ -233,6 +233,33 @@ TEST_F(ServeTest, BadIdsAndBodiesAreRefusedClearly) {
   EXPECT_EQ(Curl("GET", Url("/health"), "", {}, false).status, 200);
 }
 
+// A body that nests 100,000 levels deep (about 200 kB) ended the daemon with a stack
+// overflow when a route copied the value. Every route that reads a body now refuses it
+// with a 400 before any document exists, whether the deep value sits in a field the route
+// reads or in one it ignores, and the daemon goes on serving.
+TEST_F(ServeTest, DeeplyNestedBodiesAreRefusedAndTheDaemonStaysUp) {
+  StartDaemon(Config());
+  auto created = Api("POST", "/api/sandboxes", CreateBody("deep1", "t-deep"));
+  ASSERT_EQ(created.status, 200) << created.body;
+  const std::string url = created.Json()["sandbox_url"];
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  for (const char* route : {"/v1/shell/exec", "/v1/bash/exec", "/v1/file/read",
+                                   "/v1/file/write", "/v1/file/list", "/v1/shell/sessions/create"}) {
+    for (const std::string& body : {R"({"command":)" + deep + "}",
+                                    R"({"command":"true","file":"/tmp/x","extra":)" + deep + "}"}) {
+      auto r = Curl("POST", url + std::string(route), body, {}, false);
+      EXPECT_EQ(r.status, 400) << route << " -> " << r.body.substr(0, 200);
+      EXPECT_NE(r.body.find("deeper than 64 levels"), std::string::npos) << r.body.substr(0, 200);
+    }
+  }
+  auto provision = Api("POST", "/api/sandboxes", R"({"sandbox_id":)" + deep + "}");
+  EXPECT_EQ(provision.status, 400) << provision.body.substr(0, 200);
+  EXPECT_EQ(Curl("GET", Url("/health"), "", {}, false).status, 200) << DaemonLog();
+  auto shell = Curl("POST", url + "/v1/shell/exec", json({{"command", "echo alive"}}).dump(), {}, false);
+  ASSERT_EQ(shell.status, 200) << shell.body;
+  EXPECT_EQ(shell.Json()["data"]["output"], "alive\n");
+}
+
 // The mounts of docs/deerflow-contract.md §4: the skills views (the extra mounts
 // /mnt/skills/custom and /mnt/skills/integrations, and the public/legacy views the
 // provisioner derives itself) and /mnt/acp-workspace, all read-only whatever the request

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "base/json_input.h"
 #include "tools/providers/aio_sandbox.h"
 #include "tools/providers/http_client.h"
 
@@ -61,7 +62,7 @@ Result<std::string> AioSandboxProvider::Provision(const ThreadDirs& dirs, const 
   call.body = json({{"sandbox_id", id}, {"thread_id", dirs.thread_id}, {"user_id", dirs.user_id}})
                   .dump();
   ASSIGN_OR_RETURN(HttpReply reply, Perform(call));
-  json body = json::parse(reply.body, nullptr, false);
+  json body = ParseJsonInputOrDiscarded(reply.body);
   if (reply.status != 200 || !body.is_object() || !body.contains("sandbox_url") ||
       !body["sandbox_url"].is_string()) {
     std::string why = body.is_object() && body.contains("detail") ? body["detail"].dump()
@@ -102,7 +103,7 @@ bool AioSandboxProvider::Alive(Sandbox& sandbox) {
   // As DeerFlow's remote backend: gone only on a clear 404; an unknown state keeps it.
   if (!reply) return true;
   if (reply->status == 404) return false;
-  json body = json::parse(reply->body, nullptr, false);
+  json body = ParseJsonInputOrDiscarded(reply->body);
   return !(body.is_object() && body.contains("status") && body["status"] != "Running");
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/json_input.h"
 #include "tools/providers/http_client.h"
 #include "tools/providers/sandbox_search.h"
 
@@ -96,7 +97,7 @@ SbResult<json> AioSandbox::Call(const std::string& route, const json& body,
   call.timeout_seconds = timeout_seconds;
   auto reply = Perform(call);
   if (!reply) return Unreachable(reply.error());
-  json parsed = json::parse(reply->body, nullptr, false);
+  json parsed = ParseJsonInputOrDiscarded(reply->body);
   if (reply->status == 200 && parsed.is_object() && parsed.value("success", true)) {
     return parsed.contains("data") ? parsed["data"] : json();
   }
@@ -184,7 +185,7 @@ SbResult<std::string> AioSandbox::DoDownloadFile(const std::string& path) {
     return Unreachable(reply.error());
   }
   if (reply->status == 200) return std::move(reply->body);
-  return ErrorOfReply(*reply, json::parse(reply->body, nullptr, false), path);
+  return ErrorOfReply(*reply, ParseJsonInputOrDiscarded(reply->body), path);
 }
 
 SbResult<std::vector<std::string>> AioSandbox::DoListDir(const std::string& path, int max_depth) {

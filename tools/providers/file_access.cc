@@ -18,6 +18,7 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
+#include "base/json_input.h"
 #include "base/unique_fd.h"
 #include "runtime/sandboxes/sandbox_store.h"
 #include "tools/providers/sandbox_search.h"
@@ -450,7 +451,7 @@ SbResult<GrepHits> GrepTree(const FileView& view, const std::string& rel,
   bool in_root = view.in_root;
   auto r = RunOp(view, [&](int root_fd) { return GrepOp(root_fd, in_root, rel, request); });
   if (!r) return r.error();
-  auto j = nlohmann::json::parse(*r, nullptr, false);
+  auto j = ParseJsonInputOrDiscarded(*r);
   if (!j.is_object() || !j["hits"].is_array()) {
     return SandboxError{SandboxErrc::kIo, "garbled grep result"};
   }
