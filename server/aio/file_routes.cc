@@ -10,6 +10,7 @@
 #include "base/json_input.h"
 #include "runtime/sandboxes/persistent.h"
 #include "server/aio/internal.h"
+#include "server/http/content_disposition.h"
 #include "tools/providers/jail_sandbox.h"
 #include "tools/providers/sandbox_search.h"
 
@@ -184,11 +185,7 @@ void AioApi::Impl::FileRoute(const AioSandboxRef& ref, const std::string& op, Ht
       HttpResponse r;
       r.content_type = "application/octet-stream";
       r.body = std::move(*bytes);
-      std::string name = Basename(p);
-      for (char& c : name) {
-        if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '_';
-      }
-      r.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + name + "\"");
+      r.headers.emplace_back("Content-Disposition", AttachmentDisposition(Basename(p)));
       reply(std::move(r));
     });
     return;

@@ -92,6 +92,41 @@ TEST_F(AioApiTest, Base64WriteAndDownloadBytes) {
   EXPECT_EQ(Call("GET", "v1/file/download", "", nullptr, {{"path", "/mnt/user-data/outputs"}}).status, 400);
 }
 
+// What a command in the sandbox can make in outputs/ besides files: a unix socket and a
+// FIFO. Reading or downloading one is a clear 4xx that names the type (was a 500 with the
+// kernel's ENXIO text for the socket), a FIFO never blocks the call, and a write never
+// feeds one. A name with UTF-8 and control bytes reaches Content-Disposition encoded.
+TEST_F(AioApiTest, SocketsAndFifosAreRefusedAndNamesAreEncoded) {
+  Shell("cd /mnt/user-data/outputs && mkfifo pipe && python3 -c \"import socket; "
+        "s = socket.socket(socket.AF_UNIX); s.bind('sock')\" && ls -l");
+  for (const std::string name : {"pipe", "sock"}) {
+    const std::string path = "/mnt/user-data/outputs/" + name;
+    AioAnswer d = Call("GET", "v1/file/download", "", nullptr, {{"path", path}});
+    EXPECT_EQ(d.status, 403) << name << ": " << d.raw;
+    EXPECT_NE(d.raw.find(name == "pipe" ? "is a FIFO" : "is a unix socket"), std::string::npos)
+        << d.raw;
+    AioAnswer r = Post("v1/file/read", {{"file", path}});
+    EXPECT_EQ(r.body["success"], false) << r.raw;
+    EXPECT_NE(r.raw.find("only regular files"), std::string::npos) << r.raw;
+    AioAnswer w = Post("v1/file/write", {{"file", path}, {"content", "x"}});
+    EXPECT_EQ(w.body["success"], false) << w.raw;
+  }
+  const std::string odd = "r\xc3\xa9sum\xc3\xa9 \"q\"\x01.txt";  // résumé "q"^A.txt
+  ASSERT_EQ(Post("v1/file/write", {{"file", "/mnt/user-data/outputs/" + odd}, {"content", "x"}})
+                .body["success"],
+            true);
+  AioAnswer d = Call("GET", "v1/file/download", "", nullptr,
+                     {{"path", "/mnt/user-data/outputs/" + odd}});
+  ASSERT_EQ(d.status, 200) << d.raw;
+  std::string disposition;
+  for (const auto& [name, value] : d.headers) {
+    if (name == "Content-Disposition") disposition = value;
+  }
+  EXPECT_EQ(disposition,
+            "attachment; filename=\"r__sum__ _q__.txt\"; "
+            "filename*=UTF-8''r%C3%A9sum%C3%A9%20%22q%22%01.txt");
+}
+
 TEST_F(AioApiTest, ListFindGrepSearchShapes) {
   Post("v1/file/write", {{"file", kWs + "/src/main.py"}, {"content", "import os\nprint('Hello')\nhello = 1\n"}});
   Post("v1/file/write", {{"file", kWs + "/src/deep/util.py"}, {"content", "def hello():\n    pass\n"}});

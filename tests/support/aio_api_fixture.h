@@ -26,6 +26,7 @@ struct AioAnswer {
   nlohmann::json body;  // parsed when the answer is JSON
   std::string raw;
   std::string content_type;
+  std::vector<std::pair<std::string, std::string>> headers;  // besides Content-Type
   const nlohmann::json& data() const { return body["data"]; }
 };
 
@@ -85,6 +86,7 @@ class AioApiTest : public JailTest {
     a.status = r.status;
     a.raw = r.body;
     a.content_type = r.content_type;
+    a.headers = r.headers;
     if (r.content_type == "application/json") {
       a.body = nlohmann::json::parse(r.body, nullptr, false);
       EXPECT_FALSE(a.body.is_discarded()) << r.body;

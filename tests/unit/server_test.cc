@@ -10,6 +10,7 @@
 
 #include "runtime/spec/server_config.h"
 #include "server/http/auth.h"
+#include "server/http/content_disposition.h"
 #include "server/http/server.h"
 #include "server/http/listen_address.h"
 #include "server/provisioner/provision_request.h"
@@ -257,6 +258,18 @@ TEST(ServerConfig, SectionKeysAndProblems) {
   }
   // The default body limit fits a 100 MiB file as base64 in a JSON body.
   EXPECT_GE(runtime::ServerConfig{}.max_body_bytes, (100 * runtime::kMiB + 2) / 3 * 4 + 4096);
+}
+
+// A download's name is bytes the sandbox chose: plain ASCII passes as it is; anything else
+// gets an ASCII fallback and RFC 5987's exact UTF-8 form, and never a raw quote or CR/LF.
+TEST(ContentDisposition, PlainNamesStayAndOthersAreEncoded) {
+  EXPECT_EQ(AttachmentDisposition("report-1.txt"), "attachment; filename=\"report-1.txt\"");
+  EXPECT_EQ(AttachmentDisposition("a\"b\r\nSet-Cookie: x"),
+            "attachment; filename=\"a_b__Set-Cookie: x\"; "
+            "filename*=UTF-8''a%22b%0D%0ASet-Cookie%3A%20x");
+  EXPECT_EQ(AttachmentDisposition("\xe6\x97\xa5.md"),
+            "attachment; filename=\"___.md\"; filename*=UTF-8''%E6%97%A5.md");
+  EXPECT_EQ(AttachmentDisposition("100%"), "attachment; filename=\"100_\"; filename*=UTF-8''100%25");
 }
 
 }  // namespace

@@ -79,16 +79,46 @@ SbResult<std::string> ReadAllFd(int fd, int64_t max_bytes, const std::string& re
   }
 }
 
-// Opens `rel` for reading its content: regular files only.
+// "a unix socket", "a FIFO", ... for the message that refuses a file of that type.
+const char* FileTypeName(mode_t mode) {
+  if (S_ISSOCK(mode)) return "a unix socket";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+SandboxError NotRegular(const std::string& rel, mode_t mode) {
+  return {SandboxErrc::kPermissionDenied,
+          rel + ": is " + FileTypeName(mode) + "; only regular files can be read or written",
+          EACCES};
+}
+
+// Refuses an existing `rel` that is not a regular file or a directory, looking through an
+// O_PATH descriptor: opening a FIFO, a socket or a device for real has effects of its own
+// (a FIFO blocks or hands data to whoever reads it, a device does what its driver does, a
+// socket fails with the kernel's ENXIO text). Absent is fine: a write creates it.
+SbStatus RefuseSpecialFile(int root_fd, bool in_root, const std::string& rel) {
+  auto fd = OpenIn(root_fd, in_root, rel, O_PATH);  // follows a link, as the open will
+  if (!fd) {
+    return fd.error().code == SandboxErrc::kNotFound ? SbStatus{} : SbStatus{fd.error()};
+  }
+  struct stat st;
+  if (::fstat(fd->get(), &st) != 0) return ErrorFromErrno(errno, rel);
+  if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return SbStatus{};
+  return NotRegular(rel, st.st_mode);
+}
+
+// Opens `rel` for reading its content: regular files only, the type checked before the
+// open (RefuseSpecialFile) and again on what was opened (a rename may have raced).
 SbResult<UniqueFd> OpenRegular(int root_fd, bool in_root, const std::string& rel) {
+  RETURN_SB_IF_ERROR(RefuseSpecialFile(root_fd, in_root, rel));
   auto fd = OpenIn(root_fd, in_root, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
   if (!fd) return fd.error();
   struct stat st;
   if (::fstat(fd->get(), &st) != 0) return ErrorFromErrno(errno, rel);
   if (S_ISDIR(st.st_mode)) return SandboxError{SandboxErrc::kIsDirectory, rel, EISDIR};
-  if (!S_ISREG(st.st_mode)) {
-    return SandboxError{SandboxErrc::kPermissionDenied, rel + ": not a regular file", EACCES};
-  }
+  if (!S_ISREG(st.st_mode)) return NotRegular(rel, st.st_mode);
   return fd;
 }
 
@@ -407,9 +437,13 @@ SbStatus WriteBytes(const FileView& view, const std::string& rel, const std::str
   return StatusOf(RunOp(view, [&](int root_fd) -> SbResult<std::string> {
     auto parents = MakeParents(root_fd, in_root, rel);
     if (!parents) return parents.error();
+    RETURN_SB_IF_ERROR(RefuseSpecialFile(root_fd, in_root, rel));
     int flags = O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | (append ? O_APPEND : O_TRUNC);
     auto fd = OpenIn(root_fd, in_root, rel, flags, 0644);
     if (!fd) return fd.error();
+    struct stat st;
+    if (::fstat(fd->get(), &st) != 0) return ErrorFromErrno(errno, rel);
+    if (!S_ISREG(st.st_mode)) return NotRegular(rel, st.st_mode);
     size_t off = 0;
     while (off < data.size()) {
       ssize_t n = ::write(fd->get(), data.data() + off, data.size() - off);
