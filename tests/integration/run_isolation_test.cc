@@ -8,6 +8,7 @@
 #include <set>
 
 #include "base/files.h"
+#include "tests/support/ia32.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/temp_dir.h"
 
@@ -260,9 +261,17 @@ TEST_P(IsolationTest, Int80IsKilledBySigsys) {
   Result<JailRun> run = RunProbeAsCaller({}, {"int80"});
   ASSERT_TRUE(run) << run.error().message();
   EXPECT_EQ(run->outcome["status"], "signaled") << run->Describe();
-  EXPECT_EQ(run->outcome["signal"], 31) << run->Describe();
-  EXPECT_EQ(run->run.exit_code, 128 + 31) << run->Describe();
   EXPECT_TRUE(run->probe.is_null()) << "int $0x80 returned: " << run->Describe();
+  if (KernelHasIa32Emulation()) {
+    // The filter, not the kernel, must be what stops it.
+    EXPECT_EQ(run->outcome["signal"], 31) << run->Describe();
+    EXPECT_EQ(run->run.exit_code, 128 + 31) << run->Describe();
+  } else {
+    // The kernel refuses the 32-bit entry itself (SIGSEGV) before the filter sees it.
+    EXPECT_EQ(run->outcome["signal"], SIGSEGV) << run->Describe();
+    GTEST_SKIP() << "no IA32 emulation in this kernel: int 0x80 dies of SIGSEGV in or out "
+                    "of the jail, so the filter's own check cannot be seen";
+  }
 }
 
 TEST_P(IsolationTest, X32SyscallIsKilled) {
