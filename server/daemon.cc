@@ -85,9 +85,12 @@ std::optional<std::string> Load(const ServeOptions& o, Loaded* l) {
            " needs server.allowed_hosts: the HOST:PORT names clients use to reach this server "
            "(they are the only Host headers accepted, and the host of every sandbox_url)";
   }
-  l->key = ResolveApiKey(l->server.api_key);
+  auto key = ResolveApiKey(l->server.api_key, l->server.api_key_file);
+  if (!key) return "API key: " + key.error().message();
+  l->key = std::move(*key);
   if (l->key.empty() && !l->server.no_auth) {
-    return "no API key: set server.api_key in the config (\"$VAR\" reads a variable) or "
+    return "no API key: set server.api_key in the config (\"$VAR\" reads a variable), "
+           "server.api_key_file, the systemd credential corral-api-key (LoadCredential=) or "
            "CORRAL_API_KEY in the environment. To serve /api/* without a key (anyone who can "
            "connect may create sandboxes), set unsafe: {no_auth: true}";
   }

@@ -49,6 +49,8 @@ const std::map<std::string, KeyReader>& Keys() {
       {"allowed_hosts",
        [](auto& n, auto* p, auto* c) { Read(n, "allowed_hosts", p, &c->allowed_hosts); }},
       {"api_key", [](auto& n, auto* p, auto* c) { Read(n, "api_key", p, &c->api_key); }},
+      {"api_key_file",
+       [](auto& n, auto* p, auto* c) { Read(n, "api_key_file", p, &c->api_key_file); }},
       {"io_threads", [](auto& n, auto* p, auto* c) { Positive(n, "io_threads", p, &c->io_threads); }},
       {"max_header_bytes",
        [](auto& n, auto* p, auto* c) { Size(n, "max_header_bytes", p, &c->max_header_bytes, 1024); }},

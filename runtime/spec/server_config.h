@@ -23,8 +23,11 @@ struct ServerConfig {
   // Extra Host header values (HOST:PORT) accepted besides the listen address, e.g. the
   // name a gateway in a container uses ("host.docker.internal:8002").
   std::vector<std::string> allowed_hosts;
-  // `X-API-Key` of /api/*. "$NAME" reads the variable NAME; empty: $CORRAL_API_KEY.
+  // `X-API-Key` of /api/*. "$NAME" reads the variable NAME. Empty: api_key_file, then the
+  // systemd credential "corral-api-key", then $CORRAL_API_KEY (server/http/auth.h).
   std::string api_key;
+  // A file that holds the key (owner-only: mode 0600 or 0400), e.g. /etc/corral/api-key.
+  std::string api_key_file;
   int io_threads = 2;                    // Asio threads (HTTP parsing, routing)
   int64_t max_header_bytes = 16 * 1024;  // request line + headers
   int64_t max_body_bytes = 140 * kMiB;   // a 100 MiB file as base64 inside JSON

@@ -1,10 +1,16 @@
 #include "server/http/auth.h"
 
+#include <fcntl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "base/unique_fd.h"
 
 namespace corral::server {
 
@@ -41,14 +47,50 @@ Result<std::string> RandomToken(size_t bytes) {
   return out;
 }
 
-std::string ResolveApiKey(const std::string& configured) {
+namespace {
+
+// The key in `path`: owner-only, at most 4 KiB, trimmed.
+Result<std::string> ReadKeyFile(const std::string& path, const std::string& what) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return Error::FromErrno(errno, what + " " + path);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Error::FromErrno(errno, what + " " + path);
+  if (!S_ISREG(st.st_mode)) {
+    return Error(ErrorCode::kInvalidArgument, what + " " + path + ": not a regular file");
+  }
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return Error(ErrorCode::kPermissionDenied,
+                 what + " " + path + ": mode " + mode +
+                     " lets others read the key; chmod 600 " + path);
+  }
+  std::string key(4097, '\0');
+  ssize_t n = ::read(fd.get(), key.data(), key.size());
+  if (n < 0) return Error::FromErrno(errno, what + " " + path);
+  if (n > 4096) return Error(ErrorCode::kInvalidArgument, what + " " + path + ": over 4 KiB");
+  key.resize(static_cast<size_t>(n));
+  const char* space = " \t\r\n";
+  size_t first = key.find_first_not_of(space);
+  if (first == std::string::npos) return std::string();
+  return key.substr(first, key.find_last_not_of(space) - first + 1);
+}
+
+}  // namespace
+
+Result<std::string> ResolveApiKey(const std::string& configured, const std::string& key_file) {
   if (!configured.empty() && configured[0] == '$') {
     const char* v = std::getenv(configured.c_str() + 1);
-    return v ? v : "";
+    return std::string(v ? v : "");
   }
   if (!configured.empty()) return configured;
+  if (!key_file.empty()) return ReadKeyFile(key_file, "server.api_key_file");
+  if (const char* creds = std::getenv("CREDENTIALS_DIRECTORY"); creds != nullptr && *creds) {
+    std::string path = std::string(creds) + "/corral-api-key";
+    if (::access(path.c_str(), F_OK) == 0) return ReadKeyFile(path, "systemd credential");
+  }
   const char* v = std::getenv("CORRAL_API_KEY");
-  return v ? v : "";
+  return std::string(v ? v : "");
 }
 
 }  // namespace corral::server

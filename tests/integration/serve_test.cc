@@ -260,6 +260,24 @@ TEST_F(ServeTest, DeeplyNestedBodiesAreRefusedAndTheDaemonStaysUp) {
   EXPECT_EQ(shell.Json()["data"]["output"], "alive\n");
 }
 
+// The shipped unit ran the daemon with UMask=0077: the thread directories it made were
+// 0700, the jail's uid could not enter them, and every create failed with 500. The daemon
+// now sets the modes of what it makes whatever its umask.
+TEST_F(ServeTest, ARestrictiveUmaskStillMakesUsableThreadDirectories) {
+  mode_t old = ::umask(077);
+  StartDaemon(Config());
+  ::umask(old);
+  auto created = Api("POST", "/api/sandboxes", CreateBody("umask1", "t-umask"));
+  ASSERT_EQ(created.status, 200) << created.body << DaemonLog();
+  const std::string url = created.Json()["sandbox_url"];
+  auto shell = Curl("POST", url + "/v1/shell/exec",
+                    json({{"command", "echo ok > /mnt/user-data/workspace/f && cat /mnt/user-data/workspace/f"}})
+                        .dump(),
+                    {}, false);
+  ASSERT_EQ(shell.status, 200) << shell.body;
+  EXPECT_EQ(shell.Json()["data"]["output"], "ok\n") << shell.body;
+}
+
 // The mounts of docs/deerflow-contract.md §4: the skills views (the extra mounts
 // /mnt/skills/custom and /mnt/skills/integrations, and the public/legacy views the
 // provisioner derives itself) and /mnt/acp-workspace, all read-only whatever the request

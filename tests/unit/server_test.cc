@@ -46,16 +46,44 @@ TEST(ServerAuth, RandomTokensAreLongAndDistinct) {
   EXPECT_EQ(seen.size(), 100u);
 }
 
+std::string KeyOf(const std::string& configured, const std::string& file = "") {
+  auto key = ResolveApiKey(configured, file);
+  return key ? *key : "error: " + key.error().message();
+}
+
 TEST(ServerAuth, ApiKeyFromConfigOrEnvironment) {
   ::setenv("CORRAL_TEST_SERVE_KEY", "from-var", 1);
   ::setenv("CORRAL_API_KEY", "from-env", 1);
-  EXPECT_EQ(ResolveApiKey("literal"), "literal");
-  EXPECT_EQ(ResolveApiKey("$CORRAL_TEST_SERVE_KEY"), "from-var");
-  EXPECT_EQ(ResolveApiKey(""), "from-env");
+  EXPECT_EQ(KeyOf("literal"), "literal");
+  EXPECT_EQ(KeyOf("$CORRAL_TEST_SERVE_KEY"), "from-var");
+  EXPECT_EQ(KeyOf(""), "from-env");
   ::unsetenv("CORRAL_API_KEY");
-  EXPECT_EQ(ResolveApiKey(""), "");
-  EXPECT_EQ(ResolveApiKey("$CORRAL_TEST_SERVE_NOPE"), "");
+  EXPECT_EQ(KeyOf(""), "");
+  EXPECT_EQ(KeyOf("$CORRAL_TEST_SERVE_NOPE"), "");
   ::unsetenv("CORRAL_TEST_SERVE_KEY");
+}
+
+// A key file (server.api_key_file) or a systemd credential: owner-only, trimmed; a file
+// others can read is refused with the chmod that fixes it.
+TEST(ServerAuth, ApiKeyFromAFileOrASystemdCredential) {
+  test::TempDir dir;
+  ASSERT_TRUE(dir.WriteFile("key", "  s3cret-key\n"));
+  ASSERT_EQ(::chmod(dir.Join("key").c_str(), 0600), 0);
+  ::setenv("CORRAL_API_KEY", "from-env", 1);
+  EXPECT_EQ(KeyOf("", dir.Join("key")), "s3cret-key");
+  EXPECT_EQ(KeyOf("literal", dir.Join("key")), "literal") << "api_key comes first";
+  ASSERT_EQ(::chmod(dir.Join("key").c_str(), 0644), 0);
+  EXPECT_THAT(KeyOf("", dir.Join("key")),
+              HasSubstr("mode 0644 lets others read the key; chmod 600 " + dir.Join("key")));
+  EXPECT_THAT(KeyOf("", dir.Join("nope")), HasSubstr(dir.Join("nope")));
+  ASSERT_TRUE(dir.MakeDirs("creds"));
+  ASSERT_TRUE(dir.WriteFile("creds/corral-api-key", "from-credential"));
+  ASSERT_EQ(::chmod(dir.Join("creds/corral-api-key").c_str(), 0400), 0);
+  ::setenv("CREDENTIALS_DIRECTORY", dir.Join("creds").c_str(), 1);
+  EXPECT_EQ(KeyOf(""), "from-credential");
+  ::unsetenv("CREDENTIALS_DIRECTORY");
+  EXPECT_EQ(KeyOf(""), "from-env");
+  ::unsetenv("CORRAL_API_KEY");
 }
 
 TEST(ServerListen, ParsesAddresses) {

@@ -21,14 +21,18 @@ bool IdChars(const std::string& id) {
   });
 }
 
+// A directory made here gets its mode whatever the process's umask: under systemd's
+// UMask=0077 mkdir(0755) gave 0700, which the jail's uid cannot enter, and every create
+// failed. An existing directory keeps the mode its owner gave it (unless world_writable).
 Status MakeDir(const std::string& path, bool world_writable) {
-  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Error::FromErrno(errno, "creating " + path);
-  }
+  bool created = ::mkdir(path.c_str(), 0755) == 0;
+  if (!created && errno != EEXIST) return Error::FromErrno(errno, "creating " + path);
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return Error::FromErrno(errno, "opening " + path + " (must be a real directory)");
-  if (world_writable && ::fchmod(fd.get(), 0777) != 0) {
-    return Error::FromErrno(errno, "chmod 0777 " + path);
+  mode_t mode = world_writable ? 0777 : 0755;
+  if ((world_writable || created) && ::fchmod(fd.get(), mode) != 0) {
+    return Error::FromErrno(errno, "chmod " + std::string(world_writable ? "0777 " : "0755 ") +
+                                       path);
   }
   return Ok();
 }
