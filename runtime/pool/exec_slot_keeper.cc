@@ -1,10 +1,14 @@
 #include "runtime/pool/exec_slot_keeper.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <utility>
 #include <vector>
 
@@ -19,7 +23,8 @@ bool Exited(const ExecSlot& slot) {
 
 }  // namespace
 
-ExecSlotKeeper::ExecSlotKeeper(ExecSlotKeeperOptions options) : options_(options) {
+ExecSlotKeeper::ExecSlotKeeper(ExecSlotKeeperOptions options)
+    : options_(options), wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   // The thread takes no signal: the caller's signal handling (a signalfd, sigwait) stays
   // where it is, and the slots it spawns start from a known mask.
   sigset_t all, old;
@@ -31,7 +36,7 @@ ExecSlotKeeper::ExecSlotKeeper(ExecSlotKeeperOptions options) : options_(options
 
 ExecSlotKeeper::~ExecSlotKeeper() {
   thread_.request_stop();
-  wanted_.notify_all();
+  Wake();
   if (thread_.joinable()) thread_.join();
   std::lock_guard<std::mutex> lock(mu_);
   ready_.clear();  // kills the waiting slots, removes their cgroups
@@ -64,7 +69,12 @@ void ExecSlotKeeper::Request(const std::string& name_or_id) {
     if (queue_.size() >= options_.max_slots) queue_.pop_front();
     queue_.push_back(name_or_id);
   }
-  wanted_.notify_all();
+  Wake();
+}
+
+void ExecSlotKeeper::Wake() {
+  const uint64_t one = 1;
+  (void)!::write(wake_.get(), &one, sizeof one);
 }
 
 void ExecSlotKeeper::Update(const SandboxRecord& record) {
@@ -104,26 +114,58 @@ ExecSlotKeeper::Counts ExecSlotKeeper::counts() const {
   return c;
 }
 
+void ExecSlotKeeper::DropExited(std::unique_lock<std::mutex>& lock) {
+  std::vector<std::unique_ptr<ExecSlot>> exited;
+  for (auto it = ready_.begin(); it != ready_.end();) {
+    if (!Exited(*it->second.slot)) {
+      ++it;
+      continue;
+    }
+    exited.push_back(std::move(it->second.slot));
+    it = ready_.erase(it);
+  }
+  if (exited.empty()) return;
+  lock.unlock();
+  exited.clear();  // reaps them, outside the lock
+  lock.lock();
+}
+
+// The slots' pidfds are duplicated for the wait: Take() may hand a slot out (and its owner
+// close the pidfd) while this thread polls.
+void ExecSlotKeeper::WaitForWork(std::unique_lock<std::mutex>& lock) {
+  std::vector<UniqueFd> watched;
+  std::vector<pollfd> fds{{wake_.get(), POLLIN, 0}};
+  for (const auto& [id, ready] : ready_) {
+    UniqueFd dup(::fcntl(ready.slot->process.pidfd(), F_DUPFD_CLOEXEC, 0));
+    if (!dup.valid()) continue;
+    fds.push_back({dup.get(), POLLIN, 0});
+    watched.push_back(std::move(dup));
+  }
+  lock.unlock();
+  while (::poll(fds.data(), fds.size(), -1) < 0 && errno == EINTR) {
+  }
+  uint64_t count;
+  (void)!::read(wake_.get(), &count, sizeof count);
+  lock.lock();
+}
+
+// One thread does all the work, woken through wake_ (a request, the stop) or by the exit
+// of a ready slot's process. A slot's process exits when its sandbox is removed (by this
+// process or by `corral rm` from outside): it is reaped at once, since a zombie in the
+// sandbox's PID namespace would keep the sandbox's init from finishing its own exit.
 void ExecSlotKeeper::Loop(std::stop_token stop) {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop.stop_requested()) {
+    DropExited(lock);
     if (queue_.empty()) {
       idle_.notify_all();
-      wanted_.wait(lock, stop, [&] { return !queue_.empty(); });
+      WaitForWork(lock);
       continue;
     }
     std::string wanted = std::move(queue_.front());
     queue_.pop_front();
     // Slots that leave the keeper here are destroyed outside the lock: that kills and reaps.
     std::vector<std::unique_ptr<ExecSlot>> unwanted;
-    for (auto it = ready_.begin(); it != ready_.end();) {
-      if (!Exited(*it->second.slot)) {
-        ++it;
-        continue;
-      }
-      unwanted.push_back(std::move(it->second.slot));
-      it = ready_.erase(it);
-    }
     if (FindReady(wanted) == ready_.end()) {
       const uint64_t made = ++started_;
       lock.unlock();

@@ -7,8 +7,10 @@
 // At most one ready slot per sandbox, at most `max_slots` in all: a request beyond that
 // evicts the slot made longest ago. Slots are prepared one at a time by the keeper's
 // own thread, which lives as long as the keeper: a slot's parent-death signal is tied to
-// the thread that made it. A slot of a sandbox removed since dies with it and is dropped
-// on the way (ExecInSlot refuses a dead one, so a stale slot is never used).
+// the thread that made it. A slot of a sandbox removed since (here or by `corral rm`) dies
+// with it; the thread watches the ready slots' pidfds and reaps a dead one at once (a
+// zombie left in the sandbox's PID namespace would hold up its init's exit). ExecInSlot
+// refuses a dead one too, so a stale slot is never used.
 //
 // Each waiting slot is one process in its sandbox (seen by the sandbox's `ps`, counted in
 // its pids limit); the caller decides which sandboxes are worth one. Thread-safe.
@@ -26,6 +28,7 @@
 #include <string>
 #include <thread>
 
+#include "base/unique_fd.h"
 #include "runtime/sandboxes/persistent.h"
 
 namespace corral::runtime {
@@ -71,6 +74,11 @@ class ExecSlotKeeper {
     uint64_t made = 0;  // which preparation made it (started_ then): the lowest is evicted
   };
   void Loop(std::stop_token stop);
+  // Removes (and reaps, outside the lock) the ready slots whose process has exited.
+  void DropExited(std::unique_lock<std::mutex>& lock);
+  // Sleeps until a request, the stop, or the exit of a ready slot's process.
+  void WaitForWork(std::unique_lock<std::mutex>& lock);
+  void Wake();
   // The ready entry of the sandbox with this name or id; mu_ held.
   std::map<std::string, Ready>::iterator FindReady(const std::string& name_or_id);
 
@@ -81,7 +89,7 @@ class ExecSlotKeeper {
   uint64_t started_ = 0, finished_ = 0;  // preparations begun and ended; one runs if they differ
   std::optional<SandboxRecord> update_while_busy_;  // an Update for the slot being made
   Counts counts_;
-  std::condition_variable_any wanted_;
+  UniqueFd wake_;  // an eventfd: Request and the destructor wake the thread through it
   std::condition_variable idle_;
   std::condition_variable finished_cv_;  // a preparation ended
   std::jthread thread_;  // last: started once the rest exists, stopped first

@@ -315,6 +315,20 @@ void AioApi::ForgetSandbox(const std::string& sandbox_id) {
   impl_->sandboxes.erase(it);
 }
 
+void AioApi::Tidy(std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    bool all_finished = false;
+    {
+      std::lock_guard lock(impl_->mu);
+      impl_->DropFinished();
+      impl_->CloseIdleImplicit();
+      all_finished = impl_->retired.empty();
+    }
+    if (all_finished || std::chrono::steady_clock::now() >= deadline) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 void AioApi::Shutdown(std::chrono::steady_clock::time_point deadline) {
   using Clock = std::chrono::steady_clock;
   auto everything = [this] {

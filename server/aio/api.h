@@ -55,6 +55,11 @@ class AioApi {
 
   // The sandbox was deleted: end its sessions (their shells are killed).
   void ForgetSandbox(const std::string& sandbox_id);
+  // Gives back what ended sessions held (threads, pipes) and closes implicit sessions idle
+  // too long. Waits up to `deadline` for sessions that are closing (a deleted sandbox's,
+  // whose shells die with it) so that their resources go now, not on some later call.
+  // Called after a delete and by the daemon's periodic reaper; never on an I/O thread.
+  void Tidy(std::chrono::steady_clock::time_point deadline);
   // SIGTERM: commands still running end (their callers get an answer) by `deadline`.
   void Shutdown(std::chrono::steady_clock::time_point deadline);
 

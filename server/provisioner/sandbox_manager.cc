@@ -1,7 +1,9 @@
 #include "server/provisioner/sandbox_manager.h"
 
 #include <spdlog/spdlog.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "base/unique_fd.h"
 #include "runtime/run/runtime_dir.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sandboxes/sandbox_store.h"
@@ -19,6 +22,20 @@
 
 namespace corral::server {
 namespace {
+
+// How long a delete waits for what the sandbox's teardown has already killed: its init to
+// exit, its shell sessions' threads to end. Both take milliseconds once the cgroup is
+// empty; the bound only keeps a stuck kernel from holding a delete.
+constexpr std::chrono::milliseconds kTeardownWait{2000};
+
+// Waits until `pid` has exited (a zombie, for a child) or `timeout` passes.
+void WaitForExit(pid_t pid, std::chrono::milliseconds timeout) {
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd.valid()) return;  // gone already
+  pollfd p{pidfd.get(), POLLIN, 0};
+  while (::poll(&p, 1, static_cast<int>(timeout.count())) < 0 && errno == EINTR) {
+  }
+}
 
 double Now() {
   using namespace std::chrono;
@@ -180,6 +197,8 @@ void SandboxManager::RemoveLocked(const std::string& sandbox_id, const char* why
   if (aio_ != nullptr) aio_->ForgetSandbox(sandbox_id);
   if (options_.slots != nullptr) options_.slots->Drop(m.entry.corral_name);
   Status st = runtime::RemoveSandbox(m.entry.corral_name);
+  ReapRemovedInit(m.init_pid);
+  if (aio_ != nullptr) aio_->Tidy(std::chrono::steady_clock::now() + kTeardownWait);
   if (Status r = registry_.Remove(sandbox_id); !r) {
     spdlog::warn("sandbox {}: registry: {}", sandbox_id, r.error().message());
   }
@@ -444,6 +463,9 @@ void SandboxManager::Reap() {
     ++(idle ? counts_.reaped_idle : counts_.found_dead);
   }
   ReapChildren();
+  // Sessions that ended by themselves, and implicit ones idle too long, go without waiting
+  // for a call to come.
+  if (aio_ != nullptr) aio_->Tidy(std::chrono::steady_clock::now());
 }
 
 void SandboxManager::ReapChildren() {
@@ -453,6 +475,15 @@ void SandboxManager::ReapChildren() {
     pid_t r = ::waitpid(*it, &status, WNOHANG);
     it = (r == *it || (r < 0 && errno == ECHILD)) ? children_.erase(it) : std::next(it);
   }
+}
+
+void SandboxManager::ReapRemovedInit(pid_t init_pid) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!children_.count(init_pid)) return;  // not ours, or reaped already
+  }
+  WaitForExit(init_pid, kTeardownWait);
+  ReapChildren();
 }
 
 ManagerCounts SandboxManager::Counts() const {

@@ -129,6 +129,9 @@ class SandboxManager {
   void EvictForSoftCap();
   // waitpid(WNOHANG) on the inits this process spawned: a removed one is our zombie.
   void ReapChildren();
+  // After its teardown: waits (briefly) for a removed sandbox's init, if this process
+  // spawned it, and reaps it, so that no zombie waits for the next periodic ReapChildren.
+  void ReapRemovedInit(pid_t init_pid);
   // The id's lock held; a slot of max_sandboxes reserved (creating_).
   CreateResult MakeLocked(const CreateParams& params);
   // A warm sandbox claimed as req.name, or nullopt (no pool, none ready, or the claim

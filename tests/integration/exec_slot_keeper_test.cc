@@ -4,8 +4,10 @@
 // process of its sandbox until it is used or dropped, and nothing is left behind.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "runtime/pool/exec_slot_keeper.h"
 #include "runtime/sandboxes/persistent.h"
@@ -131,14 +133,15 @@ TEST_F(SessionSlotTest, ASlotOfAnotherKindIsNotUsedAndTheSessionStartsCold) {
   EXPECT_EQ(Shell("echo $$ > /tmp/shell.pid; echo again", "s"), "again\n");
 }
 
+// A slot taken just before its sandbox goes is refused at the exec.
 TEST_F(SessionSlotTest, ASlotOfARemovedSandboxIsNeverUsed) {
   keeper_->Request(name_);
   keeper_->WaitIdle();
   ASSERT_EQ(keeper_->counts().ready, 1u);
-  ASSERT_TRUE(runtime::RemoveSandbox(name_));
-  created_ = false;
   auto slot = keeper_->Take(name_);
   ASSERT_NE(slot, nullptr);
+  ASSERT_TRUE(runtime::RemoveSandbox(name_));
+  created_ = false;
   runtime::ExecRequest req;
   req.sandbox = name_;
   req.argv = {"/bin/true"};
@@ -148,6 +151,21 @@ TEST_F(SessionSlotTest, ASlotOfARemovedSandboxIsNeverUsed) {
   ASSERT_TRUE(outcome) << outcome.error().message();
   EXPECT_FALSE(outcome->has_value());
   EXPECT_FALSE(unusable.empty());
+}
+
+// A slot still waiting in the keeper when its sandbox is removed from outside (as `corral
+// rm` does) leaves the keeper by itself: reaped, not kept until the next request.
+TEST_F(SessionSlotTest, ASlotOfASandboxRemovedFromOutsideIsReapedAtOnce) {
+  keeper_->Request(name_);
+  keeper_->WaitIdle();
+  ASSERT_EQ(keeper_->counts().ready, 1u);
+  ASSERT_TRUE(runtime::RemoveSandbox(name_));
+  created_ = false;
+  for (int i = 0; i < 100 && keeper_->counts().ready != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(keeper_->counts().ready, 0u) << "the dead slot is still held";
+  EXPECT_EQ(keeper_->Take(name_), nullptr);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "runtime/pool/pool_client.h"
 #include "runtime/pool/pool_protocol.h"
 #include "runtime/pool/pool_socket.h"
+#include "runtime/sandboxes/persistent.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/processes.h"
 #include "tests/support/temp_dir.h"
@@ -344,13 +345,38 @@ TEST_F(PoolServerTest, ASlotWhoseFilterWouldRefuseItsOwnCallsInstallsItAtTheExec
 }
 
 TEST_F(PoolServerTest, RemovingASandboxWithAWaitingSlotLeavesNothing) {
+  pid_t init_pid = 0;
   {
     PooledSandbox sandbox("pool-rm-" + std::to_string(::getpid()));
     auto run = RunCorral({"exec", "--pool", socket_, sandbox.name(), "--", "true"});
     ASSERT_TRUE(run && run->exit_code == 0) << (run ? run->Describe() : run.error().message());
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the slot gets prepared
+    auto info = runtime::InspectSandbox(sandbox.name());
+    ASSERT_TRUE(info) << info.error().message();
+    init_pid = info->record.init_pid;
   }  // corral rm: kills the slot with the rest of the sandbox
-  // The server notices on its next look and keeps serving.
+  // With no further request, the server reaps the dead slot at once: a zombie slot would
+  // also keep the sandbox's init from finishing its exit (a PID namespace's init waits for
+  // every process of the namespace to be reaped).
+  auto zombies = [&] {
+    size_t n = 0;
+    for (const ChildStatus& c : ChildrenOf(server_)) n += StatusField(c.status, "State")[0] == 'Z';
+    return n;
+  };
+  // The init has exited when it is gone or a zombie (of whoever adopted it: this test
+  // process, if it is a subreaper).
+  auto init_state = [&] {
+    auto status = ReadFile("/proc/" + std::to_string(init_pid) + "/status");
+    return status ? StatusField(*status, "State")[0] : 'X';
+  };
+  bool settled = false;
+  for (int i = 0; i < 60 && !settled; ++i) {
+    settled = zombies() == 0 && (init_state() == 'X' || init_state() == 'Z');
+    if (!settled) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(settled) << zombies() << " zombie children of the pool server; the removed "
+                       << "sandbox's init is in state " << init_state();
+  // And the server keeps serving.
   auto after = RunCorral({"run", "--pool", socket_, "--", "true"});
   ASSERT_TRUE(after) << after.error().message();
   EXPECT_EQ(after->exit_code, 0) << after->Describe();

@@ -2,6 +2,7 @@
 // persistent sandboxes. The provisioner flow, auth, tokens, Host checks, bad input, limits,
 // restart adoption after kill -9, and SIGTERM. Root only; leak-checked.
 #include <gtest/gtest.h>
+#include <filesystem>
 #include <set>
 #include <thread>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include "runtime/sandboxes/persistent.h"
 #include "server/http/listen_address.h"
 #include "tests/integration/serve_fixture.h"
+#include "tests/support/processes.h"
 
 namespace corral::test {
 namespace {
@@ -408,6 +410,53 @@ TEST_F(ServeTest, AioCallsReachTheSandboxAndDeleteEndsTheirSessions) {
   EXPECT_NE(Api("GET", "/metrics").body.find("corral_aio_live_sessions 0"), std::string::npos);
   EXPECT_EQ(Curl("POST", url + "/v1/shell/exec", json({{"command", "true"}}).dump(), {}, false).status,
             404);
+}
+
+// Counts the entries of /proc/<pid>/<sub> ("fd", "task").
+size_t CountEntries(pid_t pid, const std::string& sub) {
+  std::error_code ec;
+  size_t n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/" + sub, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
+
+// What a sandbox's sessions held (pipes, threads, the shells' jail processes) is given back
+// when the sandbox is deleted, not when the next request happens to come.
+TEST_F(ServeTest, DeletedSandboxesGiveBackTheirResourcesWithoutAnotherRequest) {
+  StartDaemon(Config());
+  auto cycle = [&](const std::string& id) {
+    auto created = Api("POST", "/api/sandboxes", CreateBody(id, "t-" + id));
+    ASSERT_EQ(created.status, 200) << created.body;
+    const std::string url = created.Json()["sandbox_url"];
+    for (const char* route : {"/v1/shell/exec", "/v1/bash/exec"}) {
+      auto r = Curl("POST", url + route, json({{"command", "echo hi"}}).dump(), {}, false);
+      ASSERT_EQ(r.status, 200) << route << " " << r.body;
+    }
+    ASSERT_EQ(Api("DELETE", "/api/sandboxes/" + id).status, 200);
+  };
+  // The first cycle opens what the daemon keeps for its life (worker threads, the orphan sink).
+  ASSERT_NO_FATAL_FAILURE(cycle("fd0"));
+  auto settled = [&](size_t fds, size_t threads) {
+    for (int i = 0; i < 100; ++i) {
+      if (CountEntries(daemon_, "fd") <= fds && CountEntries(daemon_, "task") <= threads &&
+          ChildrenOf(daemon_).empty()) {
+        return true;
+      }
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return false;
+  };
+  ASSERT_TRUE(settled(SIZE_MAX, SIZE_MAX));
+  const size_t fds = CountEntries(daemon_, "fd"), threads = CountEntries(daemon_, "task");
+  for (int i = 1; i <= 6; ++i) ASSERT_NO_FATAL_FAILURE(cycle("fd" + std::to_string(i)));
+  // No request from here on: whatever the six sandboxes held must go by itself.
+  EXPECT_TRUE(settled(fds, threads))
+      << "fds " << CountEntries(daemon_, "fd") << " (were " << fds << "), threads "
+      << CountEntries(daemon_, "task") << " (were " << threads << "), children "
+      << ChildrenOf(daemon_).size();
 }
 
 TEST_F(ServeTest, SigtermExitsCleanlyAndKeepsSandboxes) {
