@@ -194,6 +194,10 @@ class CgroupManager {
   // names of the form "run-<pid>-<n>" whose <pid> is no longer a live corral. Other
   // names (persistent sandboxes use "sbx-<id>") are left alone. Returns the names removed.
   virtual Result<std::vector<std::string>> ReapOrphans() = 0;
+  // Kills and removes whatever exists of `<parent>/<name>`, in any hierarchy: what a
+  // create that died half-way left (on v1, perhaps only some controllers' directories,
+  // which OpenCgroup would not open). Ok if nothing exists.
+  virtual Status RemoveLeftover(const std::string& name) = 0;
 
   // "run-<getpid()>-<counter>", unique within this process.
   static std::string OneShotName();

@@ -16,6 +16,7 @@ class ManagerBase : public CgroupManager {
 
   // orphans.cc
   Result<std::vector<std::string>> ReapOrphans() override;
+  Status RemoveLeftover(const std::string& name) override;
 
  protected:
   // Names of the cgroups directly under the parent (union over hierarchies on v1).

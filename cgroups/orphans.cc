@@ -27,4 +27,10 @@ Result<std::vector<std::string>> ManagerBase::ReapOrphans() {
   return removed;
 }
 
+Status ManagerBase::RemoveLeftover(const std::string& name) {
+  auto cg = OpenForCleanup(name);
+  if (!cg) return cg.error().code() == ErrorCode::kNotFound ? Ok() : Status(cg.error());
+  return (*cg)->Destroy();
+}
+
 }  // namespace corral::cgroups::internal

@@ -114,6 +114,49 @@ Status Teardown(SandboxStore& store, const SandboxRecord& r) {
   return store.Forget(r.name);
 }
 
+// Whatever exists of the record's cgroup, in any hierarchy, killed and removed.
+Status RemoveLeftoverCgroups(const SandboxRecord& r) {
+  ASSIGN_OR_RETURN(auto manager, ManagerFor(r));
+  return manager->RemoveLeftover(r.cgroup_name);
+}
+
+// A create that died half-way (its claim's lock is free and no record was saved): kills
+// and removes what its last note names (Teardown of the record in progress), then frees
+// the name. A claim without a note (its maker died before the first) can only have left
+// cgroups under `cgroups`. False if `name` holds no such claim (it has a record, or is
+// being made now).
+bool UndoStaleClaim(SandboxStore& store, const std::string& name, const CgroupSpec& cgroups) {
+  auto stale = store.TakeStaleClaim(name);
+  if (!stale || !*stale) return false;
+  Status undone = Ok();
+  if (const auto& pending = (*stale)->pending) {
+    // Its cgroups may be half-made (on v1, some controllers' directories only), which
+    // Teardown would not open; removing them kills an init inside. Teardown then kills an
+    // init outside any cgroup (rootless) and forgets the claim.
+    if (!pending->cgroup_name.empty()) undone = RemoveLeftoverCgroups(*pending);
+    if (undone) undone = Teardown(store, *pending);
+  } else if (::geteuid() == 0) {
+    undone = RemoveUnrecordedCgroups(name, cgroups);
+    if (undone) undone = store.RemoveStaleClaim(name);
+  } else {
+    undone = store.RemoveStaleClaim(name);
+  }
+  if (!undone) {
+    spdlog::warn("sandbox {}: undoing a create that did not finish: {}", name,
+                 undone.error().message());
+    return false;
+  }
+  spdlog::info("sandbox {}: a create that did not finish (its process died) was undone", name);
+  return true;
+}
+
+// Every claim left by a dead maker, undone.
+void UndoStaleClaims(SandboxStore& store) {
+  for (const std::string& name : store.ClaimsWithoutRecord()) {
+    (void)UndoStaleClaim(store, name, CgroupSpec{});
+  }
+}
+
 // The sandbox's cgroup and its init's leaf; both null for a rootless sandbox without a
 // cgroup (then record->cgroup_name is emptied and the warning logged).
 struct SandboxCgroups {
@@ -182,6 +225,7 @@ std::vector<std::string> ReapIdleSandboxes() {
   std::vector<std::string> removed;
   auto store = SandboxStore::Open();
   if (!store) return removed;
+  UndoStaleClaims(*store);
   double now = UnixNow();
   for (const IdleEntry& e : store->IdleCandidates()) {
     if (now - store->LastUsed(e.name) < e.timeout_seconds) continue;
@@ -219,10 +263,20 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   RETURN_IF_ERROR(PinIdentity(record.name, &record.spec));
   for (const auto& w : WeakenedIsolation(record.spec)) spdlog::warn("{}", w);
   for (const auto& w : MountHints(record.spec)) spdlog::warn("{}", w);
-  RETURN_IF_ERROR(store.Claim(record.name));
+  auto claim = store.Claim(record.name);
+  // The name may be held by a create that died half-way: undo that, then claim again.
+  if (!claim && claim.error().code() == ErrorCode::kAlreadyExists &&
+      UndoStaleClaim(store, record.name, record.spec.cgroups)) {
+    claim = store.Claim(record.name);
+  }
+  if (!claim) return claim.error();
   ScopeGuard forget([&] { (void)store.Forget(record.name); });
+  // Noted before each step that leaves something behind, so that whoever finds this claim
+  // after a crash knows what to undo (the cgroup's name and driver, then the init).
+  RETURN_IF_ERROR(store.NotePending(claim->get(), record));
 
   ASSIGN_OR_RETURN(SandboxCgroups cgroups, CreateSandboxCgroups(&record));
+  RETURN_IF_ERROR(store.NotePending(claim->get(), record));
   std::unique_ptr<cgroups::Cgroup>& sandbox_cg = cgroups.sandbox;
   // On cgroup v1 the init sits in the sandbox's cgroup itself (CreateSandboxCgroups).
   cgroups::Cgroup* init_cg = cgroups.init ? cgroups.init.get() : sandbox_cg.get();
@@ -258,6 +312,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   }
   record.init_pid = init.pid();
   record.init_start_ticks = ProcessStartTicks(init.pid()).value_or(0);
+  RETURN_IF_ERROR(store.NotePending(claim->get(), record));
   std::optional<net::NetworkService> network;
   if (record.spec.network.mode == "allowlist") {
     // Before any exec can run: the proxy's listeners are up when create returns.
@@ -277,6 +332,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
                     (record.spec.namespaces.cgroup ? CLONE_NEWCGROUP : 0) |
                     (plan.user_ns.enabled ? CLONE_NEWUSER : 0);
   RETURN_IF_ERROR(store.Save(record));
+  store.EndClaim(record.name);
   // From here on the sandbox outlives us (and its proxy ends when its init does).
   if (network) network->Release();
   init.Release();
@@ -543,14 +599,19 @@ void TouchSandbox(const std::string& name) {
 
 Status RemoveUnrecordedCgroups(const std::string& name, const CgroupSpec& cgroups) {
   ASSIGN_OR_RETURN(auto manager, cgroups::CgroupManager::Create(ManagerOptionsFor(cgroups)));
-  auto cg = manager->OpenCgroup(CgroupNameOf(name));
-  if (!cg) return cg.error().code() == ErrorCode::kNotFound ? Ok() : Status(cg.error());
-  return (*cg)->Destroy();
+  return manager->RemoveLeftover(CgroupNameOf(name));
 }
 
 Status RemoveSandbox(const std::string& name_or_id) {
   ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
-  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(name_or_id));
+  Result<SandboxRecord> found = store.Find(name_or_id);
+  if (!found) {
+    // `corral rm` of a name whose create died half-way undoes that create.
+    const bool missing = found.error().code() == ErrorCode::kNotFound;
+    if (missing && UndoStaleClaim(store, name_or_id, CgroupSpec{})) return Ok();
+    return found.error();
+  }
+  const SandboxRecord record = std::move(*found);
   // rm is authoritative: it does not wait for running execs, it kills them.
   auto lock = store.Lock(record.name, /*shared=*/false, /*wait=*/false);
   (void)lock;

@@ -15,6 +15,7 @@
 #include "runtime/run/landlock_plan.h"
 #include "runtime/run/runtime_dir.h"
 #include "runtime/spec/spec_json.h"
+#include "runtime/sandboxes/record_json.h"
 
 namespace corral::runtime {
 
@@ -24,6 +25,8 @@ Status MkdirPrivate(const std::string& path) {
   if (::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) return Ok();
   return Error::FromErrno(errno, "mkdir " + path);
 }
+
+}  // namespace
 
 std::string RecordToJson(const SandboxRecord& r) {
   nlohmann::json j = {{"version", r.version},
@@ -72,8 +75,6 @@ Result<SandboxRecord> RecordFromJson(const std::string& text, const std::string&
   }
 }
 
-}  // namespace
-
 bool IsValidSandboxName(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
   for (char c : name) {
@@ -99,23 +100,6 @@ Result<SandboxStore> SandboxStore::Open() {
 
 std::string SandboxStore::DirOf(const std::string& name) const {
   return root_ + "/sandboxes/" + name;
-}
-
-Status SandboxStore::Claim(const std::string& name) {
-  if (!IsValidSandboxName(name)) {
-    return Error(ErrorCode::kInvalidArgument,
-                 "sandbox name '" + name + "': must match [A-Za-z0-9_-]{1,64}");
-  }
-  if (::mkdir(DirOf(name).c_str(), 0700) != 0) {
-    if (errno == EEXIST) {
-      return Error(ErrorCode::kAlreadyExists, "a sandbox named '" + name + "' already exists",
-                   EEXIST);
-    }
-    return Error::FromErrno(errno, "mkdir " + DirOf(name));
-  }
-  UniqueFd lock(::open((DirOf(name) + "/lock").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
-  if (!lock) return Error::FromErrno(errno, "create lock of sandbox " + name);
-  return TouchLastUsed(name);
 }
 
 std::string SandboxStore::IdPath(const std::string& id) const { return root_ + "/ids/" + id; }
@@ -227,7 +211,8 @@ Status SandboxStore::RemoveDir(const std::string& name) {
   if (::unlink(IdlePath(name).c_str()) != 0 && errno != ENOENT) {
     return Error::FromErrno(errno, "unlink " + IdlePath(name));
   }
-  for (const char* f : {"/state.json", "/state.json.tmp", "/lock", "/last_used", "/oom_kills"}) {
+  for (const char* f : {"/state.json", "/state.json.tmp", "/pending.json", "/pending.json.tmp",
+                        "/creating", "/lock", "/last_used", "/oom_kills"}) {
     if (::unlink((dir + f).c_str()) != 0 && errno != ENOENT) {
       return Error::FromErrno(errno, "unlink " + dir + f);
     }
@@ -245,13 +230,16 @@ Status SandboxStore::Rename(const std::string& from, const SandboxRecord& to) {
     return Error(ErrorCode::kInvalidArgument,
                  "rename " + from + " -> " + to.name + ": the record's id changed");
   }
-  RETURN_IF_ERROR(Claim(to.name));  // kAlreadyExists when the name is taken: nothing changed
+  // kAlreadyExists when the name is taken: nothing changed. Nothing is noted in the
+  // claim: were we to die before the switch, `from` is whole and owns everything.
+  ASSIGN_OR_RETURN(UniqueFd claim, Claim(to.name));
   // Every step before the switch of the id index can be undone: `from` stays whole.
   auto undo = [&](Error e) {
     (void)RemoveDir(to.name);
     return e;
   };
   if (Status st = Save(to); !st) return undo(st.error());  // its id link still names `from`
+  EndClaim(to.name);
   const std::string tmp = IdPath(to.id) + ".tmp";
   (void)::unlink(tmp.c_str());
   if (::symlink(to.name.c_str(), tmp.c_str()) != 0) {

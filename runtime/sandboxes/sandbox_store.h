@@ -65,8 +65,35 @@ class SandboxStore {
   const std::string& root() const { return root_; }
   std::string DirOf(const std::string& name) const;
 
-  // Claims `name`: kAlreadyExists if another sandbox has it.
-  Status Claim(const std::string& name);
+  // ---- claims (sandbox_claims.cc) ----
+  // A sandbox is made in three steps: Claim(name), the work (cgroups, init, proxy), Save.
+  // A crash between them must not strand the name. So the claim is a lock held by the
+  // maker (an flock on <name>/creating) that also notes what the maker has made so far
+  // (NotePending); once the record is saved, EndClaim drops it. A claim whose lock is
+  // free and which has no record was left by a maker that died: TakeStaleClaim hands it
+  // (and its notes) to whoever undoes it (runtime/sandboxes/persistent.h).
+  //
+  // Claims `name`: the returned fd holds the claim. kAlreadyExists if another sandbox has
+  // the name or is being made under it. The directory appears at once whole (made under
+  // a temporary name, then renamed), so nobody ever sees a claim without its lock.
+  Result<UniqueFd> Claim(const std::string& name);
+  // Notes in the held claim what the maker has made so far (the record in progress).
+  Status NotePending(int claim_fd, const SandboxRecord& pending) const;
+  // After Save: the claim's notes go (the record says it all now); close the fd after.
+  void EndClaim(const std::string& name) const;
+  struct StaleClaim {
+    UniqueFd lock;                         // the claim's lock, now held by the caller
+    std::optional<SandboxRecord> pending;  // the dead maker's last note, if any
+  };
+  // The claim on `name` if its maker died before saving a record; nullopt if the name
+  // has a record, is being made right now, or is free.
+  Result<std::optional<StaleClaim>> TakeStaleClaim(const std::string& name) const;
+  // Names claimed without a record (being made, or left by a dead maker), and temporary
+  // claim directories of makers that died; the latter are removed on the way.
+  std::vector<std::string> ClaimsWithoutRecord() const;
+  // Removes the directory of a stale claim (after what it noted was undone).
+  Status RemoveStaleClaim(const std::string& name) { return RemoveDir(name); }
+
   // Writes the record of a claimed name (atomically: temp file + rename).
   Status Save(const SandboxRecord& record);
   // By name or by id.

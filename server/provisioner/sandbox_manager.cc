@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <set>
 
 #include "base/unique_fd.h"
 #include "runtime/run/runtime_dir.h"
@@ -163,6 +164,22 @@ std::vector<std::string> SandboxManager::Adopt() {
       (void)runtime::RemoveSandbox(e.corral_name);
     }
     (void)registry_.Remove(e.sandbox_id);
+  }
+  // Sandboxes an earlier daemon made but never recorded (killed between the create and
+  // the registry's write): nobody holds their token, and a create of that id makes a new
+  // one, so they are removed. The names df-* and dfh-* are the daemon's own.
+  std::set<std::string> recorded;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, m] : sandboxes_) recorded.insert(m.entry.corral_name);
+  }
+  for (const runtime::SandboxInfo& info : runtime::ListSandboxes()) {
+    const std::string& name = info.record.name;
+    const bool daemons = name.rfind("df-", 0) == 0 || name.rfind("dfh-", 0) == 0;
+    if (!daemons || recorded.count(name)) continue;
+    Status st = runtime::RemoveSandbox(name);
+    dropped.push_back("sandbox " + name + " was created but never recorded (the daemon stopped " +
+                      "in between): " + (st ? "removed" : "removing failed: " + st.error().message()));
   }
   // Warm sandboxes of an earlier daemon (kill -9): nobody can claim them now.
   for (std::string& line : runtime::WarmPool::RemoveStale(options_.base_spec.cgroups)) {

@@ -189,7 +189,7 @@ TEST(SandboxStore, ClaimIsExclusiveAndRecordsRoundTrip) {
   SandboxStore store(dir.path());
   ASSERT_TRUE(dir.MakeDirs("sandboxes", 0700));
   ASSERT_TRUE(store.Claim("t1"));
-  Status again = store.Claim("t1");
+  auto again = store.Claim("t1");
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().code(), ErrorCode::kAlreadyExists);
   EXPECT_FALSE(store.Claim("../x"));
@@ -212,6 +212,49 @@ TEST(SandboxStore, ClaimIsExclusiveAndRecordsRoundTrip) {
   ASSERT_TRUE(store.Forget("t1"));
   EXPECT_TRUE(store.List().empty());
   EXPECT_FALSE(store.Find("0123456789ab"));  // the id index entry went with it
+}
+
+// A claim is stale only when its maker is gone (its lock free) and no record was saved;
+// then whoever takes it gets the maker's last note.
+TEST(SandboxStore, AClaimIsStaleOnlyOnceItsMakerLetsGoWithoutARecord) {
+  test::TempDir dir;
+  SandboxStore store(dir.path());
+  ASSERT_TRUE(dir.MakeDirs("sandboxes", 0700));
+  auto held = store.Claim("c1");
+  ASSERT_TRUE(held) << held.error().message();
+  SandboxRecord pending;
+  pending.id = "0123456789ab";
+  pending.name = "c1";
+  pending.cgroup_name = "sbx-c1";
+  ASSERT_TRUE(store.NotePending(held->get(), pending));
+  EXPECT_EQ(store.ClaimsWithoutRecord(), std::vector<std::string>{"c1"});
+  auto busy = store.TakeStaleClaim("c1");
+  ASSERT_TRUE(busy);
+  EXPECT_FALSE(busy->has_value()) << "its maker holds it";
+  EXPECT_FALSE(store.Claim("c1"));
+
+  held->Reset();  // the maker dies
+  auto stale = store.TakeStaleClaim("c1");
+  ASSERT_TRUE(stale);
+  ASSERT_TRUE(stale->has_value());
+  ASSERT_TRUE((*stale)->pending.has_value());
+  EXPECT_EQ((*stale)->pending->cgroup_name, "sbx-c1");
+  ASSERT_TRUE(store.RemoveStaleClaim("c1"));
+  EXPECT_TRUE(store.ClaimsWithoutRecord().empty());
+  EXPECT_TRUE(store.Claim("c1")) << "the name is free again";
+
+  // Saved and ended: a sandbox, not a claim, whether or not the maker still runs.
+  auto made = store.Claim("c2");
+  ASSERT_TRUE(made);
+  pending.name = "c2";
+  pending.id = "0123456789ac";
+  ASSERT_TRUE(store.Save(pending));
+  store.EndClaim("c2");
+  made->Reset();
+  auto saved = store.TakeStaleClaim("c2");
+  ASSERT_TRUE(saved);
+  EXPECT_FALSE(saved->has_value());
+  EXPECT_TRUE(store.Find("c2"));
 }
 
 TEST(SandboxStore, IdleIndexListsOnlySandboxesWithATimeout) {
