@@ -96,13 +96,10 @@ Status Teardown(SandboxStore& store, const SandboxRecord& r) {
   auto manager = ManagerFor(r);
   bool cgroup_gone = false;
   if (manager) {
-    auto cg = (*manager)->OpenCgroup(r.cgroup_name);
-    if (cg) {
-      RETURN_IF_ERROR((*cg)->Destroy());  // kills the init, every exec, every daemon
-      cgroup_gone = true;
-    } else if (cg.error().code() == ErrorCode::kNotFound) {
-      cgroup_gone = true;
-    }
+    // Whatever exists of it: a teardown cut short (on v1, between hierarchies) leaves a
+    // part that OpenCgroup would not open. Kills the init, every exec, every daemon.
+    RETURN_IF_ERROR((*manager)->RemoveLeftover(r.cgroup_name));
+    cgroup_gone = true;
   }
   // Without a cgroup the init is the handle: killing PID 1 ends the PID namespace.
   if (!cgroup_gone || InitAlive(r)) {
@@ -112,6 +109,23 @@ Status Teardown(SandboxStore& store, const SandboxRecord& r) {
   // was killed or is still on its way out.
   (void)::unlink(NetworkSummaryPath(r.name).c_str());
   return store.Forget(r.name);
+}
+
+// A kill freezes the sandbox's cgroup, signals every process, then thaws it (cgroups/:
+// nothing forks in between). Whoever ran it dying in between leaves the sandbox frozen
+// for good: its init still "runs", but nothing in it ever will again. corral freezes a
+// sandbox for nothing else, so a frozen one is a removal that has to be finished.
+bool FrozenByAnInterruptedKill(const SandboxRecord& r) {
+  auto manager = ManagerFor(r);
+  if (!manager) return false;
+  auto cg = (*manager)->OpenCgroup(r.cgroup_name);
+  if (!cg) return false;
+  (*cg)->Release();
+  for (const std::string& dir : (*cg)->paths()) {
+    if (auto v1 = ReadFile(dir + "/freezer.state"); v1 && Trim(*v1) != "THAWED") return true;
+    if (auto v2 = ReadFile(dir + "/cgroup.freeze"); v2 && Trim(*v2) == "1") return true;
+  }
+  return false;
 }
 
 // Whatever exists of the record's cgroup, in any hierarchy, killed and removed.
@@ -623,7 +637,7 @@ Result<SandboxInfo> InspectSandbox(const std::string& name_or_id) {
   ASSIGN_OR_RETURN(SandboxRecord record, store.Find(name_or_id));
   SandboxInfo info;
   double now = UnixNow();
-  info.alive = InitAlive(record);
+  info.alive = InitAlive(record) && !FrozenByAnInterruptedKill(record);
   info.age_seconds = now - record.created_at;
   info.idle_seconds = now - store.LastUsed(record.name);
   if (auto manager = ManagerFor(record)) {

@@ -121,7 +121,9 @@ Status RemoveSandbox(const std::string& name_or_id);
 
 struct SandboxInfo {
   SandboxRecord record;
-  bool alive = false;  // the recorded init still runs (same pid, same start time)
+  // The recorded init still runs (same pid, same start time), and the sandbox is not
+  // frozen by a removal that was cut short (that one is dead: `corral rm` finishes it).
+  bool alive = false;
   double age_seconds = 0;
   double idle_seconds = 0;
   std::optional<cgroups::Stats> stats;  // sandbox-wide

@@ -441,6 +441,49 @@ TEST_F(ServeTest, KillNineDuringConcurrentCreatesStrandsNothing) {
   EXPECT_EQ(after->out.find("df-cc"), std::string::npos) << "left after every delete:\n" << after->out;
 }
 
+// kill -9 of the daemon in the middle of deletes: after a restart each sandbox is there
+// whole (and answers) or gone, and deleting the rest leaves nothing (leak check).
+TEST_F(ServeTest, KillNineDuringDeletesLeavesEachSandboxWholeOrGone) {
+  StartDaemon(Config());
+  constexpr int kSandboxes = 10;
+  auto id = [](int i) { return "dd" + std::to_string(i); };
+  for (int i = 0; i < kSandboxes; ++i) {
+    ASSERT_EQ(Api("POST", "/api/sandboxes", CreateBody(id(i), "t-" + id(i))).status, 200);
+  }
+  std::vector<std::thread> callers;
+  for (int i = 0; i < kSandboxes; ++i) {
+    callers.emplace_back([&, i] { Curl("DELETE", Url("/api/sandboxes/" + id(i))); });
+  }
+  // The kill lands once the first delete is through, with the others under way.
+  auto left = [&] {
+    int n = 0;
+    for (int i = 0; i < kSandboxes; ++i) n += runtime::InspectSandbox("df-" + id(i)) ? 1 : 0;
+    return n;
+  };
+  for (int i = 0; i < 500 && left() == kSandboxes; ++i) std::this_thread::sleep_for(milliseconds(2));
+  StopDaemon(SIGKILL);
+  for (auto& t : callers) t.join();
+
+  StartDaemon(Config());
+  int kept = 0;
+  for (int i = 0; i < kSandboxes; ++i) {
+    auto got = Api("GET", "/api/sandboxes/" + id(i));
+    if (got.status == 404) continue;
+    ASSERT_EQ(got.status, 200) << id(i) << ": " << got.body;
+    ++kept;
+    auto shell = Curl("POST", got.Json()["sandbox_url"].get<std::string>() + "/v1/shell/exec",
+                      json({{"command", "echo ok"}}).dump(), {}, false);
+    ASSERT_EQ(shell.status, 200) << id(i) << " is listed but broken: " << shell.body << DaemonLog();
+    EXPECT_EQ(shell.Json()["data"]["output"], "ok\n") << id(i) << ": " << shell.body;
+  }
+  std::cerr << "[figure] kill -9 during " << kSandboxes << " deletes: " << kept
+            << " kept whole, " << kSandboxes - kept << " gone\n";
+  for (int i = 0; i < kSandboxes; ++i) ASSERT_EQ(Api("DELETE", "/api/sandboxes/" + id(i)).status, 200);
+  auto ps = RunCorral({"ps"});
+  ASSERT_TRUE(ps && ps->exit_code == 0);
+  EXPECT_EQ(ps->out.find("df-dd"), std::string::npos) << ps->out;
+}
+
 TEST_F(ServeTest, AioCallsReachTheSandboxAndDeleteEndsTheirSessions) {
   StartDaemon(Config());
   auto created = Api("POST", "/api/sandboxes", CreateBody("aio1", "t-aio"));
