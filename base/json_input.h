@@ -26,6 +26,10 @@ struct JsonInputLimits {
   std::size_t max_bytes = std::size_t{64} << 20;
 };
 
+// For an HTTP body: its size is already bounded by the server (server.max_body_bytes,
+// 140 MiB by default: a 100 MiB file as base64 inside JSON), so only the depth is.
+inline constexpr JsonInputLimits kHttpBodyJsonLimits{64, static_cast<std::size_t>(-1)};
+
 // Why a parse failed, for callers that answer each kind differently.
 enum class JsonInputProblem { kTooLarge, kTooDeep, kSyntax };
 

@@ -107,7 +107,7 @@ Fields::Fields(const std::string& body) {
     body_ = json::object();
     return;
   }
-  auto parsed = ParseJsonInput(body);
+  auto parsed = ParseJsonInput(body, kHttpBodyJsonLimits);
   if (auto* error = std::get_if<JsonInputError>(&parsed)) {
     if (error->problem != JsonInputProblem::kSyntax) status_ = 400;
     errors_.push_back({{"type", "json_invalid"},

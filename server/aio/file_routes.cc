@@ -129,7 +129,7 @@ std::optional<std::vector<std::string>> StringList(aio::Fields& f, const nlohman
 
 // The body's document, or null; called after Fields has refused a body it cannot read.
 json ParsedBody(const std::string& body) {
-  json j = ParseJsonInputOrDiscarded(body);
+  json j = ParseJsonInputOrDiscarded(body, kHttpBodyJsonLimits);
   return j.is_discarded() ? json() : j;
 }
 

@@ -121,7 +121,7 @@ std::optional<ApiError> CheckSpecObject(const json& spec, const std::string& bas
 // The body as a JSON object, bounded in size and depth (base/json_input.h): a body that
 // cannot be read is one 400, whatever route it was sent to.
 std::variant<json, ApiError> ParseBodyObject(const std::string& body) {
-  auto parsed = ParseJsonInput(body);
+  auto parsed = ParseJsonInput(body, kHttpBodyJsonLimits);
   if (auto* error = std::get_if<JsonInputError>(&parsed)) {
     return ApiError{400, "invalid_json", "the body is not JSON that corral reads: " +
                                              error->message, "", {}};

@@ -170,7 +170,7 @@ std::string SandboxIdProblem(std::string_view id) {
 
 std::variant<CreateParams, RequestError> ParseCreateRequest(std::string_view text,
                                                             const std::string& base_dir) {
-  auto parsed = ParseJsonInput(text);
+  auto parsed = ParseJsonInput(text, kHttpBodyJsonLimits);
   if (auto* error = std::get_if<JsonInputError>(&parsed);
       error != nullptr && error->problem != JsonInputProblem::kSyntax) {
     return RequestError{400, {{"detail", error->message}}};

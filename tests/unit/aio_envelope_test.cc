@@ -77,6 +77,15 @@ TEST(AioEnvelope, FieldsValidateLikeFastApi) {
   EXPECT_FALSE(nul.ok());
 }
 
+// The HTTP server bounds a body's size (server.max_body_bytes, 140 MiB: a 100 MiB file as
+// base64); the JSON layer bounds only its depth, so a large upload is read whole.
+TEST(AioEnvelope, ABodyAsLargeAsTheServerAllowsIsRead) {
+  const std::string content(100u << 20, 'A');  // base64 of a 75 MiB file
+  aio::Fields f("{\"file\": \"/tmp/big\", \"content\": \"" + content + "\"}");
+  ASSERT_TRUE(f.ok()) << Body(f.Error()).dump().substr(0, 300);
+  EXPECT_EQ(f.String("content").value_or("").size(), content.size());
+}
+
 TEST(AioEnvelope, MiddleTruncationKeepsUtf8Whole) {
   EXPECT_EQ(aio::MiddleTruncate("short", 10), "short");
   std::string s;
