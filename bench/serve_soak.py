@@ -170,8 +170,16 @@ def main():
         for t in threads:
             t.join()
         wall = time.monotonic() - started
-        time.sleep(3)  # a delete's last releases, and the reaper's tidy
-        after = daemon_figures(daemon.pid)
+        # A delete's last releases, the reaper's tidy and its memory trim (every 10 s):
+        # wait until the figures are back or 15 s have passed.
+        settle_until = time.monotonic() + 15
+        while True:
+            time.sleep(1)
+            after = daemon_figures(daemon.pid)
+            back = all(after[n] <= before[n] * (1 + args.margin) + 2
+                       for n in ("rss_kib", "fds", "threads"))
+            if back or time.monotonic() > settle_until:
+                break
 
         total = sum(len(v) for v in soak.times.values())
         print(f"{args.clients} clients, {wall:.0f} s: {total} calls, {total / wall:.1f} calls/s, "

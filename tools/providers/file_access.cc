@@ -21,6 +21,7 @@
 #include "base/json_input.h"
 #include "base/unique_fd.h"
 #include "runtime/sandboxes/sandbox_store.h"
+#include "tools/providers/file_replace.h"
 #include "tools/providers/sandbox_search.h"
 
 namespace corral::runtime {
@@ -438,6 +439,16 @@ SbStatus WriteBytes(const FileView& view, const std::string& rel, const std::str
     auto parents = MakeParents(root_fd, in_root, rel);
     if (!parents) return parents.error();
     RETURN_SB_IF_ERROR(RefuseSpecialFile(root_fd, in_root, rel));
+    if (!append) {  // whole or not at all under its name (tools/providers/file_replace.h)
+      const std::string clean = CleanRel(rel);
+      const size_t slash = clean.rfind('/');
+      auto dir = OpenIn(root_fd, in_root, slash == std::string::npos ? "." : clean.substr(0, slash),
+                        O_PATH | O_DIRECTORY);
+      if (!dir) return dir.error();
+      auto replaced = ReplaceFileContent(dir->get(), clean.substr(slash + 1), data, rel);
+      if (!replaced) return replaced.error();
+      if (*replaced) return std::string();
+    }
     int flags = O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | (append ? O_APPEND : O_TRUNC);
     auto fd = OpenIn(root_fd, in_root, rel, flags, 0644);
     if (!fd) return fd.error();

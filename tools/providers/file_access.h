@@ -62,7 +62,8 @@ struct WalkOptions {
 // `rel` below is a path relative to the view's root ("" or "." is the root itself).
 
 SbResult<std::string> ReadBytes(const FileView& view, const std::string& rel, int64_t max_bytes);
-// Creates missing parent directories (0755), then creates/truncates or appends.
+// Creates missing parent directories (0755), then appends, or replaces the whole content
+// in one step (tools/providers/file_replace.h: never a mix of old and new under the name).
 SbStatus WriteBytes(const FileView& view, const std::string& rel, const std::string& data,
                     bool append);
 // Entries below the directory `rel` (not `rel` itself), sorted by path.
