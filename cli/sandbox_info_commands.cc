@@ -76,7 +76,19 @@ int Ps(bool json) {
     std::fprintf(stderr, "corral: %s\n", dir.error().message().c_str());
     return 125;
   }
-  auto list = runtime::ListSandboxes();
+  std::vector<runtime::UnreadableRecord> unreadable;
+  auto list = runtime::ListSandboxes(&unreadable);
+  for (const auto& u : unreadable) {  // never a silent gap in the list
+    if (u.name.empty()) {
+      std::fprintf(stderr, "corral: warning: cannot list sandboxes: %s%s%s\n", u.path.c_str(),
+                   u.path.empty() ? "" : ": ", u.why.c_str());
+    } else {
+      std::fprintf(stderr,
+                   "corral: warning: sandbox %s is not listed: its record cannot be read (%s); "
+                   "`corral rm %s` removes it\n",
+                   u.name.c_str(), u.why.c_str(), u.name.c_str());
+    }
+  }
   if (json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& info : list) j.push_back(runtime::SandboxInfoJson(info));

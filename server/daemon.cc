@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <malloc.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
@@ -209,6 +210,24 @@ void OnSignals(asio::signal_set& signals, asio::io_context& io, HttpServer& serv
   });
 }
 
+// Every connection is a descriptor, and so is every session's pipe: the soft limit that
+// systemd and login shells hand out (1024) is below the default server.max_connections.
+// The sandboxes' own limit is their spec's (limits.open_files), whatever the daemon's.
+void RaiseFdLimit(int max_connections) {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  const rlim_t wanted = static_cast<rlim_t>(max_connections) * 2 + 256;
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < wanted) {
+    spdlog::warn("open files are limited to {} (RLIMIT_NOFILE), fewer than server.max_connections "
+                 "({}) needs with the sandboxes' sessions; raise LimitNOFILE= or lower "
+                 "server.max_connections", limit.rlim_max, max_connections);
+  }
+}
+
 }  // namespace
 
 int RunServe(const ServeOptions& options) {
@@ -221,6 +240,7 @@ int RunServe(const ServeOptions& options) {
                  cfg.address.ToString());
   }
   ::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error code, not a signal
+  RaiseFdLimit(cfg.server.max_connections);
   if (auto store = runtime::SandboxStore::Open(); !store) return Fail(store.error().message());
   auto registry = SandboxRegistry::Open(runtime::RuntimeDir() + "/serve");
   if (!registry) return Fail(registry.error().message());
@@ -237,7 +257,7 @@ int RunServe(const ServeOptions& options) {
   AioApi aio(aio_options);
   SandboxManager manager({cfg.provider, cfg.spec, cfg.server.max_sandboxes, &session_slots},
                          std::move(*registry), &aio);
-  for (const std::string& line : manager.Adopt()) spdlog::info("registry: {}", line);
+  for (const std::string& line : manager.Adopt()) spdlog::warn("adopting: {}", line);
   auto access_log = AccessLog::Open(cfg.server.access_log);
   if (!access_log) return Fail(access_log.error().message());
 

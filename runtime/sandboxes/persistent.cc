@@ -616,6 +616,22 @@ Status RemoveUnrecordedCgroups(const std::string& name, const CgroupSpec& cgroup
   return manager->RemoveLeftover(CgroupNameOf(name));
 }
 
+// A sandbox whose record cannot be read (corrupt, an I/O error): what the record would say
+// is unknown, so its cgroups are found by its name (killing what runs in them) and its
+// directory and index entries go. A rootless sandbox's init (no cgroup) cannot be found.
+namespace {
+Status RemoveUnreadable(SandboxStore& store, const std::string& name, const Error& why) {
+  struct stat st {};
+  const bool has_dir = ::stat(store.DirOf(name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  if (!IsValidSandboxName(name) || !has_dir) return why;
+  if (::geteuid() == 0) RETURN_IF_ERROR(RemoveUnrecordedCgroups(name, CgroupSpec{}));
+  RETURN_IF_ERROR(store.Forget(name));
+  spdlog::warn("sandbox {}: its record could not be read ({}); removed what was left of it",
+               name, why.message());
+  return Ok();
+}
+}  // namespace
+
 Status RemoveSandbox(const std::string& name_or_id) {
   ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
   Result<SandboxRecord> found = store.Find(name_or_id);
@@ -623,7 +639,12 @@ Status RemoveSandbox(const std::string& name_or_id) {
     // `corral rm` of a name whose create died half-way undoes that create.
     const bool missing = found.error().code() == ErrorCode::kNotFound;
     if (missing && UndoStaleClaim(store, name_or_id, CgroupSpec{})) return Ok();
-    return found.error();
+    const ErrorCode code = found.error().code();
+    // A bad name, or a record of a newer corral (which knows how to remove it): as it is.
+    if (missing || code == ErrorCode::kInvalidArgument || code == ErrorCode::kUnsupported) {
+      return found.error();
+    }
+    return RemoveUnreadable(store, name_or_id, found.error());
   }
   const SandboxRecord record = std::move(*found);
   // rm is authoritative: it does not wait for running execs, it kills them.
@@ -655,12 +676,15 @@ Result<SandboxInfo> InspectSandbox(const std::string& name_or_id) {
   return info;
 }
 
-std::vector<SandboxInfo> ListSandboxes() {
+std::vector<SandboxInfo> ListSandboxes(std::vector<UnreadableRecord>* unreadable) {
   ReapIdleSandboxes();
   std::vector<SandboxInfo> out;
   auto store = SandboxStore::Open();
-  if (!store) return out;
-  for (const SandboxRecord& r : store->List()) {
+  if (!store) {
+    if (unreadable != nullptr) unreadable->push_back({"", "", store.error().message()});
+    return out;
+  }
+  for (const SandboxRecord& r : store->List(unreadable)) {
     if (auto info = InspectSandbox(r.name)) out.push_back(std::move(*info));
   }
   return out;

@@ -116,7 +116,9 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
 Status RemoveUnrecordedCgroups(const std::string& name, const CgroupSpec& cgroups);
 
 // Kills everything inside, removes the cgroups and the record. The sandbox's mounts live
-// only in its mount namespace, which the kernel frees with its last process.
+// only in its mount namespace, which the kernel frees with its last process. A sandbox
+// whose record cannot be read is removed by its name: its cgroups (and what runs in them)
+// and its directory.
 Status RemoveSandbox(const std::string& name_or_id);
 
 struct SandboxInfo {
@@ -130,7 +132,9 @@ struct SandboxInfo {
   size_t processes = 0;
 };
 
-std::vector<SandboxInfo> ListSandboxes();
+// Records that cannot be read are left out, and named in `unreadable` when given
+// (`corral rm NAME` removes such a sandbox).
+std::vector<SandboxInfo> ListSandboxes(std::vector<UnreadableRecord>* unreadable = nullptr);
 Result<SandboxInfo> InspectSandbox(const std::string& name_or_id);
 
 // Removes sandboxes idle longer than their idle timeout; returns their names.

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
@@ -162,17 +163,34 @@ Result<SandboxRecord> SandboxStore::Find(const std::string& name_or_id) const {
   return Error(ErrorCode::kNotFound, "no sandbox named '" + name_or_id + "'", ENOENT);
 }
 
-std::vector<SandboxRecord> SandboxStore::List() const {
+std::vector<SandboxRecord> SandboxStore::List(std::vector<UnreadableRecord>* unreadable) const {
   std::vector<SandboxRecord> out;
-  DIR* dir = ::opendir((root_ + "/sandboxes").c_str());
-  if (dir == nullptr) return out;
+  const std::string sandboxes = root_ + "/sandboxes";
+  DIR* dir = ::opendir(sandboxes.c_str());
+  if (dir == nullptr) {
+    if (errno != ENOENT && unreadable != nullptr) {
+      unreadable->push_back({"", sandboxes, std::strerror(errno)});
+    }
+    return out;
+  }
   while (dirent* e = ::readdir(dir)) {
     std::string name = e->d_name;
     if (!IsValidSandboxName(name)) continue;
     std::string path = DirOf(name) + "/state.json";
     auto text = ReadFile(path);
-    if (!text) continue;  // being created or removed
-    if (auto record = RecordFromJson(*text, path)) out.push_back(std::move(*record));
+    if (!text) {
+      // No record yet (being created) or any more (being removed): not a problem.
+      if (text.error().sys_errno() != ENOENT && unreadable != nullptr) {
+        unreadable->push_back({name, path, text.error().message()});
+      }
+      continue;
+    }
+    auto record = RecordFromJson(*text, path);
+    if (record) {
+      out.push_back(std::move(*record));
+    } else if (unreadable != nullptr) {
+      unreadable->push_back({name, path, record.error().message()});
+    }
   }
   ::closedir(dir);
   return out;
@@ -196,14 +214,34 @@ std::vector<IdleEntry> SandboxStore::IdleCandidates() const {
 
 Status SandboxStore::Forget(const std::string& name) {
   std::string dir = DirOf(name);
-  if (auto text = ReadFile(dir + "/state.json")) {
-    if (auto record = RecordFromJson(*text, dir)) {
-      if (::unlink(IdPath(record->id).c_str()) != 0 && errno != ENOENT) {
-        return Error::FromErrno(errno, "unlink " + IdPath(record->id));
-      }
+  auto text = ReadFile(dir + "/state.json");
+  auto record = text ? RecordFromJson(*text, dir) : Result<SandboxRecord>(text.error());
+  if (record) {
+    if (::unlink(IdPath(record->id).c_str()) != 0 && errno != ENOENT) {
+      return Error::FromErrno(errno, "unlink " + IdPath(record->id));
     }
+  } else if (text || text.error().sys_errno() != ENOENT) {
+    RETURN_IF_ERROR(UnlinkIdsNaming(name));  // the record is unreadable: its id is unknown
   }
   return RemoveDir(name);
+}
+
+Status SandboxStore::UnlinkIdsNaming(const std::string& name) const {
+  DIR* ids = ::opendir((root_ + "/ids").c_str());
+  if (ids == nullptr) return errno == ENOENT ? Ok() : Error::FromErrno(errno, root_ + "/ids");
+  std::vector<std::string> naming;
+  while (dirent* e = ::readdir(ids)) {
+    char target[128];
+    ssize_t n = ::readlinkat(::dirfd(ids), e->d_name, target, sizeof target - 1);
+    if (n > 0 && std::string(target, static_cast<size_t>(n)) == name) naming.push_back(e->d_name);
+  }
+  ::closedir(ids);
+  for (const std::string& id : naming) {
+    if (::unlink(IdPath(id).c_str()) != 0 && errno != ENOENT) {
+      return Error::FromErrno(errno, "unlink " + IdPath(id));
+    }
+  }
+  return Ok();
 }
 
 Status SandboxStore::RemoveDir(const std::string& name) {

@@ -50,6 +50,14 @@ struct SandboxRecord {
   jail::LandlockPlan landlock;
 };
 
+// A sandbox directory whose record cannot be read or parsed (a corrupt state.json, an I/O
+// error), or (name empty) the store's sandboxes directory itself.
+struct UnreadableRecord {
+  std::string name;
+  std::string path;
+  std::string why;
+};
+
 struct IdleEntry {
   std::string name;
   double timeout_seconds = 0;
@@ -98,10 +106,13 @@ class SandboxStore {
   Status Save(const SandboxRecord& record);
   // By name or by id.
   Result<SandboxRecord> Find(const std::string& name_or_id) const;
-  std::vector<SandboxRecord> List() const;
+  // Every readable record; the ones that exist but cannot be read go to `unreadable` (a
+  // directory without a record is a create in progress or a removal, not a problem).
+  std::vector<SandboxRecord> List(std::vector<UnreadableRecord>* unreadable = nullptr) const;
   // Sandboxes created with an idle timeout (from the idle index, not the records).
   std::vector<IdleEntry> IdleCandidates() const;
   // Removes the directory of `name` and its index entries (after the sandbox is torn down).
+  // With an unreadable record the id index is searched for entries naming `name`.
   Status Forget(const std::string& name);
   // Moves the record of the sandbox `from` to the name `to.name` (a warm sandbox claimed
   // for a thread, runtime/pool/warm_claim.h): `to` is written under its name (with
@@ -127,6 +138,7 @@ class SandboxStore {
 
  private:
   std::string IdPath(const std::string& id) const;
+  Status UnlinkIdsNaming(const std::string& name) const;
   std::string IdlePath(const std::string& name) const;
   // The directory of `name` and its idle entry, not the id index.
   Status RemoveDir(const std::string& name);

@@ -173,13 +173,30 @@ std::vector<std::string> SandboxManager::Adopt() {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, m] : sandboxes_) recorded.insert(m.entry.corral_name);
   }
-  for (const runtime::SandboxInfo& info : runtime::ListSandboxes()) {
+  std::vector<runtime::UnreadableRecord> unreadable;
+  for (const runtime::SandboxInfo& info : runtime::ListSandboxes(&unreadable)) {
     const std::string& name = info.record.name;
     const bool daemons = name.rfind("df-", 0) == 0 || name.rfind("dfh-", 0) == 0;
     if (!daemons || recorded.count(name)) continue;
     Status st = runtime::RemoveSandbox(name);
     dropped.push_back("sandbox " + name + " was created but never recorded (the daemon stopped " +
                       "in between): " + (st ? "removed" : "removing failed: " + st.error().message()));
+  }
+  // Records that cannot be read: the daemon's own sandboxes are removed (a create of the
+  // id makes a new one over the same thread data); others are only named.
+  for (const runtime::UnreadableRecord& u : unreadable) {
+    const bool daemons = u.name.rfind("df-", 0) == 0 || u.name.rfind("dfh-", 0) == 0;
+    if (u.name.empty()) {
+      dropped.push_back("the sandbox store cannot be listed: " + u.path + ": " + u.why);
+    } else if (daemons) {
+      Status st = runtime::RemoveSandbox(u.name);
+      dropped.push_back("sandbox " + u.name + ": its record " + u.path + " cannot be read (" +
+                        u.why + "): " + (st ? "removed what was left of it; the thread's files are kept"
+                                            : "removing it failed: " + st.error().message()));
+    } else {
+      dropped.push_back("sandbox " + u.name + ": its record " + u.path + " cannot be read (" +
+                        u.why + "); not the daemon's; `corral rm " + u.name + "` removes it");
+    }
   }
   // Warm sandboxes of an earlier daemon (kill -9): nobody can claim them now.
   for (std::string& line : runtime::WarmPool::RemoveStale(options_.base_spec.cgroups)) {

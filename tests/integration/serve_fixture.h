@@ -54,7 +54,11 @@ class ServeTest : public LeakCheckedTest {
     // SIGTERM, as an operator stops it: the daemon removes its warm sandboxes (a SIGKILL
     // mid-create of one would leave its cgroups to the next daemon's start).
     StopDaemon(SIGTERM);
-    for (const auto& info : runtime::ListSandboxes()) (void)runtime::RemoveSandbox(info.record.name);
+    std::vector<runtime::UnreadableRecord> unreadable;
+    for (const auto& info : runtime::ListSandboxes(&unreadable)) {
+      (void)runtime::RemoveSandbox(info.record.name);
+    }
+    for (const auto& u : unreadable) (void)runtime::RemoveSandbox(u.name);
     ::unsetenv("CORRAL_RUNTIME_DIR");
   }
 
