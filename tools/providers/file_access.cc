@@ -455,13 +455,7 @@ SbStatus WriteBytes(const FileView& view, const std::string& rel, const std::str
     struct stat st;
     if (::fstat(fd->get(), &st) != 0) return ErrorFromErrno(errno, rel);
     if (!S_ISREG(st.st_mode)) return NotRegular(rel, st.st_mode);
-    size_t off = 0;
-    while (off < data.size()) {
-      ssize_t n = ::write(fd->get(), data.data() + off, data.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return ErrorFromErrno(errno, rel);
-      off += static_cast<size_t>(n);
-    }
+    if (int err = WriteAllBytes(fd->get(), data); err != 0) return ErrorFromErrno(err, rel);
     return std::string();
   }));
 }

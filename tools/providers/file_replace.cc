@@ -24,8 +24,9 @@ std::string PartialName(const std::string& name) {
   return out;
 }
 
-// 0, or the errno of the write that failed.
-int WriteAll(int fd, const std::string& data) {
+}  // namespace
+
+int WriteAllBytes(int fd, const std::string& data) {
   size_t off = 0;
   while (off < data.size()) {
     ssize_t n = ::write(fd, data.data() + off, data.size() - off);
@@ -35,8 +36,6 @@ int WriteAll(int fd, const std::string& data) {
   }
   return 0;
 }
-
-}  // namespace
 
 SbResult<bool> ReplaceFileContent(int dir_fd, const std::string& name, const std::string& data,
                                   const std::string& rel) {
@@ -65,7 +64,7 @@ SbResult<bool> ReplaceFileContent(int dir_fd, const std::string& name, const std
     return ErrorFromErrno(err, rel);
   };
   if (exists && ::fchmod(fd.get(), old.st_mode & 07777) != 0) return discard(errno);
-  if (int err = WriteAll(fd.get(), data); err != 0) return discard(err);
+  if (int err = WriteAllBytes(fd.get(), data); err != 0) return discard(err);
   if (::renameat(dir_fd, partial.c_str(), dir_fd, name.c_str()) != 0) {
     if (errno == EBUSY || errno == EXDEV) {  // a mount point: only an in-place write works
       ::unlinkat(dir_fd, partial.c_str(), 0);

@@ -25,4 +25,7 @@ namespace corral::runtime {
 SbResult<bool> ReplaceFileContent(int dir_fd, const std::string& name, const std::string& data,
                                   const std::string& rel);
 
+// Writes all of `data` to `fd` (retrying short writes and EINTR): 0, or the failing errno.
+int WriteAllBytes(int fd, const std::string& data);
+
 }  // namespace corral::runtime
