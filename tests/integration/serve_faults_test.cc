@@ -31,9 +31,10 @@ class ServeFaultsTest : public ServeTest {
   std::string Workspace(const std::string& thread) const {
     return dir_.Join("base/users/default/threads/" + thread + "/user-data/workspace");
   }
-  // A config with one `key: value` of the fixture's server section changed.
-  std::string ConfigWith(const std::string& key, const std::string& value) const {
-    std::string config = Config();
+  // `config` (the fixture's by default) with one `key: value` of its server section changed.
+  std::string ConfigWith(const std::string& key, const std::string& value,
+                         std::string config = "") const {
+    if (config.empty()) config = Config();
     const size_t at = config.find("  " + key + ": ");
     EXPECT_NE(at, std::string::npos) << key;
     const size_t end = config.find('\n', at);
@@ -169,7 +170,8 @@ TEST_F(ServeFaultsTest, AFullDiskFailsTheWriteClearlyAndNothingElse) {
 // The kill is sent the moment the write is seen under way (its temporary file exists, or
 // — for a writer that writes in place — the file has a size between old and new).
 TEST_F(ServeFaultsTest, KillNineDuringAFileWriteLeavesTheOldContentOrTheNew) {
-  StartDaemon(ConfigWith("max_body_bytes", "300m"));
+  // The fixture's 3 s to read a body is too short for 48 MiB into an ASan build.
+  StartDaemon(ConfigWith("body_timeout", "60", ConfigWith("max_body_bytes", "300m")));
   const std::string url = Create("fw1", "t-fw");
   ASSERT_FALSE(url.empty());
   const std::string old_text(8 << 20, 'o'), new_text(48 << 20, 'n');
@@ -177,8 +179,9 @@ TEST_F(ServeFaultsTest, KillNineDuringAFileWriteLeavesTheOldContentOrTheNew) {
   ASSERT_EQ(WriteFile(url, "/mnt/user-data/workspace/big.txt", old_text).Json()["success"], true);
   ASSERT_TRUE(dir_.WriteFile("body", json({{"file", "/mnt/user-data/workspace/big.txt"},
                                            {"content", new_text}}).dump()));
+  Result<RunResult> written = Error(ErrorCode::kIo, "not run");
   std::thread writer([&] {
-    (void)RunProgram("/usr/bin/curl", {"-sS", "--max-time", "60", "-X", "POST", "-H",
+    written = RunProgram("/usr/bin/curl", {"-sS", "--max-time", "60", "-X", "POST", "-H",
                                  "Content-Type: application/json", "--data-binary",
                                  "@" + dir_.Join("body"), url + "/v1/file/write"});
   });
@@ -192,7 +195,9 @@ TEST_F(ServeFaultsTest, KillNineDuringAFileWriteLeavesTheOldContentOrTheNew) {
   const int port = port_;
   StopDaemon(SIGKILL);
   writer.join();
-  ASSERT_TRUE(under_way) << "the write was never seen under way";
+  ASSERT_TRUE(under_way) << "the write was never seen under way; curl: "
+                         << (written ? written->out.substr(0, 300) + written->err : written.error().message())
+                         << "\n" << DaemonLog();
 
   StartDaemon(Config("", port));
   auto content = ReadFile(file);
