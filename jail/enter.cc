@@ -104,7 +104,7 @@ bool JoinExecCgroup(const EnterRequest& r, int setup_fd) {
   if (r.cgroup_fd < 0 && !JoinExecCgroup(r, setup_fd)) ::_exit(kSetupFailedExit);
   unsigned flags = r.ns_flags & ~static_cast<unsigned>(CLONE_NEWPID);
   if (flags != 0 && ::setns(r.init_pidfd, static_cast<int>(flags)) != 0) {
-    ReportSetupFailure(setup_fd, SetupStep::kMount, errno, "setns into the sandbox");
+    ReportSetupFailure(setup_fd, SetupStep::kEnter, errno, "setns into the sandbox");
     ::_exit(kSetupFailedExit);
   }
   RunInSandbox(r, setup_fd, status_fd, early_seccomp);
@@ -128,7 +128,7 @@ bool JoinExecCgroup(const EnterRequest& r, int setup_fd) {
                                         int handoff_fd, bool early_seccomp) {
   if (!PrepareEntrant(r, setup_fd, status_fd, handoff_fd)) ::_exit(kSetupFailedExit);
   if (::setns(r.init_pidfd, static_cast<int>(r.ns_flags)) != 0) {
-    ReportSetupFailure(setup_fd, SetupStep::kMount, errno,
+    ReportSetupFailure(setup_fd, SetupStep::kEnter, errno,
                        "setns into the sandbox's user namespace and the others");
     ::_exit(kSetupFailedExit);
   }
@@ -149,7 +149,7 @@ bool JoinExecCgroup(const EnterRequest& r, int setup_fd) {
     RunInSandbox(r, setup_fd, status_fd, early_seccomp);
   }
   if (pid < 0) {
-    ReportSetupFailure(setup_fd, SetupStep::kMount, errno, "clone into the sandbox");
+    ReportSetupFailure(setup_fd, SetupStep::kEnter, errno, "clone into the sandbox");
     ::_exit(kSetupFailedExit);
   }
   int32_t child = static_cast<int32_t>(pid);
@@ -167,7 +167,7 @@ bool JoinExecCgroup(const EnterRequest& r, int setup_fd) {
   std::memcpy(CMSG_DATA(cmsg), &pidfd, sizeof pidfd);
   if (::sendmsg(handoff_fd, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof child)) {
     ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
-    ReportSetupFailure(setup_fd, SetupStep::kMount, errno, "hand the command's pidfd over");
+    ReportSetupFailure(setup_fd, SetupStep::kEnter, errno, "hand the command's pidfd over");
     ::_exit(kSetupFailedExit);
   }
   ::_exit(0);

@@ -52,6 +52,8 @@ const char* StepName(SetupStep step) {
       return "landlock";
     case SetupStep::kUserNamespace:
       return "user_namespace";
+    case SetupStep::kEnter:
+      return "enter";
   }
   return "unknown";
 }

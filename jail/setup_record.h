@@ -40,6 +40,7 @@ enum class SetupStep : uint32_t {
   kInit,             // the init's own hardening
   kLandlock,         // building or applying the Landlock ruleset
   kUserNamespace,    // waiting for the parent to write the id maps
+  kEnter,            // joining a running sandbox: setns, the clone into it, the pidfd handoff
 };
 
 // Lowercase name as shown to users: "mount", "pivot_root", "execve", ...

@@ -57,6 +57,24 @@ json Router::ViewJson(const HttpRequest& request, const SandboxView& view) const
           {"status", view.status}};
 }
 
+const RouteTable<Router::Handler>& Router::Routes() {
+  static const RouteTable<Handler> table = [] {
+    RouteTable<Handler> t;
+    t.Add("GET", "/health", &Router::Health)
+        .Add("GET", "/metrics", &Router::MetricsPage)
+        .Add("GET", "/api/capabilities", &Router::Capabilities)
+        .Add("POST", "/api/sandboxes", &Router::CreateSandbox)
+        .Add("GET", "/api/sandboxes", &Router::ListSandboxes)
+        // {id...}: an id with a slash in it is a 400 naming the problem, not a 404.
+        .Add("GET", "/api/sandboxes/{id...}", &Router::GetSandbox)
+        .Add("DELETE", "/api/sandboxes/{id...}", &Router::DeleteSandbox)
+        .Add("*", "/api/corral/v1/{rest...}", &Router::CorralApiCall)
+        .Add("*", "/sandboxes/{id}/{token}/{rest...}", &Router::SandboxCall);
+    return t;
+  }();
+  return table;
+}
+
 void Router::Handle(HttpRequest request, Reply reply) {
   auto ctx = std::make_shared<CallContext>();
   ctx->client = request.client;
@@ -79,120 +97,106 @@ void Router::Handle(HttpRequest request, Reply reply) {
                                   host_check_.expected() + ")"));
   }
   const std::string& path = request.path;
-  if (path == "/health") {
-    ctx->route = "/health";
-    if (request.method != "GET") {
-      return logged(Detail(405, "Method Not Allowed"));
-    }
-    return logged(HttpResponse::Json(200, {{"status", "ok"}}));
-  }
   if (path == "/api" || path.rfind("/api/", 0) == 0) {
+    // Every /api path, known or not, needs the key before any routing (DeerFlow's
+    // reference provisioner does the same): an unknown path tells a caller nothing.
     ctx->route = "/api/*";
     if (!KeyOk(request)) return logged(HttpResponse::Text(401, "Unauthorized"));
-    return HandleApi(std::move(request), std::move(logged), &ctx->route);
   }
-  if (path == "/metrics") {
-    ctx->route = "/metrics";
-    if (options_.metrics_need_key && !KeyOk(request)) {
-      return logged(HttpResponse::Text(401, "Unauthorized"));
-    }
-    auto [gauges, help] = gauges_();
-    HttpResponse r = HttpResponse::Text(200, metrics_->Render(gauges, help));
-    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    return logged(std::move(r));
+  auto match = Routes().Find(request.method, path);
+  if (match.outcome == RouteOutcome::kNotFound) return logged(NotFound());
+  ctx->route = RouteLabel(match.pattern);
+  if (match.outcome == RouteOutcome::kMethodNotAllowed) {
+    HttpResponse refused = Detail(405, "Method Not Allowed");
+    refused.headers.emplace_back("Allow", match.allow);
+    return logged(std::move(refused));
   }
-  if (path.rfind("/sandboxes/", 0) == 0) {
-    ctx->route = "/sandboxes/*";
-    return HandleSandbox(std::move(request), std::move(logged), &ctx->route, &ctx->sandbox_id);
-  }
-  return logged(NotFound());
+  Call call{std::move(request), std::move(match.params), &ctx->route, &ctx->sandbox_id};
+  (this->*(*match.handler))(call, std::move(logged));
 }
 
-void Router::HandleApi(HttpRequest request, Reply reply, std::string* route) {
-  const std::string& path = request.path;
-  const std::string& method = request.method;
-  if (corral_api_ != nullptr && path.rfind(kCorralApiPrefix, 0) == 0) {
-    return corral_api_->Handle(std::move(request), std::move(reply), route);
+void Router::Health(Call&, Reply reply) { reply(HttpResponse::Json(200, {{"status", "ok"}})); }
+
+void Router::MetricsPage(Call& call, Reply reply) {
+  if (options_.metrics_need_key && !KeyOk(call.request)) {
+    return reply(HttpResponse::Text(401, "Unauthorized"));
   }
-  if (path == "/api/capabilities") {
-    *route = "/api/capabilities";
-    if (method != "GET") return reply(Detail(405, "Method Not Allowed"));
-    return reply(HttpResponse::Json(
-        200, {{"lark_cli_init_image", false}, {"lark_cli_broker_image", false}}));
-  }
-  if (path == "/api/sandboxes") {
-    *route = "/api/sandboxes";
-    if (method == "POST") {
-      return boost::asio::post(*blocking_, [this, request = std::move(request), reply] {
-        auto parsed = ParseCreateRequest(request.body, options_.base_dir);
-        if (auto* error = std::get_if<RequestError>(&parsed)) {
-          return reply(HttpResponse::Json(error->status, error->body));
-        }
-        CreateResult r = manager_->Create(std::get<CreateParams>(parsed));
-        if (r.status != 200) {
-          HttpResponse failure = Detail(r.status, r.detail);
-          if (r.status == 429) failure.headers.emplace_back("Retry-After", "5");
-          return reply(std::move(failure));
-        }
-        reply(HttpResponse::Json(200, ViewJson(request, r.view)));
-      });
-    }
-    if (method == "GET") {
-      return boost::asio::post(*blocking_, [this, request = std::move(request), reply] {
-        json list = json::array();
-        for (const SandboxView& v : manager_->List()) list.push_back(ViewJson(request, v));
-        const size_t count = list.size();
-        reply(HttpResponse::Json(200, {{"sandboxes", std::move(list)}, {"count", count}}));
-      });
-    }
-    return reply(Detail(405, "Method Not Allowed"));
-  }
-  if (path.rfind("/api/sandboxes/", 0) == 0) {
-    *route = "/api/sandboxes/{id}";
-    std::string id = path.substr(std::string("/api/sandboxes/").size());
-    if (std::string why = SandboxIdProblem(id); !why.empty()) return reply(Detail(400, why));
-    if (method == "GET") {
-      return boost::asio::post(*blocking_, [this, request = std::move(request), reply, id] {
-        auto view = manager_->Find(id);
-        if (!view) return reply(Detail(404, "Sandbox '" + id + "' not found"));
-        reply(HttpResponse::Json(200, ViewJson(request, *view)));
-      });
-    }
-    if (method == "DELETE") {
-      return boost::asio::post(*blocking_, [this, reply, id] {
-        Status st = manager_->Delete(id);
-        if (!st) return reply(Detail(500, "Partial cleanup: " + st.error().message()));
-        reply(HttpResponse::Json(200, {{"ok", true}, {"sandbox_id", id}}));
-      });
-    }
-    return reply(Detail(405, "Method Not Allowed"));
-  }
-  reply(NotFound());
+  auto [gauges, help] = gauges_();
+  HttpResponse r = HttpResponse::Text(200, metrics_->Render(gauges, help));
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  reply(std::move(r));
 }
 
-void Router::HandleSandbox(HttpRequest request, Reply reply, std::string* route,
-                           std::string* sandbox_id) {
-  // /sandboxes/{id}/{token}[/<rest>]
-  const std::string tail = request.path.substr(std::string("/sandboxes/").size());
-  const size_t slash = tail.find('/');
-  const std::string id = tail.substr(0, slash);
-  std::string token, rest;
-  if (slash != std::string::npos) {
-    const size_t next = tail.find('/', slash + 1);
-    token = tail.substr(slash + 1, next == std::string::npos ? std::string::npos : next - slash - 1);
-    if (next != std::string::npos) rest = tail.substr(next + 1);
-  }
+void Router::Capabilities(Call&, Reply reply) {
+  reply(HttpResponse::Json(200, {{"lark_cli_init_image", false}, {"lark_cli_broker_image", false}}));
+}
+
+void Router::CreateSandbox(Call& call, Reply reply) {
+  boost::asio::post(*blocking_, [this, request = std::move(call.request), reply] {
+    auto parsed = ParseCreateRequest(request.body, options_.base_dir);
+    if (auto* error = std::get_if<RequestError>(&parsed)) {
+      return reply(HttpResponse::Json(error->status, error->body));
+    }
+    CreateResult r = manager_->Create(std::get<CreateParams>(parsed));
+    if (r.status != 200) {
+      HttpResponse failure = Detail(r.status, r.detail);
+      if (r.status == 429) failure.headers.emplace_back("Retry-After", "5");
+      return reply(std::move(failure));
+    }
+    reply(HttpResponse::Json(200, ViewJson(request, r.view)));
+  });
+}
+
+void Router::ListSandboxes(Call& call, Reply reply) {
+  boost::asio::post(*blocking_, [this, request = std::move(call.request), reply] {
+    json list = json::array();
+    for (const SandboxView& v : manager_->List()) list.push_back(ViewJson(request, v));
+    const size_t count = list.size();
+    reply(HttpResponse::Json(200, {{"sandboxes", std::move(list)}, {"count", count}}));
+  });
+}
+
+void Router::GetSandbox(Call& call, Reply reply) {
+  std::string id = call.params.Get("id");
+  if (std::string why = SandboxIdProblem(id); !why.empty()) return reply(Detail(400, why));
+  boost::asio::post(*blocking_, [this, request = std::move(call.request), reply, id] {
+    auto view = manager_->Find(id);
+    if (!view) return reply(Detail(404, "Sandbox '" + id + "' not found"));
+    reply(HttpResponse::Json(200, ViewJson(request, *view)));
+  });
+}
+
+void Router::DeleteSandbox(Call& call, Reply reply) {
+  std::string id = call.params.Get("id");
+  if (std::string why = SandboxIdProblem(id); !why.empty()) return reply(Detail(400, why));
+  boost::asio::post(*blocking_, [this, reply, id] {
+    Status st = manager_->Delete(id);
+    if (!st) return reply(Detail(500, "Partial cleanup: " + st.error().message()));
+    reply(HttpResponse::Json(200, {{"ok", true}, {"sandbox_id", id}}));
+  });
+}
+
+void Router::CorralApiCall(Call& call, Reply reply) {
+  if (corral_api_ == nullptr) return reply(NotFound());
+  corral_api_->Handle(std::move(call.request), std::move(reply), call.route);
+}
+
+void Router::SandboxCall(Call& call, Reply reply) {
+  *call.route = "/sandboxes/*";
+  const std::string& id = call.params.Get("id");
   if (!SandboxIdProblem(id).empty()) return reply(NotFound());
-  auto ref = manager_->BeginCall(id, token, KeyOk(request) && !options_.api_key.empty());
+  auto ref = manager_->BeginCall(id, call.params.Get("token"),
+                                 KeyOk(call.request) && !options_.api_key.empty());
   if (!ref) return reply(NotFound());
   // Only now: a caller without the token must not add label values to /metrics.
-  *route = "/sandboxes/{id}/{token}/" + RouteTemplate(rest);
-  *sandbox_id = id;
+  const std::string& rest = call.params.Get("rest");
+  *call.route = "/sandboxes/{id}/{token}/" + RouteTemplate(rest);
+  *call.sandbox_id = id;
   Reply done = [this, id, reply = std::move(reply)](HttpResponse response) {
     manager_->EndCall(id);
     reply(std::move(response));
   };
-  aio_->Handle(*ref, rest, std::move(request), std::move(done));
+  aio_->Handle(*ref, rest, std::move(call.request), std::move(done));
 }
 
 }  // namespace corral::server

@@ -1,4 +1,5 @@
-// Where each request goes, and the checks made before it gets there, in this order:
+// Where each request goes, and the checks made before it gets there, in this order (the
+// routes themselves are one table, router.cc's Routes(); 404 and 405 come from it):
 //   1. Host must name this server (server/http/listen_address.h): else 400 (none) / 421.
 //   2. GET /health: open, 200 {"status":"ok"}.
 //   3. /api/* (every path and method, known or not): X-API-Key must equal the configured
@@ -26,6 +27,7 @@
 #include "server/http/message.h"
 #include "server/http/listen_address.h"
 #include "server/http/metrics.h"
+#include "server/http/route_table.h"
 #include "server/provisioner/sandbox_manager.h"
 
 namespace corral::server {
@@ -52,9 +54,28 @@ class Router {
   void SetCorralApi(CorralApi* corral_api) { corral_api_ = corral_api; }
 
  private:
+  // One request as a route's handler sees it.
+  struct Call {
+    HttpRequest request;
+    PathParams params;        // what the route's {name} segments bound
+    std::string* route;       // the route template for metrics and the access log
+    std::string* sandbox_id;  // for the access log, once known
+  };
+  using Handler = void (Router::*)(Call& call, Reply reply);
+  static const RouteTable<Handler>& Routes();
+
   bool KeyOk(const HttpRequest& request) const;
-  void HandleApi(HttpRequest request, Reply reply, std::string* route);
-  void HandleSandbox(HttpRequest request, Reply reply, std::string* route, std::string* sandbox_id);
+  void Health(Call& call, Reply reply);
+  void MetricsPage(Call& call, Reply reply);
+  // The provisioner API (docs/deerflow-contract.md §7).
+  void Capabilities(Call& call, Reply reply);
+  void CreateSandbox(Call& call, Reply reply);
+  void ListSandboxes(Call& call, Reply reply);
+  void GetSandbox(Call& call, Reply reply);
+  void DeleteSandbox(Call& call, Reply reply);
+  // Hand-overs to the other faces, which have tables of their own.
+  void CorralApiCall(Call& call, Reply reply);
+  void SandboxCall(Call& call, Reply reply);
   std::string SandboxUrl(const HttpRequest& request, const SandboxView& view) const;
   nlohmann::json ViewJson(const HttpRequest& request, const SandboxView& view) const;
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "tools/audit_log.h"
-#include "tools/providers/sandbox_provider.h"
+#include "tools/providers/provider_factory.h"
 #include "tools/tools.h"
 
 namespace corral::tools {

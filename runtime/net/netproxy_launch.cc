@@ -23,6 +23,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/fd_pair.h"
 #include "base/trusted_files.h"
 
 namespace corral::runtime::net {
@@ -126,11 +127,10 @@ Result<Spawned> Spawn(const std::vector<std::string>& args, int netns_fd, bool d
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  int ready[2], pids[2];
-  if (::pipe2(ready, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe");
-  UniqueFd ready_r(ready[0]), ready_w(ready[1]);
-  if (::pipe2(pids, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe");
-  UniqueFd pid_r(pids[0]), pid_w(pids[1]);
+  ASSIGN_OR_RETURN(Pipe ready, MakePipe());
+  UniqueFd ready_r = std::move(ready.read), ready_w = std::move(ready.write);
+  ASSIGN_OR_RETURN(Pipe pids, MakePipe());
+  UniqueFd pid_r = std::move(pids.read), pid_w = std::move(pids.write);
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return Error::FromErrno(errno, "fork for corral-netproxy");

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "base/fd_pair.h"
 #include "jail/mounts.h"
 #include "jail/syscalls.h"
 #include "runtime/run/identity.h"
@@ -124,9 +125,8 @@ Status SwitchMounts(const SandboxRecord& warm, const JailSpec& spec) {
   if (!pidfd || !root || !ProcessRunning(warm.init_pid, warm.init_start_ticks)) {
     return Error(ErrorCode::kNotFound, "warm sandbox " + warm.name + " is dead (its init exited)");
   }
-  int report[2];
-  if (::pipe2(report, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe");
-  UniqueFd report_read(report[0]), report_write(report[1]);
+  ASSIGN_OR_RETURN(Pipe report, MakePipe());
+  UniqueFd report_read = std::move(report.read), report_write = std::move(report.write);
   const pid_t child = ::fork();
   if (child < 0) return Error::FromErrno(errno, "fork");
   if (child == 0) SwitchInChild(pidfd.get(), root.get(), mounts, report_write.get());

@@ -9,10 +9,12 @@
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
+#include "base/fd_pair.h"
 #include "base/json_input.h"
 #include "jail/process_title.h"
 #include "jail/syscalls.h"
 #include "base/frames.h"
+#include "runtime/run/supervisor.h"
 
 namespace corral::runtime {
 
@@ -72,11 +74,8 @@ void Answer(int socket, const JailBlueprint& blueprint, const std::string& frame
 }  // namespace
 
 Result<std::unique_ptr<JailSpawner>> JailSpawner::Start(const JailBlueprint& blueprint) {
-  int pair[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-    return Error::FromErrno(errno, "socketpair");
-  }
-  UniqueFd ours(pair[0]), theirs(pair[1]);
+  ASSIGN_OR_RETURN(SocketPair pair, MakeSocketPair());
+  UniqueFd ours = std::move(pair.one), theirs = std::move(pair.other);
   const pid_t owner = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return Error::FromErrno(errno, "fork jail spawner");

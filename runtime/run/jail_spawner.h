@@ -24,7 +24,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "jail/spawn.h"
-#include "runtime/run/supervisor.h"
+#include "runtime/run/run_types.h"
 
 namespace corral::runtime {
 

@@ -18,12 +18,6 @@ namespace corral::runtime {
 
 namespace {
 
-Result<Pipe> MakePipe() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe2");
-  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
-}
-
 bool OnFs(int fd, long magic) {
   struct statfs fs;
   return ::fstatfs(fd, &fs) == 0 && static_cast<long>(fs.f_type) == magic;
@@ -263,11 +257,8 @@ Result<Stdio> MakeStdio(const RunOptions& options) {
     if (options.capture_output) {
       return Error(ErrorCode::kInvalidArgument, "a terminal's output cannot be captured");
     }
-    int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-      return Error::FromErrno(errno, "socketpair");
-    }
-    io.tty_socket = Pipe{UniqueFd(sv[0]), UniqueFd(sv[1])};
+    ASSIGN_OR_RETURN(SocketPair tty_socket, MakeSocketPair());
+    io.tty_socket = Pipe{std::move(tty_socket.one), std::move(tty_socket.other)};
     return io;
   }
   if (!options.pass_stdin) {

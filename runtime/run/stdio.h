@@ -20,8 +20,9 @@
 #include <string>
 
 #include "base/result.h"
+#include "base/fd_pair.h"
 #include "base/unique_fd.h"
-#include "runtime/run/supervisor.h"
+#include "runtime/run/run_types.h"
 #include "runtime/run/terminal_filter.h"
 
 namespace corral::runtime {
@@ -32,11 +33,6 @@ enum class CallerFdKind {
   kHostPath,  // relayed raw: its /proc/self/fd link would show a host path
 };
 CallerFdKind ClassifyCallerFd(int fd);
-
-struct Pipe {
-  UniqueFd read;
-  UniqueFd write;
-};
 
 // Where one relayed output stream goes: the caller's fd, filtered if it is a terminal.
 struct OutputRelay {

@@ -20,7 +20,7 @@
 #include "runtime/run/signal_guard.h"
 #include "runtime/run/stdio.h"
 #include "runtime/spec/spec.h"
-#include "runtime/run/supervisor.h"
+#include "runtime/run/run_types.h"
 
 namespace corral::runtime {
 

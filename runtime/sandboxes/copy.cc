@@ -7,6 +7,7 @@
 
 #include <cerrno>
 
+#include "base/fd_pair.h"
 #include "base/unique_fd.h"
 #include "runtime/sandboxes/copy_host.h"
 #include "runtime/sandboxes/persistent.h"
@@ -174,9 +175,8 @@ Status CopyToSandbox(const CopyRequest& request) {
   if ((source.contents || source.trailing_slash) && !is_dir) {
     return Error(ErrorCode::kInvalidArgument, request.host_path + ": not a directory");
   }
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe");
-  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  ASSIGN_OR_RETURN(Pipe archive, MakePipe());
+  UniqueFd read_end = std::move(archive.read), write_end = std::move(archive.write);
   // tar's stderr is shown once the sandbox's side succeeded (else: "Broken pipe").
   UniqueFd tar_errors(::memfd_create("corral-cp-tar-stderr", MFD_CLOEXEC));
   if (!tar_errors) return Error::FromErrno(errno, "memfd_create");

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdlib>
 
+#include "base/fd_pair.h"
 #include "runtime/pool/exec_slot_keeper.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sessions/orphan_sink.h"
@@ -72,6 +73,30 @@ Result<runtime::RunOutcome> SessionCore::StartShell(const runtime::ExecRequest& 
   return runtime::ExecInSandbox(req);  // the slot died (its sandbox was removed, say)
 }
 
+namespace {
+
+// One shell's channels. Ours: `one` of each pair and the pipes' read ends; the shell's:
+// the other ends, handed to its ExecRequest and closed once it has exited.
+struct ShellChannels {
+  SocketPair command;          // the shell's stdin: commands and the session's framing
+  Pipe output;                 // its stdout (and stderr unless kept apart)
+  std::optional<Pipe> errors;  // its stderr, when separate_stderr
+  SocketPair interrupt;        // its ExecRequest's interrupt_fd
+};
+
+Result<ShellChannels> MakeShellChannels(bool separate_stderr) {
+  ShellChannels c;
+  ASSIGN_OR_RETURN(c.command, MakeSocketPair());
+  ASSIGN_OR_RETURN(c.output, MakePipe());
+  if (separate_stderr) {
+    ASSIGN_OR_RETURN(c.errors, MakePipe());
+  }
+  ASSIGN_OR_RETURN(c.interrupt, MakeSocketPair());
+  return c;
+}
+
+}  // namespace
+
 void SessionCore::ShellLoop() {
   bool retried_default_dir = false;
   for (;;) {
@@ -83,33 +108,30 @@ void SessionCore::ShellLoop() {
       workdir = cwd;
     }
     auto hold = runtime::HoldSandbox(opt.corral_name);
-    int cmd[2], out[2] = {-1, -1}, err[2] = {-1, -1}, intr[2];
-    bool ok = hold && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cmd) == 0;
-    ok = ok && ::pipe2(out, O_CLOEXEC) == 0 && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, intr) == 0;
-    if (ok && opt.separate_stderr) ok = ::pipe2(err, O_CLOEXEC) == 0;
-    if (!ok) {
+    if (!hold) {
       std::lock_guard lock(mu);
-      dead_reason = hold ? "cannot make the shell's pipes" : hold.error().message();
+      dead_reason = hold.error().message();
+      break;
+    }
+    auto channels = MakeShellChannels(opt.separate_stderr);
+    if (!channels) {
+      std::lock_guard lock(mu);
+      dead_reason = "cannot make the shell's pipes: " + channels.error().message();
       break;
     }
     std::string n = RandomHex();
     {
       std::lock_guard lock(mu);
-      if (closing) {
-        for (int fd : {cmd[0], cmd[1], out[0], out[1], err[0], err[1], intr[0], intr[1]}) {
-          if (fd >= 0) ::close(fd);
-        }
-        break;
+      if (closing) break;  // the channels close with `channels`
+      SetNonBlocking(channels->command.one.get());
+      SetNonBlocking(channels->output.read.get());
+      cmd_w = std::move(channels->command.one);
+      out_r = std::move(channels->output.read);
+      if (channels->errors) {
+        SetNonBlocking(channels->errors->read.get());
+        err_r = std::move(channels->errors->read);
       }
-      SetNonBlocking(cmd[0]);
-      SetNonBlocking(out[0]);
-      cmd_w.Reset(cmd[0]);
-      out_r.Reset(out[0]);
-      if (opt.separate_stderr) {
-        SetNonBlocking(err[0]);
-        err_r.Reset(err[0]);
-      }
-      interrupt_w.Reset(intr[0]);
+      interrupt_w = std::move(channels->interrupt.one);
       nonce = n;
       ready = false;
       incarnation = true;
@@ -131,10 +153,10 @@ void SessionCore::ShellLoop() {
     req.timeout_seconds = kNoTimeoutSeconds;
     req.io.capture_output = false;
     req.io.pass_stdin = true;
-    req.io.stdin_fd = cmd[1];
-    req.io.stdout_fd = out[1];
-    req.io.stderr_fd = opt.separate_stderr ? err[1] : out[1];
-    req.io.interrupt_fd = intr[1];  // also keeps corral's signal handling out of the daemon
+    req.io.stdin_fd = channels->command.other.get();
+    req.io.stdout_fd = channels->output.write.get();
+    req.io.stderr_fd = channels->errors ? channels->errors->write.get() : req.io.stdout_fd;
+    req.io.interrupt_fd = channels->interrupt.other.get();  // also keeps corral's signal handling out of the daemon
     // The shell is a child subreaper: what a command orphans (a double fork, `setsid cmd &`)
     // is reparented to the shell, not to the sandbox's init, so a timeout finds it among the
     // shell's new children (proc_tree.h) and kills it with the rest of the call. A
@@ -144,9 +166,9 @@ void SessionCore::ShellLoop() {
     req.child_subreaper = true;
     hold = Error(ErrorCode::kNotFound, "released");  // ExecInSandbox holds it itself
     auto outcome = StartShell(req);
-    for (int fd : {cmd[1], out[1], err[1], intr[1]}) {
-      if (fd >= 0) ::close(fd);
-    }
+    // The shell's ends close now, before the exit is reported: the pipes' EOF is how the
+    // control thread sees the last of its output.
+    channels = Error(ErrorCode::kNotFound, "closed");
     std::lock_guard lock(mu);
     shell_exited = true;
     const bool failed = !outcome || outcome->status == runtime::RunStatus::kSetupFailed;

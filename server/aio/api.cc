@@ -1,5 +1,6 @@
-// The AIO API (server/aio/api.h): dispatch, GET v1/sandbox, the session registry and the
-// lifecycle (ForgetSandbox, Shutdown). The routes live in aio_{file,shell,bash}_routes.cc.
+// The AIO API (server/aio/api.h): GET v1/sandbox, the session registry and the lifecycle
+// (ForgetSandbox, Shutdown). The route table is routes.cc; the routes live in
+// {file,shell,bash}_routes.cc.
 #include "server/aio/api.h"
 
 #include <sched.h>
@@ -25,15 +26,6 @@ constexpr const char* kVersion = "corral-" CORRAL_AIO_STR(CORRAL_VERSION);
 #else
 constexpr const char* kVersion = "corral";
 #endif
-
-// "v1/shell/exec" -> ("shell", "exec"); "v1/sandbox" -> ("sandbox", "").
-std::pair<std::string, std::string> SplitRoute(std::string_view subpath) {
-  if (subpath.rfind("v1/", 0) != 0) return {"", ""};
-  subpath.remove_prefix(3);
-  size_t slash = subpath.find('/');
-  if (slash == std::string_view::npos) return {std::string(subpath), ""};
-  return {std::string(subpath.substr(0, slash)), std::string(subpath.substr(slash + 1))};
-}
 
 }  // namespace
 
@@ -88,33 +80,8 @@ AioApi::~AioApi() {
   impl_->oneshots_cv.wait(lock, [this] { return impl_->oneshots.empty(); });
 }
 
-void AioApi::Handle(const AioSandboxRef& sandbox, std::string_view subpath, HttpRequest request,
-                    Reply reply) {
-  {
-    std::lock_guard lock(impl_->mu);
-    impl_->DropFinished();
-    impl_->CloseIdleImplicit();
-  }
-  auto [area, rest] = SplitRoute(subpath);
-  const std::string& method = request.method;
-  if (area == "sandbox" && rest.empty()) {
-    if (method != "GET") return reply(aio::MethodNotAllowed());
-    return impl_->SandboxInfo(sandbox, std::move(reply));
-  }
-  if (area == "file" && !rest.empty()) {
-    return impl_->FileRoute(sandbox, rest, std::move(request), std::move(reply));
-  }
-  if (area == "shell" && !rest.empty()) {
-    return impl_->ShellRoute(sandbox, rest, std::move(request), std::move(reply));
-  }
-  if (area == "bash" && !rest.empty()) {
-    return impl_->BashRoute(sandbox, rest, std::move(request), std::move(reply));
-  }
-  reply(aio::RouteNotFound());
-}
-
-void AioApi::Impl::SandboxInfo(const AioSandboxRef& ref, Reply reply) {
-  files.Post([ref, reply = std::move(reply)] {
+void AioApi::Impl::SandboxInfo(Call& call, Reply reply) {
+  files.Post([ref = call.ref, reply = std::move(reply)] {
     auto hold = runtime::HoldSandbox(ref.corral_name);
     if (!hold) {
       reply(HttpResponse::Json(503, {{"detail", "sandbox is not running: " + hold.error().message()}}));

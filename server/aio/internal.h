@@ -1,5 +1,6 @@
-// The inside of AioApi (server/aio/api.h), shared by its route files: api.cc
-// (dispatch, v1/sandbox, lifecycle), file_routes.cc, shell_routes.cc, bash_routes.cc.
+// The inside of AioApi (server/aio/api.h), shared by its route files: routes.cc (the route
+// table), api.cc (dispatch, v1/sandbox, lifecycle), file_routes.cc, shell_routes.cc,
+// bash_routes.cc.
 // Private to server/aio/.
 //
 // Threads: a WorkPool of kFileWorkers for file operations; two per live shell/bash session
@@ -22,6 +23,7 @@
 #include "server/aio/envelope.h"
 #include "runtime/sessions/shell_session.h"
 #include "server/aio/workers.h"
+#include "server/http/route_table.h"
 
 namespace corral::server {
 namespace aio {
@@ -87,14 +89,45 @@ struct AioApi::Impl {
   void DropFinished();                               // mu held
   void CloseIdleImplicit();                          // mu held
 
-  // --- routes ---
-  void SandboxInfo(const AioSandboxRef& ref, Reply reply);
-  void FileRoute(const AioSandboxRef& ref, const std::string& op, HttpRequest request,
-                 Reply reply);
-  void ShellRoute(const AioSandboxRef& ref, const std::string& rest, HttpRequest request,
-                  Reply reply);
-  void BashRoute(const AioSandboxRef& ref, const std::string& rest, HttpRequest request,
-                 Reply reply);
+  // --- routes: routes.cc declares them all in one table (method + path -> handler) ---
+  // One call below a sandbox's URL as its handler sees it.
+  struct Call {
+    const AioSandboxRef& ref;
+    PathParams params;  // what the route's {name} segments bound
+    HttpRequest request;
+  };
+  using Handler = void (Impl::*)(Call& call, Reply reply);
+  static const RouteTable<Handler>& Routes();
+
+  void SandboxInfo(Call& call, Reply reply);  // api.cc
+  // file_routes.cc
+  void FileDownload(Call& call, Reply reply);
+  void FileRead(Call& call, Reply reply);
+  void FileWrite(Call& call, Reply reply);
+  void FileList(Call& call, Reply reply);
+  void FileFind(Call& call, Reply reply);
+  void FileGrep(Call& call, Reply reply);
+  void FileSearch(Call& call, Reply reply);
+  // shell_routes.cc
+  void ShellExec(Call& call, Reply reply);
+  void ShellView(Call& call, Reply reply);
+  void ShellWait(Call& call, Reply reply);
+  void ShellKill(Call& call, Reply reply);
+  void ShellWrite(Call& call, Reply reply);
+  void ShellCreateSession(Call& call, Reply reply);
+  void ShellUpdateSession(Call& call, Reply reply);
+  void ShellListSessions(Call& call, Reply reply);
+  void ShellDeleteSessions(Call& call, Reply reply);
+  void ShellSessionStats(Call& call, Reply reply);
+  void ShellDeleteSession(Call& call, Reply reply);
+  // bash_routes.cc
+  void BashExec(Call& call, Reply reply);
+  void BashOutput(Call& call, Reply reply);
+  void BashKill(Call& call, Reply reply);
+  void BashWrite(Call& call, Reply reply);
+  void BashCreateSession(Call& call, Reply reply);
+  void BashListSessions(Call& call, Reply reply);
+  void BashCloseSession(Call& call, Reply reply);
   void OneShotBash(const AioSandboxRef& ref, aio::CommandRequest request,
                    std::optional<double> hard_timeout, size_t max_output, Reply reply);
 };

@@ -90,178 +90,185 @@ void CheckDir(aio::Fields& f, const std::optional<std::string>& dir) {
   }
 }
 
-}  // namespace
-
-void AioApi::Impl::ShellRoute(const AioSandboxRef& ref, const std::string& rest,
-                              HttpRequest request, Reply reply) {
-  const size_t limit = options.shell_output_limit;
-  const std::string& method = request.method;
-  aio::Fields f(request.body);
-
-  if (rest == "sessions" && method == "GET") {
-    json sessions = json::object();
-    for (auto& s : List(ref.sandbox_id, SessionKind::kShell)) sessions[s->id()] = SessionInfo(*s);
-    return reply(Ok(json{{"sessions", sessions}}));
-  }
-  if (rest == "sessions" && method == "DELETE") {
-    for (auto& s : List(ref.sandbox_id, SessionKind::kShell)) {
-      Remove(ref.sandbox_id, SessionKind::kShell, s->id());
-    }
-    return reply(Ok(nullptr, "All sessions cleaned up"));
-  }
-  if (rest == "sessions/stats" && method == "GET") {
-    auto all = List(ref.sandbox_id, SessionKind::kShell);
-    size_t active = 0;
-    for (auto& s : all) active += s->busy() ? 1 : 0;
-    double max = static_cast<double>(options.max_sessions_per_sandbox);
-    return reply(Ok(json{{"total_sessions", all.size()},
-                         {"active_sessions", active},
-                         {"idle_sessions", all.size() - active},
-                         {"max_sessions", options.max_sessions_per_sandbox},
-                         {"session_timeout", 0},
-                         {"usage_ratio", max > 0 ? all.size() / max : 0.0}}));
-  }
-  if (rest.rfind("sessions/", 0) == 0 && method == "DELETE") {
-    std::string id = rest.substr(9);
-    if (!Remove(ref.sandbox_id, SessionKind::kShell, id)) return reply(aio::SessionNotFound());
-    return reply(Ok(nullptr, "Session " + id + " cleaned up"));
-  }
-  if (method != "POST") {
-    bool known = rest == "exec" || rest == "view" || rest == "wait" || rest == "kill" ||
-                 rest == "write" || rest == "sessions/create" || rest == "sessions/update";
-    return reply(known ? aio::MethodNotAllowed() : aio::RouteNotFound());
-  }
-
-  if (rest == "exec") {
-    auto command = f.String("command", true);
-    auto id = f.String("id");
-    auto exec_dir = f.String("exec_dir");
-    bool async = f.Bool("async_mode").value_or(false);
-    auto timeout = f.Number("timeout");
-    auto no_change = f.Number("no_change_timeout");
-    auto hard = f.Number("hard_timeout");
-    bool truncate = f.Bool("truncate").value_or(true);
-    (void)f.Bool("strict");
-    (void)f.Bool("preserve_symlinks");
-    RequirePositive(f, "timeout", timeout);
-    RequirePositive(f, "no_change_timeout", no_change);
-    RequirePositive(f, "hard_timeout", hard);
-    CheckId(f, "id", id);
-    CheckDir(f, exec_dir);
-    if (!f.ok()) return reply(f.Error());
-    std::shared_ptr<aio::ShellSession> session;
-    if (id && !id->empty()) {
-      session = Find(ref.sandbox_id, SessionKind::kShell, *id);
-      if (!session) return reply(aio::SessionNotFound());
-    } else {
-      aio::SessionOptions so;
-      so.no_change_timeout = options.default_no_change_timeout;
-      auto opened = Open(ref, SessionKind::kShell, "", so);
-      if (!opened) return reply(aio::Fail(opened.error().message()));
-      session = *opened;
-    }
-    aio::CommandRequest cr;
-    cr.command = *command;
-    cr.exec_dir = exec_dir;
-    cr.no_change_timeout = no_change;
-    cr.hard_timeout = hard;
-    auto cid = session->Submit(std::move(cr));
-    if (!cid) return reply(aio::Fail(cid.error().message()));
-    std::string sid = session->id();
-    if (async) {
-      CommandState st;
-      st.command = *command;
-      json r = CommandResult(sid, st, truncate, limit);
-      r["output"] = nullptr;
-      return reply(Ok(r, "Command started"));
-    }
-    auto deadline = timeout ? Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(
-                                                 std::min(*timeout, 1e9) * 1000))
-                            : aio::SteadyTime::max();
-    session->Await(*cid, deadline, [reply, sid, truncate, limit](const CommandState& st) {
-      reply(Ok(CommandResult(sid, st, truncate, limit)));
-    });
-    return;
-  }
-
-  if (rest == "sessions/create") {
-    auto id = f.String("id");
-    auto exec_dir = f.String("exec_dir");
-    auto no_change = f.Number("no_change_timeout");
-    (void)f.Bool("preserve_symlinks");
-    RequirePositive(f, "no_change_timeout", no_change);
-    CheckId(f, "id", id);
-    if (exec_dir) CheckDir(f, exec_dir);
-    if (!f.ok()) return reply(f.Error());
-    aio::SessionOptions so;
-    so.no_change_timeout = no_change.value_or(options.default_no_change_timeout);
-    so.workdir = exec_dir;
-    std::string want = id && !id->empty() ? *id : aio::RandomUuid();
-    auto opened = Open(ref, SessionKind::kShell, want, so);
-    if (!opened) return reply(aio::Fail(opened.error().message()));
-    std::string wd = exec_dir ? *exec_dir : (*opened)->working_dir();
-    return reply(Ok(json{{"session_id", (*opened)->id()},
-                         {"working_dir", wd.empty() ? "/mnt/user-data/workspace" : wd}},
-                    "Session created"));
-  }
-
-  // The rest name a session by "id".
+// "id": required, at most kMaxIdChars (view, wait, kill, write, sessions/update).
+std::optional<std::string> SessionIdField(aio::Fields& f) {
   auto id = f.String("id", true);
   CheckId(f, "id", id);
-  if (rest == "sessions/update") {
-    auto no_change = f.Number("no_change_timeout");
-    RequirePositive(f, "no_change_timeout", no_change);
-    if (!f.ok()) return reply(f.Error());
-    auto s = Find(ref.sandbox_id, SessionKind::kShell, *id);
-    if (!s) return reply(aio::SessionNotFound());
-    if (no_change) s->SetNoChangeTimeout(*no_change);
-    return reply(Ok(nullptr, "Session updated"));
+  return id;
+}
+
+}  // namespace
+
+void AioApi::Impl::ShellListSessions(Call& call, Reply reply) {
+  json sessions = json::object();
+  for (auto& s : List(call.ref.sandbox_id, SessionKind::kShell)) sessions[s->id()] = SessionInfo(*s);
+  reply(Ok(json{{"sessions", sessions}}));
+}
+
+void AioApi::Impl::ShellDeleteSessions(Call& call, Reply reply) {
+  for (auto& s : List(call.ref.sandbox_id, SessionKind::kShell)) {
+    Remove(call.ref.sandbox_id, SessionKind::kShell, s->id());
   }
-  if (rest == "view") {
-    if (!f.ok()) return reply(f.Error());
-    auto s = Find(ref.sandbox_id, SessionKind::kShell, *id);
-    if (!s) return reply(aio::SessionNotFound());
-    return reply(Ok(ViewResult(*s, limit)));
+  reply(Ok(nullptr, "All sessions cleaned up"));
+}
+
+void AioApi::Impl::ShellSessionStats(Call& call, Reply reply) {
+  auto all = List(call.ref.sandbox_id, SessionKind::kShell);
+  size_t active = 0;
+  for (auto& s : all) active += s->busy() ? 1 : 0;
+  double max = static_cast<double>(options.max_sessions_per_sandbox);
+  reply(Ok(json{{"total_sessions", all.size()},
+                {"active_sessions", active},
+                {"idle_sessions", all.size() - active},
+                {"max_sessions", options.max_sessions_per_sandbox},
+                {"session_timeout", 0},
+                {"usage_ratio", max > 0 ? all.size() / max : 0.0}}));
+}
+
+void AioApi::Impl::ShellDeleteSession(Call& call, Reply reply) {
+  const std::string& id = call.params.Get("id");
+  if (!Remove(call.ref.sandbox_id, SessionKind::kShell, id)) return reply(aio::SessionNotFound());
+  reply(Ok(nullptr, "Session " + id + " cleaned up"));
+}
+
+void AioApi::Impl::ShellExec(Call& call, Reply reply) {
+  const size_t limit = options.shell_output_limit;
+  aio::Fields f(call.request.body);
+  auto command = f.String("command", true);
+  auto id = f.String("id");
+  auto exec_dir = f.String("exec_dir");
+  bool async = f.Bool("async_mode").value_or(false);
+  auto timeout = f.Number("timeout");
+  auto no_change = f.Number("no_change_timeout");
+  auto hard = f.Number("hard_timeout");
+  bool truncate = f.Bool("truncate").value_or(true);
+  (void)f.Bool("strict");
+  (void)f.Bool("preserve_symlinks");
+  RequirePositive(f, "timeout", timeout);
+  RequirePositive(f, "no_change_timeout", no_change);
+  RequirePositive(f, "hard_timeout", hard);
+  CheckId(f, "id", id);
+  CheckDir(f, exec_dir);
+  if (!f.ok()) return reply(f.Error());
+  std::shared_ptr<aio::ShellSession> session;
+  if (id && !id->empty()) {
+    session = Find(call.ref.sandbox_id, SessionKind::kShell, *id);
+    if (!session) return reply(aio::SessionNotFound());
+  } else {
+    aio::SessionOptions so;
+    so.no_change_timeout = options.default_no_change_timeout;
+    auto opened = Open(call.ref, SessionKind::kShell, "", so);
+    if (!opened) return reply(aio::Fail(opened.error().message()));
+    session = *opened;
   }
-  if (rest == "wait") {
-    auto seconds = f.Number("seconds");
-    auto max_wait = f.Number("max_wait_seconds");
-    if (!f.ok()) return reply(f.Error());
-    auto s = Find(ref.sandbox_id, SessionKind::kShell, *id);
-    if (!s) return reply(aio::SessionNotFound());
-    double wait = std::clamp(max_wait.value_or(seconds.value_or(30)), 0.0, kMaxWaitSeconds);
-    auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(wait * 1000));
-    s->Await("", deadline, [reply](const CommandState& st) {
-      reply(Ok(json{{"status", st.exists ? aio::CmdStatusName(st.status) : "completed"},
-                    {"exit_code", OptInt(st.exit_code)}}));
-    });
-    return;
+  aio::CommandRequest cr;
+  cr.command = *command;
+  cr.exec_dir = exec_dir;
+  cr.no_change_timeout = no_change;
+  cr.hard_timeout = hard;
+  auto cid = session->Submit(std::move(cr));
+  if (!cid) return reply(aio::Fail(cid.error().message()));
+  std::string sid = session->id();
+  if (async) {
+    CommandState st;
+    st.command = *command;
+    json r = CommandResult(sid, st, truncate, limit);
+    r["output"] = nullptr;
+    return reply(Ok(r, "Command started"));
   }
-  if (rest == "kill") {
-    if (!f.ok()) return reply(f.Error());
-    auto s = Find(ref.sandbox_id, SessionKind::kShell, *id);
-    if (!s) return reply(aio::SessionNotFound());
-    s->KillRunning();
-    s->Await("", Clock::now() + std::chrono::seconds(10), [reply](const CommandState& st) {
-      json code = OptInt(st.exit_code);
-      reply(Ok(json{{"status", st.exists ? aio::CmdStatusName(st.status) : "completed"},
-                    {"exit_code", code},
-                    {"returncode", code}}));
-    });
-    return;
-  }
-  if (rest == "write") {
-    (void)f.String("input", true, true);
-    (void)f.Bool("press_enter");
-    if (!f.ok()) return reply(f.Error());
-    auto s = Find(ref.sandbox_id, SessionKind::kShell, *id);
-    if (!s) return reply(aio::SessionNotFound());
-    CommandState st = s->Latest();
-    return reply(aio::Fail(
-        "writing to a command's stdin is not supported: commands run with stdin at EOF",
-        json{{"status", st.exists ? aio::CmdStatusName(st.status) : "completed"}}));
-  }
-  reply(aio::RouteNotFound());
+  auto deadline = timeout ? Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(
+                                               std::min(*timeout, 1e9) * 1000))
+                          : aio::SteadyTime::max();
+  session->Await(*cid, deadline, [reply, sid, truncate, limit](const CommandState& st) {
+    reply(Ok(CommandResult(sid, st, truncate, limit)));
+  });
+}
+
+void AioApi::Impl::ShellCreateSession(Call& call, Reply reply) {
+  aio::Fields f(call.request.body);
+  auto id = f.String("id");
+  auto exec_dir = f.String("exec_dir");
+  auto no_change = f.Number("no_change_timeout");
+  (void)f.Bool("preserve_symlinks");
+  RequirePositive(f, "no_change_timeout", no_change);
+  CheckId(f, "id", id);
+  if (exec_dir) CheckDir(f, exec_dir);
+  if (!f.ok()) return reply(f.Error());
+  aio::SessionOptions so;
+  so.no_change_timeout = no_change.value_or(options.default_no_change_timeout);
+  so.workdir = exec_dir;
+  std::string want = id && !id->empty() ? *id : aio::RandomUuid();
+  auto opened = Open(call.ref, SessionKind::kShell, want, so);
+  if (!opened) return reply(aio::Fail(opened.error().message()));
+  std::string wd = exec_dir ? *exec_dir : (*opened)->working_dir();
+  reply(Ok(json{{"session_id", (*opened)->id()},
+                {"working_dir", wd.empty() ? "/mnt/user-data/workspace" : wd}},
+           "Session created"));
+}
+
+void AioApi::Impl::ShellUpdateSession(Call& call, Reply reply) {
+  aio::Fields f(call.request.body);
+  auto id = SessionIdField(f);
+  auto no_change = f.Number("no_change_timeout");
+  RequirePositive(f, "no_change_timeout", no_change);
+  if (!f.ok()) return reply(f.Error());
+  auto s = Find(call.ref.sandbox_id, SessionKind::kShell, *id);
+  if (!s) return reply(aio::SessionNotFound());
+  if (no_change) s->SetNoChangeTimeout(*no_change);
+  reply(Ok(nullptr, "Session updated"));
+}
+
+void AioApi::Impl::ShellView(Call& call, Reply reply) {
+  aio::Fields f(call.request.body);
+  auto id = SessionIdField(f);
+  if (!f.ok()) return reply(f.Error());
+  auto s = Find(call.ref.sandbox_id, SessionKind::kShell, *id);
+  if (!s) return reply(aio::SessionNotFound());
+  reply(Ok(ViewResult(*s, options.shell_output_limit)));
+}
+
+void AioApi::Impl::ShellWait(Call& call, Reply reply) {
+  aio::Fields f(call.request.body);
+  auto id = SessionIdField(f);
+  auto seconds = f.Number("seconds");
+  auto max_wait = f.Number("max_wait_seconds");
+  if (!f.ok()) return reply(f.Error());
+  auto s = Find(call.ref.sandbox_id, SessionKind::kShell, *id);
+  if (!s) return reply(aio::SessionNotFound());
+  double wait = std::clamp(max_wait.value_or(seconds.value_or(30)), 0.0, kMaxWaitSeconds);
+  auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(wait * 1000));
+  s->Await("", deadline, [reply](const CommandState& st) {
+    reply(Ok(json{{"status", st.exists ? aio::CmdStatusName(st.status) : "completed"},
+                  {"exit_code", OptInt(st.exit_code)}}));
+  });
+}
+
+void AioApi::Impl::ShellKill(Call& call, Reply reply) {
+  aio::Fields f(call.request.body);
+  auto id = SessionIdField(f);
+  if (!f.ok()) return reply(f.Error());
+  auto s = Find(call.ref.sandbox_id, SessionKind::kShell, *id);
+  if (!s) return reply(aio::SessionNotFound());
+  s->KillRunning();
+  s->Await("", Clock::now() + std::chrono::seconds(10), [reply](const CommandState& st) {
+    json code = OptInt(st.exit_code);
+    reply(Ok(json{{"status", st.exists ? aio::CmdStatusName(st.status) : "completed"},
+                  {"exit_code", code},
+                  {"returncode", code}}));
+  });
+}
+
+void AioApi::Impl::ShellWrite(Call& call, Reply reply) {
+  aio::Fields f(call.request.body);
+  auto id = SessionIdField(f);
+  (void)f.String("input", true, true);
+  (void)f.Bool("press_enter");
+  if (!f.ok()) return reply(f.Error());
+  auto s = Find(call.ref.sandbox_id, SessionKind::kShell, *id);
+  if (!s) return reply(aio::SessionNotFound());
+  CommandState st = s->Latest();
+  reply(aio::Fail("writing to a command's stdin is not supported: commands run with stdin at EOF",
+                  json{{"status", st.exists ? aio::CmdStatusName(st.status) : "completed"}}));
 }
 
 }  // namespace corral::server

@@ -19,16 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-HttpResponse MethodNotAllowed(const std::string& method) {
-  return ApiError{405, "method_not_allowed", method + " is not allowed here", "", {}}.ToResponse();
-}
-
-HttpResponse Unknown(const std::string& path) {
-  return ApiError{404, "not_found", "no route " + path + " (see /api/corral/v1/openapi.json)",
-                  "", {}}
-      .ToResponse();
-}
-
 // `corral inspect`: the ps/stats fields plus the whole spec.
 json InspectJson(const runtime::SandboxInfo& info) {
   json spec = json::parse(runtime::SpecToJson(info.record.spec));
@@ -42,21 +32,6 @@ json InspectJson(const runtime::SandboxInfo& info) {
 }
 
 }  // namespace
-
-std::vector<std::pair<std::string, std::string>> CorralApi::Routes() {
-  const std::string p = "/api/corral/v1";
-  return {{"GET", p + "/openapi.json"},
-          {"GET", p + "/sandboxes"},
-          {"POST", p + "/sandboxes"},
-          {"GET", p + "/sandboxes/{name}"},
-          {"DELETE", p + "/sandboxes/{name}"},
-          {"POST", p + "/sandboxes/{name}/exec"},
-          {"POST", p + "/sandboxes/{name}/code"},
-          {"GET", p + "/sandboxes/{name}/stats"},
-          {"GET", p + "/sandboxes/{name}/files"},
-          {"PUT", p + "/sandboxes/{name}/files"},
-          {"GET", p + "/sandboxes/{name}/ls"}};
-}
 
 CorralApi::CorralApi(CorralApiOptions options)
     : options_(std::move(options)), workers_(static_cast<size_t>(options_.workers)) {
@@ -100,54 +75,6 @@ void CorralApi::ReapChildren() {
     pid_t r = ::waitpid(*it, &status, WNOHANG);
     it = (r == *it || (r < 0 && errno == ECHILD)) ? children_.erase(it) : std::next(it);
   }
-}
-
-void CorralApi::Handle(HttpRequest request, Reply reply, std::string* route) {
-  const std::string prefix = kCorralApiPrefix;
-  const std::string rest = request.path.substr(std::min(prefix.size(), request.path.size()));
-  const std::string& method = request.method;
-  *route = "/api/corral/v1/*";
-  if (rest == "openapi.json") {
-    *route = "/api/corral/v1/openapi.json";
-    if (method != "GET") return reply(MethodNotAllowed(method));
-    HttpResponse r;
-    r.body = std::string(OpenApiDocument());
-    return reply(std::move(r));
-  }
-  if (rest == "sandboxes") {
-    *route = "/api/corral/v1/sandboxes";
-    if (method == "POST") return Create(request, std::move(reply));
-    if (method == "GET") return List(std::move(reply));
-    return reply(MethodNotAllowed(method));
-  }
-  if (rest.rfind("sandboxes/", 0) != 0) return reply(Unknown(request.path));
-  // sandboxes/{name}[/<action>]
-  const std::string tail = rest.substr(std::string("sandboxes/").size());
-  const size_t slash = tail.find('/');
-  const std::string name = tail.substr(0, slash);
-  const std::string action = slash == std::string::npos ? "" : tail.substr(slash + 1);
-  static const std::set<std::string> kActions = {"", "exec", "code", "stats", "files", "ls"};
-  if (kActions.count(action) == 0) return reply(Unknown(request.path));
-  *route = "/api/corral/v1/sandboxes/{name}" + (action.empty() ? "" : "/" + action);
-  if (std::string why = SandboxNameProblem(name); !why.empty()) {
-    return reply(ApiError{400, "invalid_field", "name: " + why, "name", {}}.ToResponse());
-  }
-  if (action.empty()) {
-    if (method == "GET") return Inspect(name, std::move(reply), false);
-    if (method == "DELETE") return Remove(name, std::move(reply));
-  } else if (action == "exec") {
-    if (method == "POST") return Exec(name, request, std::move(reply));
-  } else if (action == "code") {
-    if (method == "POST") return Code(name, request, std::move(reply));
-  } else if (action == "stats") {
-    if (method == "GET") return Inspect(name, std::move(reply), true);
-  } else if (action == "files") {
-    if (method == "GET") return ReadFile(name, request, std::move(reply));
-    if (method == "PUT") return WriteFile(name, std::move(request), std::move(reply));
-  } else if (action == "ls") {
-    if (method == "GET") return ListDir(name, request, std::move(reply));
-  }
-  reply(MethodNotAllowed(method));
 }
 
 void CorralApi::Create(const HttpRequest& request, Reply reply) {

@@ -38,6 +38,7 @@
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/spec.h"
 #include "server/http/message.h"
+#include "server/http/route_table.h"
 
 namespace corral::server {
 
@@ -69,12 +70,22 @@ class CorralApi {
   // route template, for metrics and the access log: "/api/corral/v1/sandboxes/{name}/exec".
   void Handle(HttpRequest request, Reply reply, std::string* route);
 
-  // Every (method, path template) served, for the OpenAPI coverage test.
+  // Every (method, path template) served, from the route table: for the OpenAPI test.
   static std::vector<std::pair<std::string, std::string>> Routes();
 
   int execs_running() const { return gate_->running.load(); }
 
  private:
+  // One call as a route's handler sees it: `name` is the {name} the route bound, already
+  // checked (SandboxNameProblem); empty for routes without one.
+  struct Call {
+    const std::string& name;
+    HttpRequest request;
+  };
+  using Handler = void (*)(CorralApi& api, Call& call, Reply reply);
+  // The routes below kCorralApiPrefix, declared once (routes.cc).
+  static const RouteTable<Handler>& Table();
+
   // Shared with the exec threads, which may outlive this object.
   struct Gate {
     std::mutex mu;

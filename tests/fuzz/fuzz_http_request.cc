@@ -1,7 +1,9 @@
 // The daemon's request handling before a sandbox is touched (server/): raw HTTP/1.1 bytes
 // through Boost.Beast's parser with the daemon's limits, then what corral's own code does
 // with the parts — percent-decoding the target, the route template that logs and metrics
-// use (it must never carry an id or any text of the request), the Host check, and the
+// use (it must never carry an id or any text of the request), the route table's matching
+// (what a {name} binds is one non-empty segment of the path, a {name...} its non-empty
+// rest, and the 404/405 decision agrees with the patterns), the Host check, and the
 // provisioner's create-body validation (a body it accepts must hold valid ids).
 #include <boost/beast/http.hpp>
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include "server/http/listen_address.h"
 #include "server/provisioner/provision_request.h"
 #include "server/http/request_text.h"
+#include "server/http/route_table.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
@@ -41,6 +44,48 @@ void CheckTemplate(const std::string& rest) {
       corral::fuzz::Fail("route template carries request text", rest + " -> " + tmpl);
     }
     start = end + 1;
+  }
+}
+
+// The router's own patterns (server/router.cc) and the AIO face's shapes, matched against
+// the decoded path: a bound value is a piece of the path, a {name} holds no '/', and a
+// match is found exactly when some pattern matches under the method.
+void CheckRouteTable(const std::string& method, const std::string& path) {
+  static const auto* table = [] {
+    auto* t = new RouteTable<int>;
+    t->Add("GET", "/health", 1)
+        .Add("GET", "/api/sandboxes", 2)
+        .Add("GET", "/api/sandboxes/{id...}", 3)
+        .Add("DELETE", "/api/sandboxes/{id...}", 4)
+        .Add("*", "/api/corral/v1/{rest...}", 5)
+        .Add("POST", "/api/corral/v1/sandboxes/{name}/exec", 6)
+        .Add("DELETE", "/sandboxes/{id}/v1/shell/sessions/{session}", 7)
+        .Add("*", "/sandboxes/{id}/{token}/{rest...}", 8);
+    return t;
+  }();
+  auto match = table->Find(method, path);
+  bool any_pattern = false, any_method = false;
+  for (const auto& route : table->routes()) {
+    PathParams params;
+    if (!MatchRoutePattern(route.pattern, path, &params)) continue;
+    any_pattern = true;
+    any_method = any_method || route.method == "*" || route.method == method;
+  }
+  const bool found = match.outcome == RouteOutcome::kFound;
+  if (found != any_method || (match.outcome == RouteOutcome::kNotFound) == any_pattern) {
+    corral::fuzz::Fail("route outcome disagrees with the patterns", method + " " + path);
+  }
+  if (!found) return;
+  for (const char* name : {"id", "token", "name", "session", "rest"}) {
+    const std::string& value = match.params.Get(name);
+    if (value.empty()) continue;
+    if (path.find(value) == std::string::npos) {
+      corral::fuzz::Fail("a route parameter is not a piece of the path", path + " " + name);
+    }
+    const bool tail = std::string(name) == "rest" || match.pattern.find("{id...}") != std::string::npos;
+    if (!tail && value.find('/') != std::string::npos) {
+      corral::fuzz::Fail("a {name} parameter spans segments", path + " " + name);
+    }
   }
 }
 
@@ -89,6 +134,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string path = PercentDecode(target.substr(0, target.find('?')), false);
   (void)host_check->Accepts(std::string(req[http::field::host]));
   CheckTemplate(path);
+  CheckRouteTable(std::string(req.method_string()), path);
   const std::string prefix = "/sandboxes/";
   if (path.rfind(prefix, 0) == 0) CheckTemplate(path.substr(prefix.size()));
   if (parser.is_done()) CheckCreateBody(req.body());

@@ -190,6 +190,29 @@ TEST_F(ServeTest, HostHeaderMustNameTheServer) {
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/h1").status, 200);
 }
 
+// Every face takes 404 and 405 from its route table (server/http/route_table.h): another
+// method on a known path is a 405 whose Allow header names the methods the path takes.
+TEST_F(ServeTest, AnotherMethodOnAKnownPathIs405NamingTheAllowedOnes) {
+  StartDaemon(Config());
+  struct Case {
+    std::string method, path, allow;
+  };
+  for (const Case& c : std::vector<Case>{{"PATCH", "/api/sandboxes", "POST, GET"},
+                                         {"DELETE", "/health", "GET"},
+                                         {"POST", "/metrics", "GET"},
+                                         {"PUT", "/api/capabilities", "GET"},
+                                         {"PATCH", "/api/corral/v1/sandboxes/m1", "GET, DELETE"},
+                                         {"DELETE", "/api/corral/v1/sandboxes", "GET, POST"}}) {
+    auto a = Curl(c.method, Url(c.path), "", {}, true, {"-i"});
+    EXPECT_EQ(a.status, 405) << c.method << " " << c.path << "\n" << a.body;
+    EXPECT_NE(a.body.find("Allow: " + c.allow + "\r\n"), std::string::npos)
+        << c.method << " " << c.path << "\n" << a.body;
+  }
+  EXPECT_EQ(Api("GET", "/api/sandboxes/").status, 404) << "no id: no route";
+  EXPECT_EQ(Api("GET", "/api/corral/v1/nothing").status, 404);
+  EXPECT_EQ(Api("GET", "/healthz").status, 404);
+}
+
 TEST_F(ServeTest, BadIdsAndBodiesAreRefusedClearly) {
   StartDaemon(Config());
   for (const std::string& path : std::vector<std::string>{

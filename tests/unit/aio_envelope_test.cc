@@ -124,6 +124,17 @@ TEST(AioDispatch, RoutesMethodsAndValidationNeedNoSandbox) {
   EXPECT_EQ(Handle(api, "GET", "v1/nope", "").status, 404);
   EXPECT_EQ(Handle(api, "GET", "v2/sandbox", "").status, 404);
   EXPECT_EQ(Handle(api, "GET", "v1/shell/exec", "").status, 405);
+  // The route table (server/aio/routes.cc) decides 404 and 405, and names what is allowed.
+  HttpResponse refused = Handle(api, "GET", "v1/shell/sessions/create", "");
+  EXPECT_EQ(refused.status, 405);
+  ASSERT_EQ(refused.headers.size(), 1u);
+  EXPECT_EQ(refused.headers[0], (std::pair<std::string, std::string>{"Allow", "POST, DELETE"}));
+  EXPECT_EQ(Handle(api, "GET", "v1/file/nope", "").status, 404) << "unknown whatever the method";
+  EXPECT_EQ(Handle(api, "POST", "v1/bash/sessions//close", "").status, 404);
+  EXPECT_EQ(Body(Handle(api, "POST", "v1/bash/sessions/nope/close", ""))["message"],
+            "Session not found");
+  EXPECT_EQ(Body(Handle(api, "DELETE", "v1/shell/sessions/nope", ""))["message"],
+            "Session not found");
   EXPECT_EQ(Handle(api, "POST", "v1/shell/exec", "{").status, 422);
   EXPECT_EQ(Handle(api, "POST", "v1/bash/exec", "{\"command\": []}").status, 422);
   EXPECT_EQ(Handle(api, "POST", "v1/file/read", "{}").status, 422);

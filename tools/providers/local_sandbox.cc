@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "base/fd_pair.h"
 #include "base/unique_fd.h"
 
 extern char** environ;
@@ -111,14 +112,12 @@ struct HostRun {
 // exits (not when the pipes close: a backgrounded server keeps them open); on timeout the
 // whole process group is SIGKILLed.
 SbResult<HostRun> RunOnHost(const std::string& command, const EnvList& env, double timeout) {
-  int o[2], e[2];
-  if (::pipe2(o, O_CLOEXEC | O_NONBLOCK) != 0) return ErrorFromErrno(errno, "pipe");
-  if (::pipe2(e, O_CLOEXEC | O_NONBLOCK) != 0) {
-    ::close(o[0]);
-    ::close(o[1]);
-    return ErrorFromErrno(errno, "pipe");
-  }
-  UniqueFd out_r(o[0]), out_w(o[1]), err_r(e[0]), err_w(e[1]);
+  auto out_pipe = MakePipe(O_CLOEXEC | O_NONBLOCK);
+  if (!out_pipe) return ErrorFromErrno(out_pipe.error().sys_errno(), "pipe");
+  auto err_pipe = MakePipe(O_CLOEXEC | O_NONBLOCK);
+  if (!err_pipe) return ErrorFromErrno(err_pipe.error().sys_errno(), "pipe");
+  UniqueFd out_r = std::move(out_pipe->read), out_w = std::move(out_pipe->write);
+  UniqueFd err_r = std::move(err_pipe->read), err_w = std::move(err_pipe->write);
   std::vector<std::string> env_strings = HostEnv(env);
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());

@@ -88,9 +88,4 @@ class ProviderBase : public SandboxProvider {
   std::list<std::string> lru_;
 };
 
-// The provider `config.use` names. `jail_spec` is the base of every jail sandbox (limits,
-// seccomp, namespaces from the main config); the jail provider adds the thread's mounts.
-Result<std::unique_ptr<SandboxProvider>> MakeProvider(const ProviderConfig& config,
-                                                      const JailSpec& jail_spec);
-
 }  // namespace corral::runtime
