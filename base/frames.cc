@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/scm_rights.h"
+
 namespace corral {
 
 namespace {
@@ -49,17 +51,9 @@ Status SendFrames(int socket_fd, const std::vector<std::string_view>& bodies,
     iov.push_back({headers[i].data(), headers[i].size()});
     if (size > 0) iov.push_back({const_cast<char*>(bodies[i].data()), bodies[i].size()});
   }
-  alignas(cmsghdr) char control[CMSG_SPACE(kMaxFrameFds * sizeof(int))] = {};
+  FdControlBuffer<kMaxFrameFds> control;
   msghdr msg{};
-  if (!fds.empty()) {  // attached to the first byte
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
-    std::memcpy(CMSG_DATA(c), fds.data(), fds.size() * sizeof(int));
-  }
+  if (!fds.empty()) AttachFds(&msg, &control, fds.data(), fds.size());  // to the first byte
   // Everything in one sendmsg where the socket buffer takes it: each send wakes the peer.
   size_t first = 0;
   while (first < iov.size()) {
@@ -90,9 +84,8 @@ Result<std::string> ReceiveFrame(int socket_fd, std::vector<UniqueFd>* fds) {
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(kMaxFrameFds * sizeof(int))];
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  FdControlBuffer<kMaxFrameFds> control;
+  ExpectFds(&msg, &control);
   ssize_t n;
   do {
     n = ::recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC);
@@ -100,15 +93,10 @@ Result<std::string> ReceiveFrame(int socket_fd, std::vector<UniqueFd>* fds) {
   if (n < 0) return Error::FromErrno(errno, "socket: receive");
   if (n == 0) return Error(ErrorCode::kNotFound, "socket: closed");
   // Take ownership of whatever fds came, before anything can fail.
+  int raw[kMaxFrameFds];
   std::vector<UniqueFd> received;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      received.emplace_back(fd);
-    }
+  for (size_t i = 0, count = TakeReceivedFds(&msg, raw, kMaxFrameFds); i < count; ++i) {
+    received.emplace_back(raw[i]);
   }
   if ((msg.msg_flags & MSG_CTRUNC) != 0) {
     return Error(ErrorCode::kIo, "socket: too many descriptors in a frame");

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/scm_rights.h"
+
 namespace corral::jail {
 
 namespace {
@@ -77,20 +79,13 @@ Result<std::string> EncodeCommand(const DeferredCommand& c) {
 
 Status SendCommand(int socket_fd, const std::string& encoded, int stdin_fd, int stdout_fd,
                    int stderr_fd) {
-  int fds[3] = {stdin_fd, stdout_fd, stderr_fd};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)];
-  std::memset(control, 0, sizeof control);
+  const int fds[3] = {stdin_fd, stdout_fd, stderr_fd};
+  FdControlBuffer<3> control;
   iovec iov{const_cast<char*>(encoded.data()), encoded.size()};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof fds);
-  std::memcpy(CMSG_DATA(cm), fds, sizeof fds);
+  AttachFds(&msg, &control, fds, 3);
   ssize_t n;
   do {
     n = ::sendmsg(socket_fd, &msg, MSG_NOSIGNAL);
@@ -102,25 +97,24 @@ Status SendCommand(int socket_fd, const std::string& encoded, int stdin_fd, int 
 }
 
 bool ReceiveCommand(int socket_fd, CommandView* view, int fds[3]) {
-  alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))];
+  FdControlBuffer<3> control;
   iovec iov{g_buffer, kMaxDeferredCommandBytes};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  ExpectFds(&msg, &control);
   ssize_t n;
   do {
     n = ::recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
-  if (n < static_cast<ssize_t>(sizeof(Header)) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+  if (n < 0) return false;
+  // Taken before any check, so that a refused message leaves no descriptor open here.
+  const size_t received = TakeReceivedFds(&msg, fds, 3);
+  if (n < static_cast<ssize_t>(sizeof(Header)) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+      received != 3) {
+    for (size_t i = 0; i < received; ++i) ::close(fds[i]);
     return false;
   }
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  if (cm == nullptr || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(3 * sizeof(int))) {
-    return false;
-  }
-  std::memcpy(fds, CMSG_DATA(cm), 3 * sizeof(int));
   Header h;
   std::memcpy(&h, g_buffer, sizeof h);
   if (h.magic != kMagic || h.argc == 0 || h.argc > kMaxDeferredStrings ||

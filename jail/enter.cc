@@ -14,6 +14,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "base/scm_rights.h"
 #include "jail/child.h"
 #include "jail/command.h"
 #include "jail/hardening.h"
@@ -154,17 +155,11 @@ bool JoinExecCgroup(const EnterRequest& r, int setup_fd) {
   }
   int32_t child = static_cast<int32_t>(pid);
   iovec iov{&child, sizeof child};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  FdControlBuffer<1> control;
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cmsg), &pidfd, sizeof pidfd);
+  AttachFds(&msg, &control, &pidfd, 1);
   if (::sendmsg(handoff_fd, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof child)) {
     ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
     ReportSetupFailure(setup_fd, SetupStep::kEnter, errno, "hand the command's pidfd over");
@@ -178,22 +173,19 @@ bool JoinExecCgroup(const EnterRequest& r, int setup_fd) {
 bool ReceiveHandoff(int handoff_fd, pid_t* pid, UniqueFd* pidfd) {
   int32_t child = -1;
   iovec iov{&child, sizeof child};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  FdControlBuffer<1> control;
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  ExpectFds(&msg, &control);
   ssize_t n;
   do {
     n = ::recvmsg(handoff_fd, &msg, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
-  if (n != static_cast<ssize_t>(sizeof child)) return false;
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  if (cmsg == nullptr || cmsg->cmsg_type != SCM_RIGHTS) return false;
+  if (n < 0) return false;
   int fd = -1;
-  std::memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
-  pidfd->Reset(fd);
+  if (TakeReceivedFds(&msg, &fd, 1) == 1) pidfd->Reset(fd);
+  if (n != static_cast<ssize_t>(sizeof child) || !pidfd->valid()) return false;
   *pid = child;
   return true;
 }

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/scm_rights.h"
 #include "jail/hardening.h"
 #include "jail/setup_record.h"
 
@@ -27,18 +28,11 @@ namespace {
 bool SendFd(int socket, int fd) {
   char byte = 't';
   iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-  std::memset(control, 0, sizeof control);
+  FdControlBuffer<1> control;
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  AttachFds(&msg, &control, &fd, 1);
   ssize_t n;
   do {
     n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);

@@ -4,13 +4,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -19,10 +18,12 @@
 #include <memory>
 #include <optional>
 
+#include "base/fd_pair.h"
 #include "base/files.h"
 #include "base/unique_fd.h"
 #include "runtime/oci/oci_bundle.h"
 #include "runtime/oci/oci_runtime.h"
+#include "runtime/oci/runtime_process.h"
 #include "runtime/run/output_capture.h"
 #include "runtime/run/planner.h"
 #include "runtime/run/runtime_dir.h"
@@ -38,139 +39,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 std::atomic<int> g_counter{0};
-
-// argv prepared before fork: the children only exec it.
-struct Argv {
-  explicit Argv(std::vector<std::string> args) : storage(std::move(args)) {
-    for (auto& a : storage) pointers.push_back(a.data());
-    pointers.push_back(nullptr);
-  }
-  std::vector<std::string> storage;
-  std::vector<char*> pointers;
-};
-
-// Child side, after fork: stdio, the init's report pipe as fd 3 when there is one (`run
-// --preserve-fds 1` hands it to the container), the private mount namespace crun needs
-// here, signals back to their defaults (corral's SignalGuard blocks some), exec.
-// Async-signal-safe.
-[[noreturn]] void ExecRuntime(const OciRuntime& rt, const Argv& argv, int in, int out, int err,
-                              int init_report = -1) {
-  if ((in != 0 && ::dup2(in, 0) < 0) || (out != 1 && ::dup2(out, 1) < 0) ||
-      (err != 2 && ::dup2(err, 2) < 0)) {
-    ::_exit(126);
-  }
-  if (init_report >= 0) {
-    // dup2 onto itself would keep O_CLOEXEC; stdio (0-2) is already in place, so fd 3 is
-    // free to take.
-    if (init_report < kContainerReportFd) ::_exit(126);
-    if (init_report == kContainerReportFd ? ::fcntl(init_report, F_SETFD, 0) != 0
-                                          : ::dup2(init_report, kContainerReportFd) < 0) {
-      ::_exit(126);
-    }
-  }
-  if (rt.hide_unified_cgroup && HideUnifiedCgroup() != 0) {
-    static const char kMsg[] = "corral: could not hide /sys/fs/cgroup/unified from crun\n";
-    (void)!::write(2, kMsg, sizeof kMsg - 1);
-    ::_exit(126);
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::execv(argv.pointers[0], argv.pointers.data());
-  ::_exit(127);
-}
-
-// One short runtime command (kill, delete): its exit status; its stderr into *err_text.
-int RuntimeCommand(const OciRuntime& rt, const std::vector<std::string>& args,
-                   std::string* err_text = nullptr) {
-  Argv argv(RuntimeArgv(rt, args));
-  int pipefd[2];
-  if (::pipe2(pipefd, O_CLOEXEC) != 0) return -1;
-  UniqueFd r(pipefd[0]), w(pipefd[1]);
-  UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
-  pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) ExecRuntime(rt, argv, devnull.get(), devnull.get(), w.get());
-  w.Reset();
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(r.get(), buf, sizeof buf)) != 0) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    if (err_text != nullptr && err_text->size() < 65536) err_text->append(buf, n);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// What the keeper tells corral: one record, 8 bytes.
-enum KeeperKind : int32_t {
-  kExited = 0,         // value: the container init's wait status
-  kRuntimeFailed = 1,  // value: the runtime's own wait status (`run` failed)
-  kKeeperFailed = 2,   // value: an errno
-};
-struct KeeperRecord {
-  int32_t kind;
-  int32_t value;
-};
-
-void Report(int fd, int32_t kind, int32_t value) {
-  KeeperRecord rec{kind, value};
-  (void)!::write(fd, &rec, sizeof rec);
-}
-
-// The keeper (a forked child; async-signal-safe only, corral may have threads).
-[[noreturn]] void Keeper(const OciRuntime& rt, const Argv& run, const char* pid_file,
-                         int in, int out, int err, int init_report, int report) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
-    Report(report, kKeeperFailed, errno);
-    ::_exit(0);
-  }
-  pid_t runtime = ::fork();
-  if (runtime < 0) {
-    Report(report, kKeeperFailed, errno);
-    ::_exit(0);
-  }
-  if (runtime == 0) ExecRuntime(rt, run, in, out, err, init_report);
-  // The command's stdio and the init's report pipe are the container's now: hold no copy
-  // (EOF must mean it is done).
-  ::close(out);
-  ::close(err);
-  ::close(init_report);
-  int status = 0;
-  while (::waitpid(runtime, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    Report(report, kRuntimeFailed, status);
-    ::_exit(0);
-  }
-  char buf[32] = {};
-  int fd = ::open(pid_file, O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? ::read(fd, buf, sizeof buf - 1) : -1;
-  if (fd >= 0) ::close(fd);
-  pid_t pid = 0;
-  for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; ++i) pid = pid * 10 + (buf[i] - '0');
-  if (pid <= 0) {
-    Report(report, kKeeperFailed, ESRCH);
-    ::_exit(0);
-  }
-  // The init is ours now (re-parented: we are the nearest subreaper); anything else that
-  // lands here (a runtime helper) is reaped on the way.
-  for (;;) {
-    pid_t w = ::waitpid(-1, &status, 0);
-    if (w == pid) {
-      Report(report, kExited, status);
-      ::_exit(0);
-    }
-    if (w < 0 && errno != EINTR) {
-      Report(report, kKeeperFailed, errno);
-      ::_exit(0);
-    }
-  }
-}
 
 std::string CgroupsPathFor(const JailSpec& spec, const std::string& id) {
   std::string parent = spec.cgroups.parent;
@@ -271,36 +139,6 @@ class ContainerCleanup {
   bool done_ = false;
 };
 
-void FillStatus(const LimitsSpec& limits, int wait_status, bool timed_out,
-                const ContainerStats& stats, RunOutcome* o) {
-  if (WIFEXITED(wait_status)) {
-    o->status = RunStatus::kExited;
-    o->exit_code = WEXITSTATUS(wait_status);
-  } else if (WIFSIGNALED(wait_status)) {
-    o->status = RunStatus::kSignaled;
-    o->signal = WTERMSIG(wait_status);
-  }
-  const double cpu_ms = o->cpu_user_ms + o->cpu_system_ms;
-  if (timed_out) {
-    o->status = RunStatus::kTimedOut;
-    o->limit = LimitKind::kWallTime;
-  } else if (stats.oom_kills > 0 && o->status == RunStatus::kSignaled) {
-    o->status = RunStatus::kOomKilled;
-    o->limit = LimitKind::kMemory;
-  } else if (o->signal == SIGXCPU || (o->signal == SIGKILL && limits.cpu_time_seconds &&
-                                      cpu_ms >= *limits.cpu_time_seconds * 1000.0)) {
-    o->limit = LimitKind::kCpuTime;
-  } else if (o->signal == SIGXFSZ) {
-    o->limit = LimitKind::kFileSize;
-  } else if (stats.oom_kills > 0) {
-    o->limit = LimitKind::kMemory;
-  } else if (stats.pids_limit_hit) {
-    o->limit = LimitKind::kPids;
-  } else if (o->stdout_stream.dropped_bytes > 0 || o->stderr_stream.dropped_bytes > 0) {
-    o->limit = LimitKind::kOutput;
-  }
-}
-
 // The runtime refused to start the container: its message as the setup error. A command
 // that is not there is ENOENT at execve, as in process mode (exit code 127).
 void FillStartFailure(const OciRuntime& rt, int runtime_status, RunOutcome* o) {
@@ -350,6 +188,239 @@ void FillExecFailure(const std::string& argv0, int err, RunOutcome* o) {
   o->setup_error = jail::SetupFailure{jail::SetupStep::kExecve, err, "execve " + argv0};
 }
 
+// Where one container run lives on the host.
+struct ContainerPlace {
+  std::string id;            // "corral-<pid>-<n>"
+  std::string bundle;        // <runtime dir>/oci/<id>
+  std::string cgroups_path;  // /<cgroups.parent>/<id>
+};
+
+// A fresh id and its empty bundle directory.
+Result<ContainerPlace> MakeContainerPlace(const JailSpec& spec) {
+  ContainerPlace place;
+  place.id = "corral-" + std::to_string(::getpid()) + "-" + std::to_string(g_counter.fetch_add(1));
+  const std::string oci_dir = RuntimeDir() + "/oci";
+  std::error_code ec;
+  fs::create_directories(oci_dir, ec);
+  if (ec) return Error(ErrorCode::kIo, "mkdir " + oci_dir + ": " + ec.message());
+  place.bundle = oci_dir + "/" + place.id;
+  if (::mkdir(place.bundle.c_str(), 0700) != 0) {
+    return Error::FromErrno(errno, "mkdir " + place.bundle);
+  }
+  place.cgroups_path = CgroupsPathFor(spec, place.id);
+  return place;
+}
+
+// The descriptors of one run, all owned here: the command's output pipes (when it is
+// captured), the keeper's record and corral-init's report.
+struct ContainerPipes {
+  UniqueFd devnull;
+  std::optional<Pipe> out, err;  // capture_output only
+  Pipe keeper_report;            // one KeeperRecord
+  Pipe init_report;              // corral-init's InitReport, from inside the container
+  KeeperFds KeeperSide(const RunOptions& options) const {
+    return {options.pass_stdin ? options.stdin_fd : devnull.get(),
+            out ? out->write.get() : options.stdout_fd,
+            err ? err->write.get() : options.stderr_fd, init_report.write.get(),
+            keeper_report.write.get()};
+  }
+  // Once the keeper has its copies: EOF on a read end must mean the writer is done.
+  void CloseKeeperSide() {
+    if (out) out->write.Reset();
+    if (err) err->write.Reset();
+    keeper_report.write.Reset();
+    init_report.write.Reset();
+  }
+};
+
+Result<ContainerPipes> MakeContainerPipes(const RunOptions& options) {
+  ContainerPipes p;
+  p.devnull.Reset(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (options.capture_output) {
+    ASSIGN_OR_RETURN(p.out, MakePipe());
+    ASSIGN_OR_RETURN(p.err, MakePipe());
+  }
+  ASSIGN_OR_RETURN(p.keeper_report, MakePipe());
+  // Read once the init is gone, whether or not it wrote: never block on it.
+  ASSIGN_OR_RETURN(p.init_report, MakePipe(O_CLOEXEC | O_NONBLOCK));
+  return p;
+}
+
+// Step 3 of container_run.h: from the keeper's start to its record, drains the output
+// under the caps and turns the wall clock and corral's stop signals into runtime kills.
+class ContainerWatch {
+ public:
+  ContainerWatch(const OciRuntime& rt, const JailSpec& spec, const std::string& id,
+                 int stop_fd, bool stop_fd_is_interrupt_pipe)
+      : rt_(rt), limits_(spec.limits), id_(id), pid_namespace_(spec.namespaces.pid),
+        stop_fd_(stop_fd), stop_fd_is_interrupt_pipe_(stop_fd_is_interrupt_pipe) {}
+
+  Result<KeeperRecord> Run(ContainerPipes& pipes, OutputCapture& out, OutputCapture& err) {
+    UniqueFd* out_r = pipes.out ? &pipes.out->read : nullptr;
+    UniqueFd* err_r = pipes.err ? &pipes.err->read : nullptr;
+    while (!record_) {
+      pollfd fds[4];
+      int n = 0;
+      fds[n++] = {pipes.keeper_report.read.get(), POLLIN, 0};
+      fds[n++] = {stop_fd_, POLLIN, 0};
+      const int out_i = out_r && out_r->valid() ? n : -1;
+      if (out_i >= 0) fds[n++] = {out_r->get(), POLLIN, 0};
+      const int err_i = err_r && err_r->valid() ? n : -1;
+      if (err_i >= 0) fds[n++] = {err_r->get(), POLLIN, 0};
+      int ready = ::poll(fds, n, PollMs());
+      if (ready < 0 && errno != EINTR) return Error::FromErrno(errno, "poll");
+      if (ready > 0) {
+        if (out_i >= 0 && (fds[out_i].revents & (POLLIN | POLLHUP))) DrainOnce(*out_r, out);
+        if (err_i >= 0 && (fds[err_i].revents & (POLLIN | POLLHUP))) DrainOnce(*err_r, err);
+        if (fds[1].revents & (POLLIN | POLLHUP)) OnStopSignal();
+        if (fds[0].revents & (POLLIN | POLLHUP)) ReadRecord(pipes.keeper_report.read.get());
+      }
+      if (record_) break;
+      AdvanceClock();
+      SendPendingKill();
+    }
+    return *record_;
+  }
+
+  // The runtime's kill command for the whole container (`--all` without a PID namespace,
+  // where the init's end does not end the rest).
+  std::vector<std::string> KillArgs(const char* sig) const {
+    std::vector<std::string> a{"kill"};
+    if (!pid_namespace_) a.push_back("--all");
+    a.push_back(id_);
+    a.push_back(sig);
+    return a;
+  }
+
+  bool timed_out() const { return timed_out_; }
+  std::optional<int> interrupted_by() const { return interrupted_by_; }
+  double wall_ms() const { return MsSince(start_); }
+
+ private:
+  double TimeoutMs() const { return limits_.timeout_seconds * 1000.0; }
+
+  int PollMs() const {
+    if (TimeoutMs() <= 0 || timed_out_) return 100;
+    return static_cast<int>(std::min<double>(std::max<double>(TimeoutMs() - wall_ms(), 0), 1000));
+  }
+
+  // SIGINT/SIGTERM/SIGHUP to corral (or a byte on the caller's interrupt pipe): kill now.
+  void OnStopSignal() {
+    int sig = SIGHUP;
+    if (stop_fd_is_interrupt_pipe_) {
+      unsigned char b = 0;
+      if (::read(stop_fd_, &b, 1) == 1) sig = b;
+    } else {
+      signalfd_siginfo si{};
+      if (::read(stop_fd_, &si, sizeof si) == sizeof si) sig = static_cast<int>(si.ssi_signo);
+    }
+    if (!interrupted_by_) interrupted_by_ = sig;
+    pending_kill_ = "KILL";
+  }
+
+  void ReadRecord(int fd) {
+    ssize_t got = ::read(fd, reinterpret_cast<char*>(&partial_) + partial_bytes_,
+                         sizeof partial_ - partial_bytes_);
+    if (got > 0) partial_bytes_ += static_cast<size_t>(got);
+    if (partial_bytes_ == sizeof partial_) {
+      record_ = partial_;
+    } else if (got == 0) {
+      record_ = KeeperRecord{kKeeperFailed, EPIPE};  // the keeper died without a word
+    }
+  }
+
+  // The wall clock: TERM at the timeout, KILL once limits.kill_grace_seconds have passed
+  // since the TERM was delivered.
+  void AdvanceClock() {
+    if (TimeoutMs() > 0 && !timed_out_ && wall_ms() >= TimeoutMs()) {
+      timed_out_ = true;
+      pending_kill_ = "TERM";
+      term_sent_ = false;
+    }
+    if (timed_out_ && term_sent_ && pending_kill_ == nullptr &&
+        std::chrono::duration<double>(Clock::now() - term_sent_at_).count() >=
+            limits_.kill_grace_seconds) {
+      pending_kill_ = "KILL";
+    }
+  }
+
+  void SendPendingKill() {
+    if (pending_kill_ == nullptr) return;
+    // Fails while the runtime is still creating the container: tried again next round.
+    if (RuntimeCommand(rt_, KillArgs(pending_kill_)) != 0) return;
+    if (std::strcmp(pending_kill_, "TERM") == 0) {
+      term_sent_ = true;
+      term_sent_at_ = Clock::now();
+    }
+    pending_kill_ = nullptr;
+  }
+
+  const OciRuntime& rt_;
+  const LimitsSpec& limits_;
+  const std::string& id_;
+  const bool pid_namespace_;
+  const int stop_fd_;
+  const bool stop_fd_is_interrupt_pipe_;
+  const Clock::time_point start_ = Clock::now();
+
+  bool timed_out_ = false;
+  const char* pending_kill_ = nullptr;  // a signal asked for, not yet delivered
+  bool term_sent_ = false;
+  Clock::time_point term_sent_at_{};
+  std::optional<int> interrupted_by_;
+  std::optional<KeeperRecord> record_;
+  KeeperRecord partial_{};
+  size_t partial_bytes_ = 0;
+};
+
+// The output's last bytes once the keeper has reported (at most 2 s).
+void DrainRest(ContainerPipes& pipes, OutputCapture& out, OutputCapture& err) {
+  const auto until = Clock::now() + std::chrono::seconds(2);
+  for (auto [pipe, capture] : {std::pair{&pipes.out, &out}, std::pair{&pipes.err, &err}}) {
+    while (*pipe && (*pipe)->read.valid() && Clock::now() < until) {
+      pollfd p{(*pipe)->read.get(), POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      DrainOnce((*pipe)->read, *capture);
+    }
+  }
+}
+
+// The outcome from the keeper's record, corral-init's report and the cgroup's figures.
+Result<RunOutcome> FinishOutcome(const JailSpec& spec, const OciRuntime& rt,
+                                 const KeeperRecord& record, bool timed_out,
+                                 const ContainerStats& stats, int init_report,
+                                 RunOutcome outcome) {
+  outcome.memory_peak_bytes = stats.memory_peak;
+  outcome.cpu_user_ms = stats.cpu_user_ms.value_or(0);
+  outcome.cpu_system_ms = stats.cpu_system_ms.value_or(0);
+  switch (record.kind) {
+    case kExited:
+      // The init is gone, so what it reported is in the pipe. Without a report (the init
+      // itself was killed: the SIGKILL after the grace, which ended the command with it)
+      // the init's own status is the command's.
+      if (std::optional<InitReport> r = ReadInitReport(init_report);
+          r && r->kind == kInitExecErrno) {
+        FillExecFailure(spec.argv.empty() ? std::string() : spec.argv[0], r->value, &outcome);
+      } else {
+        ClassifyEnd(r ? r->value : record.value,
+                    EndEvidence{timed_out, stats.oom_kills, stats.pids_limit_hit,
+                                spec.limits.cpu_time_seconds},
+                    &outcome);
+      }
+      return outcome;
+    case kRuntimeFailed:
+      FillStartFailure(rt, record.value, &outcome);
+      if (timed_out) {
+        outcome.status = RunStatus::kTimedOut;
+        outcome.limit = LimitKind::kWallTime;
+      }
+      return outcome;
+    default:
+      return Error(ErrorCode::kSetupFailed, "mode container: corral's keeper of " + rt.name +
+                                                " failed: " + std::strerror(record.value));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> CgroupDirsOf(const std::string& cgroups_path) {
@@ -384,61 +455,26 @@ Result<RunOutcome> RunContainer(const JailSpec& spec, const RunOptions& options)
   }
   RETURN_IF_ERROR(PrepareHostDirs(spec));
 
-  const std::string id =
-      "corral-" + std::to_string(::getpid()) + "-" + std::to_string(g_counter.fetch_add(1));
-  const std::string oci_dir = RuntimeDir() + "/oci";
-  std::error_code ec;
-  fs::create_directories(oci_dir, ec);
-  if (ec) return Error(ErrorCode::kIo, "mkdir " + oci_dir + ": " + ec.message());
-  const std::string bundle = oci_dir + "/" + id;
-  if (::mkdir(bundle.c_str(), 0700) != 0) return Error::FromErrno(errno, "mkdir " + bundle);
-  const std::string cgroups_path = CgroupsPathFor(spec, id);
-  ContainerCleanup cleanup(rt, id, bundle, cgroups_path);
-  RETURN_IF_ERROR(WriteBundle(spec, bundle, cgroups_path, init->path));
-
-  // The command's stdio.
-  UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
-  UniqueFd out_r, out_w, err_r, err_w;
-  if (options.capture_output) {
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe2");
-    out_r.Reset(p[0]);
-    out_w.Reset(p[1]);
-    if (::pipe2(p, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe2");
-    err_r.Reset(p[0]);
-    err_w.Reset(p[1]);
-  }
-  const int in_fd = options.pass_stdin ? options.stdin_fd : devnull.get();
-  const int cmd_out = options.capture_output ? out_w.get() : options.stdout_fd;
-  const int cmd_err = options.capture_output ? err_w.get() : options.stderr_fd;
-  int rp[2];
-  if (::pipe2(rp, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe2");
-  UniqueFd report_r(rp[0]), report_w(rp[1]);
-  // corral-init's report of the command's end (InitReport below), from inside the container.
-  if (::pipe2(rp, O_CLOEXEC | O_NONBLOCK) != 0) return Error::FromErrno(errno, "pipe2");
-  UniqueFd init_report_r(rp[0]), init_report_w(rp[1]);
-
+  // Step 1: the bundle, removed with the container on every path from here on.
+  ASSIGN_OR_RETURN(ContainerPlace place, MakeContainerPlace(spec));
+  ContainerCleanup cleanup(rt, place.id, place.bundle, place.cgroups_path);
+  RETURN_IF_ERROR(WriteBundle(spec, place.bundle, place.cgroups_path, init->path));
+  ASSIGN_OR_RETURN(ContainerPipes pipes, MakeContainerPipes(options));
   std::unique_ptr<SignalGuard> guard;
   if (options.interrupt_fd < 0) guard = std::make_unique<SignalGuard>();
   const int stop_fd = options.interrupt_fd >= 0 ? options.interrupt_fd : guard->fd();
 
-  const std::string pid_file = bundle + "/container.pid";
+  // Step 2: the keeper starts the container.
+  const std::string pid_file = place.bundle + "/container.pid";
   Argv run(RuntimeArgv(rt, {"run", "--detach", "--preserve-fds", "1", "--pid-file", pid_file,
-                            "--bundle", bundle, id}));
-  const auto start = Clock::now();
+                            "--bundle", place.bundle, place.id}));
+  ContainerWatch watch(rt, spec, place.id, stop_fd, options.interrupt_fd >= 0);
   pid_t keeper = ::fork();
   if (keeper < 0) return Error::FromErrno(errno, "fork");
-  if (keeper == 0) {
-    // The keeper's own copies of the read ends would not hurt, but the output it must
-    // not hold is closed inside Keeper once the runtime has it.
-    Keeper(rt, run, pid_file.c_str(), in_fd, cmd_out, cmd_err, init_report_w.get(),
-           report_w.get());
-  }
-  out_w.Reset();
-  err_w.Reset();
-  report_w.Reset();
-  init_report_w.Reset();
+  if (keeper == 0) Keeper(rt, run, pid_file.c_str(), pipes.KeeperSide(options));
+  pipes.CloseKeeperSide();
 
+  // Step 3: watch it to its end.
   RunOutcome outcome;
   outcome.oci_runtime = rt.name;
   outcome.captured = options.capture_output;
@@ -446,141 +482,24 @@ Result<RunOutcome> RunContainer(const JailSpec& spec, const RunOptions& options)
                                      "mode container: the OCI runtime applies no Landlock"};
   outcome.warnings = WeakenedIsolation(spec);
   OutputCapture out(spec.limits.output_limit_bytes), err(spec.limits.output_limit_bytes);
-
-  const double timeout_ms = spec.limits.timeout_seconds * 1000.0;
-  const std::vector<std::string> kill_all =
-      spec.namespaces.pid ? std::vector<std::string>{"kill"} : std::vector<std::string>{"kill", "--all"};
-  auto kill_args = [&](const char* sig) {
-    std::vector<std::string> a = kill_all;
-    a.push_back(id);
-    a.push_back(sig);
-    return a;
-  };
-  bool timed_out = false;
-  const char* pending_kill = nullptr;  // a signal asked for, not yet delivered
-  bool term_sent = false;
-  Clock::time_point term_sent_at{};
-  std::optional<KeeperRecord> record;
-  KeeperRecord partial{};
-  size_t partial_bytes = 0;
-
-  while (!record) {
-    double waited = MsSince(start);
-    int poll_ms = 100;
-    if (timeout_ms > 0 && !timed_out) {
-      poll_ms = static_cast<int>(std::min<double>(std::max<double>(timeout_ms - waited, 0), 1000));
-    }
-    pollfd fds[4];
-    int n = 0;
-    fds[n++] = {report_r.get(), POLLIN, 0};
-    fds[n++] = {stop_fd, POLLIN, 0};
-    const int out_i = out_r.valid() ? n : -1;
-    if (out_r.valid()) fds[n++] = {out_r.get(), POLLIN, 0};
-    const int err_i = err_r.valid() ? n : -1;
-    if (err_r.valid()) fds[n++] = {err_r.get(), POLLIN, 0};
-    int ready = ::poll(fds, n, poll_ms);
-    if (ready < 0 && errno != EINTR) return Error::FromErrno(errno, "poll");
-    if (ready > 0) {
-      if (out_i >= 0 && (fds[out_i].revents & (POLLIN | POLLHUP))) DrainOnce(out_r, out);
-      if (err_i >= 0 && (fds[err_i].revents & (POLLIN | POLLHUP))) DrainOnce(err_r, err);
-      if (fds[1].revents & (POLLIN | POLLHUP)) {
-        int sig = SIGHUP;
-        if (options.interrupt_fd >= 0) {
-          unsigned char b = 0;
-          if (::read(stop_fd, &b, 1) == 1) sig = b;
-        } else {
-          signalfd_siginfo si{};
-          if (::read(stop_fd, &si, sizeof si) == sizeof si) sig = static_cast<int>(si.ssi_signo);
-        }
-        if (!outcome.interrupted_by) outcome.interrupted_by = sig;
-        pending_kill = "KILL";
-      }
-      if (fds[0].revents & (POLLIN | POLLHUP)) {
-        ssize_t got = ::read(report_r.get(), reinterpret_cast<char*>(&partial) + partial_bytes,
-                             sizeof partial - partial_bytes);
-        if (got > 0) partial_bytes += static_cast<size_t>(got);
-        if (partial_bytes == sizeof partial) {
-          record = partial;
-        } else if (got == 0) {
-          record = KeeperRecord{kKeeperFailed, EPIPE};  // the keeper died without a word
-        }
-      }
-    }
-    if (record) break;
-    if (timeout_ms > 0 && !timed_out && MsSince(start) >= timeout_ms) {
-      timed_out = true;
-      pending_kill = "TERM";
-      term_sent = false;
-    }
-    if (timed_out && term_sent && pending_kill == nullptr &&
-        std::chrono::duration<double>(Clock::now() - term_sent_at).count() >=
-            spec.limits.kill_grace_seconds) {
-      pending_kill = "KILL";
-    }
-    if (pending_kill != nullptr) {
-      // Fails while the runtime is still creating the container: tried again next round.
-      if (RuntimeCommand(rt, kill_args(pending_kill)) == 0) {
-        if (std::strcmp(pending_kill, "TERM") == 0) {
-          term_sent = true;
-          term_sent_at = Clock::now();
-        }
-        pending_kill = nullptr;
-      }
-    }
-  }
-  outcome.wall_ms = MsSince(start);
-
-  // The output's last bytes: the init is gone, and with it (PID namespace) everything in
-  // the container; without one, stragglers are killed through the runtime first.
-  if (!spec.namespaces.pid && record->kind == kExited) RuntimeCommand(rt, kill_args("KILL"));
-  const auto drain_until = Clock::now() + std::chrono::seconds(2);
-  while ((out_r.valid() || err_r.valid()) && Clock::now() < drain_until) {
-    pollfd fds[2];
-    int n = 0;
-    if (out_r.valid()) fds[n++] = {out_r.get(), POLLIN, 0};
-    if (err_r.valid()) fds[n++] = {err_r.get(), POLLIN, 0};
-    if (::poll(fds, n, 100) <= 0) continue;
-    if (out_r.valid() && (fds[0].revents & (POLLIN | POLLHUP))) DrainOnce(out_r, out);
-    int ei = out_r.valid() ? 1 : 0;
-    if (err_r.valid() && ei < n && (fds[ei].revents & (POLLIN | POLLHUP))) DrainOnce(err_r, err);
-  }
+  ASSIGN_OR_RETURN(KeeperRecord record, watch.Run(pipes, out, err));
+  outcome.wall_ms = watch.wall_ms();
+  outcome.interrupted_by = watch.interrupted_by();
+  // The init is gone, and with it (PID namespace) everything in the container; without
+  // one, stragglers are killed through the runtime before the output's last bytes.
+  if (!spec.namespaces.pid && record.kind == kExited) RuntimeCommand(rt, watch.KillArgs("KILL"));
+  DrainRest(pipes, out, err);
   outcome.stdout_stream = out.Finish();
   outcome.stderr_stream = err.Finish();
 
-  ContainerStats stats = ReadContainerStats(cgroups_path);
+  // Step 4: the figures while the cgroup still exists, then everything goes.
+  ContainerStats stats = ReadContainerStats(place.cgroups_path);
   cleanup.Run();
   int keeper_status = 0;
   while (::waitpid(keeper, &keeper_status, 0) < 0 && errno == EINTR) {
   }
-
-  outcome.memory_peak_bytes = stats.memory_peak;
-  outcome.cpu_user_ms = stats.cpu_user_ms.value_or(0);
-  outcome.cpu_system_ms = stats.cpu_system_ms.value_or(0);
-  switch (record->kind) {
-    case kExited:
-      // The init is gone, so what it reported is in the pipe. Without a report (the init
-      // itself was killed: the SIGKILL after the grace, which ended the command with it)
-      // the init's own status is the command's.
-      if (std::optional<InitReport> r = ReadInitReport(init_report_r.get());
-          r && r->kind == kInitExecErrno) {
-        FillExecFailure(spec.argv.empty() ? std::string() : spec.argv[0], r->value, &outcome);
-      } else {
-        FillStatus(spec.limits, r ? r->value : record->value, timed_out, stats, &outcome);
-      }
-      break;
-    case kRuntimeFailed:
-      FillStartFailure(rt, record->value, &outcome);
-      if (timed_out) {
-        outcome.status = RunStatus::kTimedOut;
-        outcome.limit = LimitKind::kWallTime;
-      }
-      break;
-    default:
-      return Error(ErrorCode::kSetupFailed,
-                   "mode container: corral's keeper of " + rt.name + " failed: " +
-                       std::strerror(record->value));
-  }
-  return outcome;
+  return FinishOutcome(spec, rt, record, watch.timed_out(), stats,
+                       pipes.init_report.read.get(), std::move(outcome));
 }
 
 }  // namespace corral::runtime::oci

@@ -1,6 +1,9 @@
 #include "runtime/run/outcome.h"
 
+#include <sys/wait.h>
+
 #include <cerrno>
+#include <csignal>
 #include <string_view>
 #include <nlohmann/json.hpp>
 
@@ -38,6 +41,36 @@ const char* LimitName(LimitKind limit) {
       return "file_size";
   }
   return "unknown";
+}
+
+void ClassifyEnd(int wait_status, const EndEvidence& evidence, RunOutcome* o) {
+  if (WIFEXITED(wait_status)) {
+    o->status = RunStatus::kExited;
+    o->exit_code = WEXITSTATUS(wait_status);
+  } else if (WIFSIGNALED(wait_status)) {
+    o->status = RunStatus::kSignaled;
+    o->signal = WTERMSIG(wait_status);
+  }
+  const double cpu_ms = o->cpu_user_ms + o->cpu_system_ms;
+  const auto& cpu_limit = evidence.cpu_time_limit_seconds;
+  if (evidence.timed_out) {
+    o->status = RunStatus::kTimedOut;
+    o->limit = LimitKind::kWallTime;
+  } else if (evidence.oom_kills > 0 && o->status == RunStatus::kSignaled) {
+    o->status = RunStatus::kOomKilled;
+    o->limit = LimitKind::kMemory;
+  } else if (o->signal == SIGXCPU ||
+             (o->signal == SIGKILL && cpu_limit && cpu_ms >= *cpu_limit * 1000.0)) {
+    o->limit = LimitKind::kCpuTime;
+  } else if (o->signal == SIGXFSZ) {
+    o->limit = LimitKind::kFileSize;
+  } else if (evidence.oom_kills > 0) {
+    o->limit = LimitKind::kMemory;  // a child was OOM-killed; the command survived it
+  } else if (evidence.pids_limit_hit) {
+    o->limit = LimitKind::kPids;
+  } else if (o->stdout_stream.dropped_bytes > 0 || o->stderr_stream.dropped_bytes > 0) {
+    o->limit = LimitKind::kOutput;
+  }
 }
 
 int CliExitCode(const RunOutcome& outcome) {

@@ -68,6 +68,20 @@ struct RunOutcome {
   std::optional<IdentityOutcome> identity;
 };
 
+// What the supervisor saw of a command's end besides its wait status.
+struct EndEvidence {
+  bool timed_out = false;       // the wall-clock limit fired
+  int64_t oom_kills = 0;        // OOM kills in the command's cgroup
+  bool pids_limit_hit = false;  // the pids limit refused a fork
+  std::optional<int64_t> cpu_time_limit_seconds;  // limits.cpu_time_seconds
+};
+
+// Sets status, exit_code or signal, and which limit (if any) ended the command, from its
+// wait status and `evidence`; reads the cpu_*_ms figures and the streams' dropped bytes
+// already in `o`. The one reading of an end for process mode (runtime/run/watch.cc) and
+// container mode (runtime/oci), so that both name the same limit for the same end.
+void ClassifyEnd(int wait_status, const EndEvidence& evidence, RunOutcome* o);
+
 // Exit code convention of `docker run`, plus timeout(1)'s 124:
 // 125 setup failure, 126 not executable, 127 not found, 124 timed out, 128+N signal N
 // (137 for an OOM kill), else the command's own status.

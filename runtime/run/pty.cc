@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/scm_rights.h"
+
 namespace corral::runtime {
 
 namespace {
@@ -21,25 +23,19 @@ constexpr int kMasterTimeoutMs = 30000;
 UniqueFd ReceiveMaster(int socket) {
   char byte;
   iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  FdControlBuffer<1> control;
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  ExpectFds(&msg, &control);
   ssize_t n;
   do {
     n = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
-  if (n != 1) return UniqueFd();
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-      return UniqueFd(fd);
-    }
-  }
-  return UniqueFd();
+  if (n < 0) return UniqueFd();
+  int fd = -1;
+  UniqueFd master(TakeReceivedFds(&msg, &fd, 1) == 1 ? fd : -1);
+  return n == 1 ? std::move(master) : UniqueFd();
 }
 
 int TerminalOf(const Stdio& io) {

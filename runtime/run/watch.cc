@@ -208,32 +208,10 @@ void FillOutcome(const LimitsSpec& limits, int wait_status, const Watch& w,
   o->interrupted_by = w.interrupted_by;
   if (o->status == RunStatus::kSetupFailed) return;
 
-  if (WIFEXITED(wait_status)) {
-    o->status = RunStatus::kExited;
-    o->exit_code = WEXITSTATUS(wait_status);
-  } else if (WIFSIGNALED(wait_status)) {
-    o->status = RunStatus::kSignaled;
-    o->signal = WTERMSIG(wait_status);
-  }
-  double cpu_ms = o->cpu_user_ms + o->cpu_system_ms;
-  if (w.timed_out) {
-    o->status = RunStatus::kTimedOut;
-    o->limit = LimitKind::kWallTime;
-  } else if (stats.oom_kills > 0 && o->status == RunStatus::kSignaled) {
-    o->status = RunStatus::kOomKilled;
-    o->limit = LimitKind::kMemory;
-  } else if (o->signal == SIGXCPU || (o->signal == SIGKILL && limits.cpu_time_seconds &&
-                                      cpu_ms >= *limits.cpu_time_seconds * 1000.0)) {
-    o->limit = LimitKind::kCpuTime;
-  } else if (o->signal == SIGXFSZ) {
-    o->limit = LimitKind::kFileSize;
-  } else if (stats.oom_kills > 0) {
-    o->limit = LimitKind::kMemory;  // a child was OOM-killed; the command survived it
-  } else if (stats.pids_limit_hit) {
-    o->limit = LimitKind::kPids;
-  } else if (o->stdout_stream.dropped_bytes > 0 || o->stderr_stream.dropped_bytes > 0) {
-    o->limit = LimitKind::kOutput;
-  }
+  ClassifyEnd(wait_status,
+              EndEvidence{w.timed_out, stats.oom_kills, stats.pids_limit_hit,
+                          limits.cpu_time_seconds},
+              o);
 }
 
 }  // namespace corral::runtime
