@@ -165,8 +165,9 @@ TEST(NetSni, MalformedHellosAreRefused) {
 // (".clit.example.com" as is, "a.com.." as "a.com."), so the proxy compared a name that
 // no resolver would look up; the same goes for labels the allow-list refuses.
 TEST(NetSni, ANameWithAnEmptyLabelIsMalformed) {
-  for (const std::string name : {".clit.example.com", "a..com", "a.com..", ".", "..", "-a.com",
-                                 "a-.com", std::string(64, 'a') + ".com"}) {
+  const std::vector<std::string> names = {".clit.example.com", "a..com", "a.com..", ".", "..", "-a.com",
+                                         "a-.com", std::string(64, 'a') + ".com"};
+  for (const std::string& name : names) {
     SniResult r = Extract(Hello(name));
     EXPECT_EQ(r.status, Status::kMalformed) << "'" << name << "' gave '" << r.name << "'";
   }
