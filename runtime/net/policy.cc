@@ -12,28 +12,6 @@ namespace {
 
 constexpr uint16_t kWebPorts[] = {80, 443};
 
-bool IsLabelChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_';
-}
-
-// A DNS name: labels of [A-Za-z0-9-_], 1-63 long, not starting or ending with '-'; 253
-// characters in all.
-bool IsDnsName(std::string_view s) {
-  if (s.empty() || s.size() > 253) return false;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t dot = s.find('.', start);
-    std::string_view label = s.substr(start, dot == std::string_view::npos ? s.npos : dot - start);
-    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-' ||
-        !std::all_of(label.begin(), label.end(), IsLabelChar)) {
-      return false;
-    }
-    if (dot == std::string_view::npos) break;
-    start = dot + 1;
-  }
-  return true;
-}
-
 std::optional<IpNetwork> ParseNetwork(std::string_view text) {
   size_t slash = text.find('/');
   auto base = IpAddress::Parse(text.substr(0, slash));
@@ -144,6 +122,32 @@ bool CidrMatches(const Rule& r, const IpAddress& a) {
 bool DenyPort(const Rule& r, uint16_t port) { return !r.port || *r.port == port; }
 
 }  // namespace
+
+namespace {
+
+// ASCII only, whatever the locale: a name's bytes come from outside (SNI, DNS, requests).
+bool IsLabelChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_';
+}
+
+}  // namespace
+
+bool IsDnsName(std::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t dot = s.find('.', start);
+    std::string_view label = s.substr(start, dot == std::string_view::npos ? s.npos : dot - start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-' ||
+        !std::all_of(label.begin(), label.end(), IsLabelChar)) {
+      return false;
+    }
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return true;
+}
 
 std::optional<IpAddress> IpAddress::Parse(std::string_view text) {
   std::string s(text);

@@ -71,6 +71,11 @@ struct Rule {
 // "why not" in words a user can act on, e.g. "'pypi.org:99999': port must be 1-65535".
 Result<Rule> ParseRule(std::string_view text);
 
+// A DNS name as written, without a trailing dot: labels of [A-Za-z0-9-_], each 1-63 long
+// (so no leading dot and no two dots in a row), none starting or ending with '-'; 253
+// characters in all. Shared by the rules, NormalizeHost and the proxy's SNI check.
+bool IsDnsName(std::string_view name);
+
 // Lower case, no trailing dot; empty if `host` is not a plausible DNS name or IP literal.
 std::string NormalizeHost(std::string_view host);
 

@@ -3,6 +3,8 @@
 #include <optional>
 #include <vector>
 
+#include "runtime/net/policy.h"
+
 namespace corral::runtime::net {
 namespace {
 
@@ -59,18 +61,20 @@ class Reader {
 
 SniResult Malformed() { return {Status::kMalformed, {}}; }
 
-// A DNS host name as RFC 6066 wants it: letters, digits, '-', '_' and '.', 1-253 bytes
-// (a trailing dot is tolerated and dropped). Returned lower case; nullopt if not a name.
+// A DNS host name as RFC 6066 wants it ("without a trailing dot"), checked by the
+// allow-list's own rule (IsDnsName, runtime/net/policy.h): labels of letters, digits, '-'
+// and '_', each 1-63 bytes, 253 in all. A name with an empty label (".a.com", "a..com") is
+// no host name: the proxy must not compare (or log) a name the server may read otherwise.
+// One trailing dot is tolerated and dropped, as NormalizeHost does for the tunnel's name,
+// so that "a.com." and a CONNECT to "a.com" agree; "a.com.." still has an empty label.
+// Returned lower case; nullopt if not a name.
 std::optional<std::string> HostName(std::span<const uint8_t> raw) {
-  std::string name;
-  for (uint8_t c : raw) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_' || c == '.';
-    if (!ok) return std::nullopt;
-    name.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
+  std::string name(raw.begin(), raw.end());
+  for (char& c : name) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   if (!name.empty() && name.back() == '.') name.pop_back();
-  if (name.empty() || name.size() > 253) return std::nullopt;
+  if (!IsDnsName(name)) return std::nullopt;
   return name;
 }
 

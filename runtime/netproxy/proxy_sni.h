@@ -5,7 +5,8 @@
 //
 // Pure and bounded: looks at no more than kMaxClientHelloBytes of `data`, never reads
 // outside it, allocates at most that much; any byte sequence is a valid input (fuzzed by
-// tests/unit/net_sni_test.cc with truncated and random input).
+// tests/fuzz/fuzz_netproxy_sni.cc, and by tests/unit/net_sni_test.cc with truncated and
+// random input).
 #pragma once
 
 #include <cstddef>
@@ -24,7 +25,10 @@ struct SniResult {
     kNeedMore,   // a TLS handshake so far: read more bytes and ask again
     kNotTls,     // the first byte is not a TLS handshake record: some other protocol
     kNoSni,      // a complete ClientHello without a server_name host name
-    kFound,      // `name` is the host name asked for (lower case, no trailing dot)
+    kFound,      // `name` is the host name asked for: lower case, no trailing dot, valid
+                 // per IsDnsName (runtime/net/policy.h). One trailing dot as sent is
+                 // dropped; a name with an empty label (".a.com", "a..com", "a.com..") or
+                 // a label over 63 bytes or starting/ending with '-' is kMalformed.
     kMalformed,  // starts like TLS but is not a well-formed ClientHello (or is too long)
   };
   Status status = Status::kNeedMore;

@@ -161,6 +161,21 @@ TEST(NetSni, MalformedHellosAreRefused) {
   EXPECT_EQ(Extract(mixed).status, Status::kMalformed);
 }
 
+// RFC 6066: a HostName is a DNS host name. A name with an empty label was once accepted
+// (".clit.example.com" as is, "a.com.." as "a.com."), so the proxy compared a name that
+// no resolver would look up; the same goes for labels the allow-list refuses.
+TEST(NetSni, ANameWithAnEmptyLabelIsMalformed) {
+  const std::vector<std::string> names = {".clit.example.com", "a..com", "a.com..", ".", "..", "-a.com",
+                                         "a-.com", std::string(64, 'a') + ".com"};
+  for (const std::string& name : names) {
+    SniResult r = Extract(Hello(name));
+    EXPECT_EQ(r.status, Status::kMalformed) << "'" << name << "' gave '" << r.name << "'";
+  }
+  // One trailing dot is dropped (the tunnel's name is compared without it).
+  EXPECT_EQ(Extract(Hello("clit.example.com.")).name, "clit.example.com");
+  EXPECT_EQ(Extract(Hello(std::string(63, 'a') + ".com")).status, Status::kFound);
+}
+
 TEST(NetSni, AClientHelloThatNeverEndsIsMalformedOnceTooLong) {
   Bytes handshake = {1};
   Put24(handshake, kMaxClientHelloBytes);  // at the limit: keeps needing more
