@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "jail/seccomp_builtins.h"  // the built-in profiles' names and texts
 
 namespace corral::jail {
 
@@ -19,11 +20,6 @@ struct SeccompProgram {
   std::vector<sock_filter> instructions;
   bool empty() const { return instructions.empty(); }
 };
-
-// Names of the profiles built into the binary (from seccomp-profiles/*.json).
-std::vector<std::string> BuiltinSeccompProfileNames();
-// The JSON text of a built-in profile, or kNotFound.
-Result<std::string> BuiltinSeccompProfileText(const std::string& name);
 
 // Compiles OCI/Docker seccomp JSON (`defaultAction`, `defaultErrnoRet`, `architectures`,
 // `syscalls[{names, action, errnoRet, args[{index, value, valueTwo, op}]}]`).

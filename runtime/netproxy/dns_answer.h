@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/net/policy.h"
+#include "runtime/net/rules.h"
 
 struct ldns_struct_pkt;
 

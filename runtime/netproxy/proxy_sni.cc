@@ -3,7 +3,7 @@
 #include <optional>
 #include <vector>
 
-#include "runtime/net/policy.h"
+#include "runtime/net/rules.h"
 
 namespace corral::runtime::net {
 namespace {
@@ -62,7 +62,7 @@ class Reader {
 SniResult Malformed() { return {Status::kMalformed, {}}; }
 
 // A DNS host name as RFC 6066 wants it ("without a trailing dot"), checked by the
-// allow-list's own rule (IsDnsName, runtime/net/policy.h): labels of letters, digits, '-'
+// allow-list's own rule (IsDnsName, runtime/net/rules.h): labels of letters, digits, '-'
 // and '_', each 1-63 bytes, 253 in all. A name with an empty label (".a.com", "a..com") is
 // no host name: the proxy must not compare (or log) a name the server may read otherwise.
 // One trailing dot is tolerated and dropped, as NormalizeHost does for the tunnel's name,

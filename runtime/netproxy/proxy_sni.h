@@ -26,7 +26,7 @@ struct SniResult {
     kNotTls,     // the first byte is not a TLS handshake record: some other protocol
     kNoSni,      // a complete ClientHello without a server_name host name
     kFound,      // `name` is the host name asked for: lower case, no trailing dot, valid
-                 // per IsDnsName (runtime/net/policy.h). One trailing dot as sent is
+                 // per IsDnsName (runtime/net/rules.h). One trailing dot as sent is
                  // dropped; a name with an empty label (".a.com", "a..com", "a.com..") or
                  // a label over 63 bytes or starting/ending with '-' is kMalformed.
     kMalformed,  // starts like TLS but is not a well-formed ClientHello (or is too long)

@@ -13,8 +13,8 @@
 #include <map>
 
 #include "base/files.h"
-#include "jail/seccomp.h"
-#include "runtime/net/policy.h"
+#include "jail/seccomp_builtins.h"
+#include "runtime/net/rules.h"
 #include "runtime/spec/config.h"
 
 namespace corral::runtime {
@@ -325,33 +325,20 @@ void CheckNetworkMode(Problems& p, const JailSpec& spec) {
   }
 }
 
-// The rules are parsed by the policy the proxy enforces (runtime/net/policy.h), in every
-// mode: a typo is reported before anyone switches to allowlist. Rule by rule, so that
-// every bad one is reported (FromSpec stops at the first); then FromSpec itself, for
-// whatever else it may check of the rules.
+// Each rule is parsed by the grammar the proxy's policy uses (runtime/net/rules.h), in
+// every mode: a typo is reported before anyone switches to allowlist. Rule by rule, so
+// that every bad one is reported. (The policy itself is built from these same rules by
+// ParseRule alone, so a spec that passes here also builds a policy.)
 void CheckNetworkRules(Problems& p, const NetworkSpec& network) {
-  bool bad = false;
   for (const auto& [list, name] : {std::pair{&network.allow, "network.allow"},
                                    std::pair{&network.deny, "network.deny"}}) {
     for (size_t i = 0; i < list->size(); ++i) {
       const std::string field = std::string(name) + "[" + std::to_string(i) + "]";
-      if (RefusedNul(p, field, (*list)[i])) {
-        bad = true;
-      } else if (Result<net::Rule> rule = net::ParseRule((*list)[i]); !rule) {
+      if (RefusedNul(p, field, (*list)[i])) continue;
+      if (Result<net::Rule> rule = net::ParseRule((*list)[i]); !rule) {
         p.AddLine(field + ": " + rule.error().message());
-        bad = true;
       }
     }
-  }
-  if (bad) return;
-  // Only the rules: the limits and network_resolve are checked here, each by its own path.
-  NetworkSpec rules;
-  rules.mode = "allowlist";
-  rules.allow = network.allow;
-  rules.deny = network.deny;
-  if (Result<net::Policy> policy = net::Policy::FromSpec(rules, UnsafeSpec{}); !policy) {
-    const std::string& line = policy.error().message();
-    p.AddLine(line.rfind("network.", 0) == 0 ? line : "network: " + line);
   }
 }
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/net/policy.h"
+#include "runtime/net/rules.h"
 #include "runtime/netproxy/dns_answer.h"
 #include "tests/fuzz/fuzz_util.h"
 

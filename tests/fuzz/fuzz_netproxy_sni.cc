@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/net/policy.h"
+#include "runtime/net/rules.h"
 #include "runtime/netproxy/proxy_sni.h"
 #include "tests/fuzz/fuzz_util.h"
 

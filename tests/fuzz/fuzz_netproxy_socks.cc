@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/net/policy.h"
+#include "runtime/net/rules.h"
 #include "runtime/netproxy/proxy_socks_wire.h"
 #include "tests/fuzz/fuzz_util.h"
 

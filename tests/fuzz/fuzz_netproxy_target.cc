@@ -1,6 +1,6 @@
 // Where a sandbox's HTTP proxy request wants to go (runtime/netproxy/proxy_target.h): a
 // CONNECT authority ("host:port", "[v6]:port") or an absolute-form "http://" URI, then the
-// host through NormalizeHost (runtime/net/policy.h), which the policy checks it by. The
+// host through NormalizeHost (runtime/net/rules.h), which the policy checks it by. The
 // first byte picks the parser, the rest is the text. What is accepted must write back to
 // text that parses to the same target, and a normalized host must be a DNS name or an IP
 // literal, stable when normalized again.
@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/net/policy.h"
+#include "runtime/net/rules.h"
 #include "runtime/netproxy/proxy_target.h"
 #include "tests/fuzz/fuzz_util.h"
 
