@@ -188,25 +188,14 @@ Result<uint32_t> ParseId(const std::string& text, const std::string& flag) {
 }  // namespace
 
 Status LoadConfigText(const std::string& yaml, const std::string& origin, JailSpec* spec) {
-  RETURN_IF_ERROR(CheckUtf8Text(yaml, origin));
-  std::vector<YAML::Node> documents;
-  try {
-    // Counted first: YAML::LoadAll never returns on some invalid texts (yaml_documents.h).
-    size_t count = CountYamlDocuments(yaml);
-    if (count > 1) {
-      return Error(ErrorCode::kInvalidArgument,
-                   origin + ": expected one YAML document, found " + std::to_string(count));
-    }
-    if (count == 1) documents.push_back(YAML::Load(yaml));
-  } catch (const YAML::Exception& e) {
-    return Error(ErrorCode::kInvalidArgument, origin + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                                  std::to_string(e.mark.column + 1) +
-                                                  ": invalid YAML: " + e.msg);
-  }
+  ASSIGN_OR_RETURN(const YAML::Node doc, LoadYamlDocument(yaml, origin));
+  return LoadConfigDocument(doc, origin, spec);
+}
+
+Status LoadConfigDocument(const YAML::Node& doc, const std::string& origin, JailSpec* spec) {
   Reader reader;
   try {
-    if (!documents.empty()) {
-      const YAML::Node& doc = documents[0];
+    if (doc.IsDefined() && !doc.IsNull()) {
       // The design's shape brings its own defaults, under whatever the file sets.
       const bool design = doc.IsMap() && IsDesignSandbox(doc["sandbox"]);
       if (design) ApplyDesignDefaults(*spec);

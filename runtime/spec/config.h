@@ -16,6 +16,10 @@
 #include <vector>
 
 #include "base/result.h"
+
+namespace YAML {
+class Node;
+}
 #include "runtime/spec/spec.h"
 
 namespace corral::runtime {
@@ -35,6 +39,10 @@ namespace corral::runtime {
 // file that sets either gets both, and one that sets them differently is an error.
 // On error *spec may be partly updated; callers discard it.
 Status LoadConfigText(const std::string& yaml, const std::string& origin, JailSpec* spec);
+
+// The same for a document already read (LoadYamlDocument, runtime/spec/yaml_documents.h),
+// or a mapping made of parts of one: problems carry the lines of the nodes' own marks.
+Status LoadConfigDocument(const YAML::Node& doc, const std::string& origin, JailSpec* spec);
 
 // Reads `path` and calls LoadConfigText with the path as origin.
 Status LoadConfigFile(const std::string& path, JailSpec* spec);

@@ -237,17 +237,7 @@ Status LoadProviderConfig(const YAML::Node& sandbox, const YAML::Node& skills, P
 
 Status LoadToolConfigFile(const std::string& path, ProviderConfig* config, JailSpec* spec) {
   ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  RETURN_IF_ERROR(CheckUtf8Text(text, path));
-  YAML::Node root;
-  try {
-    // Counted first: YAML::Load never returns on some invalid texts (yaml_documents.h).
-    if (CountYamlDocuments(text) > 1) {
-      return Error(ErrorCode::kInvalidArgument, path + ": expected one YAML document");
-    }
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Error(ErrorCode::kInvalidArgument, path + ": " + e.what());
-  }
+  ASSIGN_OR_RETURN(const YAML::Node root, LoadYamlDocument(text, path));
   if (!root.IsMap()) {
     if (root.IsNull()) return Ok();
     return Error(ErrorCode::kInvalidArgument, path + ": the top level must be a mapping");
@@ -257,17 +247,16 @@ Status LoadToolConfigFile(const std::string& path, ProviderConfig* config, JailS
   const bool design = config_schema::IsDesignSandbox(root["sandbox"]);
   Status own = LoadProviderConfig(design ? YAML::Node() : root["sandbox"], root["skills"], config);
   if (!own) return own.error().WithContext(path);
-  // The main loader rejects keys it does not know; hand it the file without ours. Line
-  // numbers in its messages refer to the re-emitted text, so name the file only.
-  YAML::Node rest;
+  // The main loader rejects keys it does not know: it gets the file's own nodes without
+  // ours (force_insert keeps each key and value node, marks included, so its messages
+  // carry this file's line numbers).
+  YAML::Node rest(YAML::NodeType::Map);
   for (const auto& kv : root) {
-    std::string key = kv.first.as<std::string>();
-    if ((key != "sandbox" || design) && key != "skills") rest[key] = kv.second;
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+    if ((key != "sandbox" || design) && key != "skills") rest.force_insert(kv.first, kv.second);
   }
   if (rest.size() == 0) return Ok();
-  YAML::Emitter out;
-  out << rest;
-  return LoadConfigText(out.c_str(), path, spec);
+  return LoadConfigDocument(rest, path, spec);
 }
 
 std::vector<std::string> SecretValues(const ProviderConfig& config) {

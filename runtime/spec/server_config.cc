@@ -114,16 +114,7 @@ Status LoadServerConfig(const YAML::Node& server, ServerConfig* config) {
 
 Status LoadServerConfigFile(const std::string& path, ServerConfig* config) {
   ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  RETURN_IF_ERROR(CheckUtf8Text(text, path));
-  YAML::Node root;
-  try {
-    if (CountYamlDocuments(text) > 1) {
-      return Error(ErrorCode::kInvalidArgument, path + ": expected one YAML document");
-    }
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Error(ErrorCode::kInvalidArgument, path + ": " + e.what());
-  }
+  ASSIGN_OR_RETURN(const YAML::Node root, LoadYamlDocument(text, path));
   if (!root.IsMap()) return Ok();
   Status st = LoadServerConfig(root["server"], config);
   if (!st) return st.error().WithContext(path);

@@ -3,6 +3,8 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include "runtime/spec/utf8_text.h"
+
 #include <cctype>
 #include <optional>
 #include <sstream>
@@ -59,6 +61,24 @@ size_t CountYamlDocuments(const std::string& yaml) {
   while (parser.HandleNextDocument(handler)) {
   }
   return handler.count();
+}
+
+Result<YAML::Node> LoadYamlDocument(const std::string& text, const std::string& origin) {
+  RETURN_IF_ERROR(CheckUtf8Text(text, origin));
+  try {
+    // Counted first: YAML::Load never returns on some invalid texts (above).
+    const size_t count = CountYamlDocuments(text);
+    if (count > 1) {
+      return Error(ErrorCode::kInvalidArgument,
+                   origin + ": expected one YAML document, found " + std::to_string(count));
+    }
+    if (count == 0) return YAML::Node();
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Error(ErrorCode::kInvalidArgument, origin + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                                  std::to_string(e.mark.column + 1) +
+                                                  ": invalid YAML: " + e.msg);
+  }
 }
 
 }  // namespace corral::runtime

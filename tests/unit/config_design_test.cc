@@ -20,6 +20,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::StartsWith;
 
 const std::string kExamplePath = std::string(CORRAL_SOURCE_DIR) + "/sandbox.example.yaml";
 
@@ -286,6 +287,28 @@ TEST_F(ConfigDesign, ToolConfigFileSplitsTheDesignShapeToTheJail) {
   EXPECT_EQ(spec.limits.memory_bytes, 256 * kMiB);
   EXPECT_EQ(provider.use, ProviderKind::kJail);
   EXPECT_EQ(provider.replicas, ProviderConfig{}.replicas);
+}
+
+// The tool layer's file goes to the main loader without its own sections; the main
+// loader's messages carry the file's own line numbers (it used to get a re-emitted text,
+// and named the file only).
+TEST_F(ConfigDesign, ToolConfigFileProblemsNameTheFilesOwnLines) {
+  ASSERT_TRUE(dir_.WriteFile("tool.yaml", "skills: {container_path: /mnt/skills}\n"
+                                          "# a comment\n"
+                                          "limits:\n"
+                                          "  memory: lots\n"
+                                          "  pidz: 4\n"));
+  ProviderConfig provider;
+  JailSpec spec;
+  Status s = LoadToolConfigFile(dir_.Join("tool.yaml"), &provider, &spec);
+  ASSERT_FALSE(s);
+  const std::string file = dir_.Join("tool.yaml");
+  EXPECT_THAT(s.error().message(), HasSubstr(file + ":4: limits.memory: "));
+  EXPECT_THAT(s.error().message(), HasSubstr(file + ":5: limits.pidz: unknown key"));
+  ASSERT_TRUE(dir_.WriteFile("bad.yaml", "skills: {container_path: /mnt/skills\n"));
+  Status syntax = LoadToolConfigFile(dir_.Join("bad.yaml"), &provider, &spec);
+  ASSERT_FALSE(syntax);
+  EXPECT_THAT(syntax.error().message(), StartsWith(dir_.Join("bad.yaml") + ":2:1: invalid YAML: "));
 }
 
 TEST_F(ConfigDesign, KeyPathsIncludeTheDesignsKeys) {
