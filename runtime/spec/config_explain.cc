@@ -11,6 +11,7 @@
 #include "base/files.h"
 #include "runtime/spec/config.h"
 #include "runtime/spec/config_design.h"
+#include "runtime/spec/yaml_documents.h"
 
 namespace corral::runtime {
 namespace {
@@ -232,11 +233,11 @@ void EmitJson(YAML::Emitter& out, const Json& v) {
 Result<ExplainedConfig> ExplainConfigText(const std::string& text, const std::string& origin,
                                           bool all) {
   JailSpec spec;
-  RETURN_IF_ERROR(LoadConfigText(text, origin, &spec));
+  ASSIGN_OR_RETURN(const YAML::Node doc, LoadYamlDocument(text, origin));
+  RETURN_IF_ERROR(LoadConfigDocument(doc, origin, &spec));
   Json native = SpecJson(spec);
   if (!all) native = Differences(native, SpecJson(JailSpec{}));
-  // What a jail only checks, as written (LoadConfigText accepted it, so it parses).
-  const YAML::Node doc = text.empty() ? YAML::Node() : YAML::Load(text);
+  // What a jail only checks, as written.
   if (doc.IsMap()) {
     if (const YAML::Node unsafe = doc["unsafe"]; unsafe && unsafe.IsMap() && unsafe["no_auth"]) {
       native["unsafe"]["no_auth"] = NodeJson(unsafe["no_auth"]);
