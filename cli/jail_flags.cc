@@ -104,6 +104,29 @@ class FlagApplier {
     *out = *v;
     Key(key, FlagAsGiven(flag, Shown(*v)));
   }
+  // A mode's flag (--mode, --identity; runtime/spec/modes.h), parsed here so that a bad
+  // value is named by its flag, in the words Validate() used for the key.
+  template <typename E>
+  void Mode(const std::optional<std::string>& v, std::string_view flag, const char* key, E* out) {
+    if (!v) return;
+    const std::string given = FlagAsGiven({flag}, *v);
+    if (std::optional<E> mode = runtime::ParseMode<E>(*v)) {
+      *out = *mode;
+      Key(key, given);
+    } else {
+      problems_->push_back(given + ": " + runtime::BadModeText<E>(*v));
+    }
+  }
+  void OciRuntime(const std::optional<std::string>& v) {
+    if (!v) return;
+    const std::string given = FlagAsGiven({"--oci-runtime"}, *v);
+    if (auto choice = runtime::ParseOciRuntime(*v)) {
+      spec_->oci_runtime = *choice;
+      Key("oci_runtime", given);
+    } else {
+      problems_->push_back(given + ": " + runtime::BadOciRuntimeText(*v));
+    }
+  }
   void Size(const std::optional<std::string>& v, const char* flag, const char* key, int64_t* out) {
     if (!v) return;
     auto parsed = runtime::ParseSize(*v);
@@ -143,10 +166,11 @@ class FlagApplier {
   }
   // --landlock auto|on|off (true/false too) and --landlock-tcp on|off.
   void Landlock(const JailFlags& f) {
-    auto word = [](const std::string& v, bool with_auto) -> std::optional<std::string> {
-      if (with_auto && v == "auto") return "auto";
-      if (v == "on" || v == "true") return "true";
-      if (v == "off" || v == "false") return "false";
+    using runtime::LandlockMode;
+    auto word = [](const std::string& v, bool with_auto) -> std::optional<LandlockMode> {
+      if (with_auto && v == "auto") return LandlockMode::kAuto;
+      if (v == "on" || v == "true") return LandlockMode::kOn;
+      if (v == "off" || v == "false") return LandlockMode::kOff;
       return std::nullopt;
     };
     if (f.landlock) {
@@ -159,7 +183,7 @@ class FlagApplier {
     }
     if (f.landlock_tcp) {
       if (auto v = word(*f.landlock_tcp, false)) {
-        spec_->landlock.tcp = *v == "true";
+        spec_->landlock.tcp = *v == LandlockMode::kOn;
         Key("landlock.tcp", FlagAsGiven({"--landlock-tcp"}, *f.landlock_tcp));
       } else {
         problems_->push_back("--landlock-tcp " + *f.landlock_tcp + ": expected on or off");
@@ -196,15 +220,15 @@ class FlagApplier {
 void ApplyFlags(const JailFlags& f, runtime::JailSpec* spec, std::vector<std::string>* problems,
                 FlagNames* names) {
   FlagApplier a(spec, problems, names);
-  a.Set(f.mode, {"--mode"}, "mode", &spec->mode);
-  a.Set(f.oci_runtime, {"--oci-runtime"}, "oci_runtime", &spec->oci_runtime);
+  a.Mode(f.mode, "--mode", "mode", &spec->mode);
+  a.OciRuntime(f.oci_runtime);
   a.Set(f.rootfs, {"--rootfs"}, "rootfs", &spec->rootfs);
   a.Set(f.skills, {"--skills"}, "skills_dir", &spec->skills_dir);
   a.Set(f.user_data, {"--user-data"}, "user_data_dir", &spec->user_data_dir);
   a.Set(f.acp_workspace, {"--acp-workspace"}, "acp_workspace_dir", &spec->acp_workspace_dir);
   a.Set(f.workdir, {"-w", "--workdir"}, "workdir", &spec->workdir);
   a.Set(f.hostname, {"--hostname"}, "hostname", &spec->hostname);
-  a.Set(f.identity, {"--identity"}, "identity", &spec->identity);
+  a.Mode(f.identity, "--identity", "identity", &spec->identity);
   a.Set(f.seccomp, {"--seccomp"}, "seccomp", &spec->seccomp_profile);
   if (f.user) {
     auto ids = runtime::ParseUserFlag(*f.user);

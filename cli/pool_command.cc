@@ -46,8 +46,8 @@ int Serve(const PoolFlags& flags) {
     return 125;
   }
   // The network policy is part of what a run must match to be served here; say which.
-  std::string network = "network " + spec.network.mode;
-  if (spec.network.mode == "allowlist") {
+  std::string network = "network " + std::string(runtime::Name(spec.network.mode));
+  if (spec.network.mode == runtime::NetworkMode::kAllowlist) {
     network += " (" + std::to_string(spec.network.allow.size()) + " allowed, " +
                std::to_string(spec.network.deny.size()) + " denied; a proxy per jail)";
   }

@@ -52,8 +52,9 @@ int Run(const RunFlags& flags, CLI::App* run) {
   options.pass_stdin = flags.stdin_passthrough;
   options.tty = flags.tty;
   // mode container: the OCI runtime's own start, never a pool's prepared jail.
-  auto outcome = spec.mode == "container" ? runtime::oci::RunContainer(spec, options)
-                                          : runtime::RunPooledOrCold(flags.pool, spec, options);
+  auto outcome = spec.mode == runtime::RunMode::kContainer
+                     ? runtime::oci::RunContainer(spec, options)
+                     : runtime::RunPooledOrCold(flags.pool, spec, options);
   if (!outcome) return Refuse(NameFlags(outcome.error(), names), flags.json);
   return ReportOutcome(*outcome, spec.limits, flags.json);
 }

@@ -55,7 +55,7 @@ Result<CodeResult> RunCode(const JailSpec& spec, const CodeRequest& request) {
   if (request.sandbox.empty()) {
     JailSpec jail = spec;
     jail.argv = RunnerArgv(request.policy.interpreter);
-    if (spec.mode == "container") {
+    if (spec.mode == RunMode::kContainer) {
       ASSIGN_OR_RETURN(outcome, oci::RunContainer(jail, io));
     } else {
       ASSIGN_OR_RETURN(outcome, RunJail(jail, io));
@@ -70,7 +70,7 @@ Result<CodeResult> RunCode(const JailSpec& spec, const CodeRequest& request) {
     exec.io = io;
     ASSIGN_OR_RETURN(outcome, ExecInSandbox(exec));
   }
-  return InterpretOutcome(std::move(outcome), nonce, request.policy.scan.mode);
+  return InterpretOutcome(std::move(outcome), nonce, std::string(Name(request.policy.scan.mode)));
 }
 
 }  // namespace corral::runtime::code

@@ -201,25 +201,25 @@ void AddKernelItems(const HostInfo& host, std::vector<CheckItem>& items) {
 }
 
 // The cgroup driver `requested` resolves to here, or nullopt with the reason.
-std::optional<cgroups::Driver> DriverFor(const HostInfo& host, const std::string& requested,
+std::optional<cgroups::Driver> DriverFor(const HostInfo& host, CgroupDriverChoice requested,
                                          std::string* why) {
   const CgroupSupport& cg = host.cgroups;
   if (!cg.hierarchies) {
     *why = "cgroups not detected: " + cg.detect_error;
     return std::nullopt;
   }
-  if (requested == "auto") {
-    if (!cg.auto_driver) *why = cg.auto_error;
-    return cg.auto_driver;
-  }
-  if (requested == "v2") {
-    if (cg.hierarchies->v2_mounted) return cgroups::Driver::kV2;
-    *why = "cgroups.driver v2: cgroup v2 is not mounted";
-  } else if (requested == "v1") {
-    if (Contains(V1Controllers(host), "freezer")) return cgroups::Driver::kV1;
-    *why = "cgroups.driver v1: the freezer controller is not mounted";
-  } else {
-    *why = "cgroups.driver " + requested + ": not a driver name";
+  switch (requested) {
+    case CgroupDriverChoice::kAuto:
+      if (!cg.auto_driver) *why = cg.auto_error;
+      return cg.auto_driver;
+    case CgroupDriverChoice::kV2:
+      if (cg.hierarchies->v2_mounted) return cgroups::Driver::kV2;
+      *why = "cgroups.driver v2: cgroup v2 is not mounted";
+      return std::nullopt;
+    case CgroupDriverChoice::kV1:
+      if (Contains(V1Controllers(host), "freezer")) return cgroups::Driver::kV1;
+      *why = "cgroups.driver v1: the freezer controller is not mounted";
+      return std::nullopt;
   }
   return std::nullopt;
 }
@@ -264,8 +264,8 @@ void EvaluateIsolation(const HostInfo& host, const JailSpec& spec, CheckVerdict&
                            ")");
     }
   }
-  const char* network = spec.network.mode == "allowlist" ? " (network: allow-list only)"
-                                                         : " (network: loopback only)";
+  const char* network = spec.network.mode == NetworkMode::kAllowlist ? " (network: allow-list only)"
+                                                                     : " (network: loopback only)";
   v.enforced.push_back("namespaces: " + Join(names, " ") + (Contains(names, "net") ? network : ""));
   if (!host.is_root && !host.unprivileged_userns_ok) {
     v.refusals.push_back("not root, and unprivileged user namespaces do not work here (" +
@@ -372,13 +372,13 @@ std::string RuleList(const std::vector<std::string>& rules) {
 
 void EvaluateNetwork(const HostInfo& host, const JailSpec& spec, CheckVerdict& v) {
   const NetworkSpec& n = spec.network;
-  if (n.mode == "host") {
+  if (n.mode == NetworkMode::kHost) {
     v.warnings.push_back(
         "network: the host's own (network.mode host, unsafe.host_network): the command reaches "
         "everything the host reaches");
     return;
   }
-  if (n.mode != "allowlist") return;
+  if (n.mode != NetworkMode::kAllowlist) return;
   if (host.netproxy_path.empty()) {
     v.refusals.push_back("network.mode allowlist: " + host.netproxy_error);
     return;
@@ -417,9 +417,9 @@ void EvaluateAlwaysOn(const JailSpec& spec, CheckVerdict& v) {
 // The TCP half of Landlock for `spec` on an ABI that has it (>= 4).
 std::string LandlockTcpText(const JailSpec& spec, int abi) {
   if (!spec.landlock.tcp) return "TCP not fenced (landlock.tcp: false)";
-  if (spec.network.mode == "host") return "TCP not fenced (network.mode: host)";
+  if (spec.network.mode == NetworkMode::kHost) return "TCP not fenced (network.mode: host)";
   if (abi < 4) return "TCP not fenced (needs Landlock ABI 4)";
-  if (spec.network.mode == "allowlist") {
+  if (spec.network.mode == NetworkMode::kAllowlist) {
     return "TCP: connect only to the in-jail proxy and resolver (ports 3128, 1080, 53) and "
            "the allow rules' ports, no bind";
   }
@@ -428,7 +428,7 @@ std::string LandlockTcpText(const JailSpec& spec, int abi) {
 
 void EvaluateLandlock(const HostInfo& host, const JailSpec& spec, CheckVerdict& v) {
   const int abi = host.landlock_abi;
-  if (spec.landlock.enabled == "false") {
+  if (spec.landlock.enabled == LandlockMode::kOff) {
     v.warnings.push_back("Landlock off (landlock.enabled: false): the mount namespace is the "
                          "only filesystem fence");
     return;
@@ -439,7 +439,7 @@ void EvaluateLandlock(const HostInfo& host, const JailSpec& spec, CheckVerdict& 
                  : "no usable Landlock (" + ErrnoText(host.landlock_errno) + ")";
     // auto asks for Landlock only where the kernel has it: no warning then (the item
     // above already says MISSING).
-    if (spec.landlock.enabled == "true") {
+    if (spec.landlock.enabled == LandlockMode::kOn) {
       v.refusals.push_back("landlock.enabled: true, but " + why +
                            " (opt-out: landlock.enabled: auto)");
     }

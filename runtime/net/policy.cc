@@ -180,7 +180,7 @@ Result<Policy> Policy::FromJson(const nlohmann::json& j) {
   try {
     NetworkSpec network;
     UnsafeSpec unsafe;
-    network.mode = "allowlist";
+    network.mode = NetworkMode::kAllowlist;
     network.allow = j.at("allow").get<std::vector<std::string>>();
     network.deny = j.at("deny").get<std::vector<std::string>>();
     network.max_connections = j.at("max_connections").get<int64_t>();

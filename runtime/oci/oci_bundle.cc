@@ -243,12 +243,12 @@ Status CheckContainerSpec(const JailSpec& spec) {
                  "mode container: rootless is not supported (corral runs the OCI runtime as "
                  "root); use mode process for a rootless jail");
   }
-  if (spec.network.mode == "allowlist") {
+  if (spec.network.mode == NetworkMode::kAllowlist) {
     return Error(ErrorCode::kUnsupported,
                  "mode container: network.mode allowlist is not supported (corral's proxy "
                  "lives in a network namespace corral makes); use none or mode process");
   }
-  if (spec.landlock.enabled == "true") {
+  if (spec.landlock.enabled == LandlockMode::kOn) {
     return Error(ErrorCode::kUnsupported,
                  "mode container: landlock.enabled true cannot be honoured (an OCI runtime "
                  "applies no Landlock ruleset); set auto or false, or use mode process");

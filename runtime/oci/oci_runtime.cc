@@ -43,32 +43,38 @@ bool HybridCgroupHost() {
          ::access("/sys/fs/cgroup/memory/cgroup.procs", F_OK) == 0;
 }
 
-Result<OciRuntime> FindOciRuntime(const std::string& choice) {
-  if (!choice.empty() && choice[0] == '/') {
-    if (::access(choice.c_str(), X_OK) != 0) {
-      return Error::FromErrno(errno, "oci_runtime " + choice);
+Result<OciRuntime> FindOciRuntime(const OciRuntimeChoice& choice) {
+  if (choice.name == OciRuntimeName::kPath) {
+    const std::string& path = choice.path;
+    if (::access(path.c_str(), X_OK) != 0) {
+      return Error::FromErrno(errno, "oci_runtime " + path);
     }
-    std::string base = choice.substr(choice.rfind('/') + 1);
+    std::string base = path.substr(path.rfind('/') + 1);
     if (base != "crun" && base != "runc") {
       return Error(ErrorCode::kInvalidArgument,
-                   "oci_runtime " + choice + ": corral drives crun or runc (the program's name)");
+                   "oci_runtime " + path + ": corral drives crun or runc (the program's name)");
     }
-    return Make(base, choice);
+    return Make(base, path);
   }
-  if (choice != "auto" && choice != "crun" && choice != "runc") {
-    return Error(ErrorCode::kInvalidArgument,
-                 "oci_runtime: must be auto, crun, runc or an absolute path (got \"" + choice +
-                     "\")");
+  const bool any = choice.name == OciRuntimeName::kAuto;
+  for (OciRuntimeName name : {OciRuntimeName::kCrun, OciRuntimeName::kRunc}) {
+    if (!any && choice.name != name) continue;
+    const std::string program(Name(name));
+    if (std::string path = Lookup(program); !path.empty()) return Make(program, path);
   }
-  for (const char* name : {"crun", "runc"}) {
-    if (choice != "auto" && choice != name) continue;
-    if (std::string path = Lookup(name); !path.empty()) return Make(name, path);
+  return Error(
+      ErrorCode::kNotFound,
+      std::string("mode container: no OCI runtime found (") +
+          (any ? "looked for crun, then runc" : "looked for " + std::string(Name(choice))) +
+          " in $PATH and " + kFallbackPath + "); install crun or runc, or use mode process");
+}
+
+Result<OciRuntime> FindOciRuntime(const std::string& choice) {
+  std::optional<OciRuntimeChoice> parsed = ParseOciRuntime(choice);
+  if (!parsed) {
+    return Error(ErrorCode::kInvalidArgument, "oci_runtime: " + BadOciRuntimeText(choice));
   }
-  return Error(ErrorCode::kNotFound,
-               std::string("mode container: no OCI runtime found (") +
-                   (choice == "auto" ? "looked for crun, then runc" : "looked for " + choice) +
-                   " in $PATH and " + kFallbackPath +
-                   "); install crun or runc, or use mode process");
+  return FindOciRuntime(*parsed);
 }
 
 int HideUnifiedCgroup() {

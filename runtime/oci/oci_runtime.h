@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "runtime/spec/modes.h"
 
 namespace corral::runtime::oci {
 
@@ -23,6 +24,8 @@ struct OciRuntime {
 // `choice`: auto (crun, then runc) | crun | runc | an absolute path to either. Looks in
 // $PATH and then /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin (runc is in
 // /usr/sbin on Debian, which a non-login PATH may lack). kNotFound names what was looked for.
+Result<OciRuntime> FindOciRuntime(const OciRuntimeChoice& choice);
+// The same for the choice as written; one that is none of those is kInvalidArgument.
 Result<OciRuntime> FindOciRuntime(const std::string& choice);
 
 // Whether the host mounts cgroup v1 controllers and, beside them, cgroup2 at

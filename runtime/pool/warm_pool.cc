@@ -48,7 +48,7 @@ WarmPool::WarmPool(int target, JailSpec spec, ExecSlotKeeper* slots)
 WarmPool::~WarmPool() { Stop(); }
 
 std::optional<std::string> WarmPool::WhyNot(const JailSpec& spec) {
-  if (spec.network.mode == "allowlist") {
+  if (spec.network.mode == NetworkMode::kAllowlist) {
     return "network.mode allowlist starts a proxy per sandbox name; creates stay cold";
   }
   for (const auto& m : spec.mounts) {

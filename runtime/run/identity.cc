@@ -173,8 +173,8 @@ Result<HostIdentity> ResolveIdentity(const JailSpec& spec, const IdFiles& files)
     id.gid = root ? spec.gid : ::getegid();
     return id;
   }
-  if (spec.identity == "host-uid") return HostUid(spec, "");
-  const bool required = spec.identity == "reserved";
+  if (spec.identity == IdentityMode::kHostUid) return HostUid(spec, "");
+  const bool required = spec.identity == IdentityMode::kReserved;
   auto unavailable = [&](const std::string& why) -> Result<HostIdentity> {
     if (required) {
       return Error(ErrorCode::kUnsupported,
@@ -213,7 +213,9 @@ Result<HostIdentity> ResolveIdentity(const JailSpec& spec, const IdFiles& files)
 Status PinIdentity(const std::string& sandbox_name, JailSpec* spec) {
   spec->identity_key = sandbox_name;
   ASSIGN_OR_RETURN(const HostIdentity id, ResolveIdentity(*spec));
-  if (id.mode != "rootless") spec->identity = id.mode;
+  // Pinned to what it resolved to; a rootless jail has no host identity to pin.
+  if (id.mode == "reserved") spec->identity = IdentityMode::kReserved;
+  if (id.mode == "host-uid") spec->identity = IdentityMode::kHostUid;
   return Ok();
 }
 

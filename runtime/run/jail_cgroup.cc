@@ -19,7 +19,7 @@ cgroups::Limits CgroupLimitsFor(const LimitsSpec& limits) {
 
 cgroups::ManagerOptions ManagerOptionsFor(const CgroupSpec& cgroups) {
   cgroups::ManagerOptions options;
-  options.driver = cgroups.driver;
+  options.driver = std::string(Name(cgroups.driver));  // the cgroups library's spelling
   options.parent = cgroups.parent;
   return options;
 }

@@ -129,14 +129,14 @@ int HostLandlockAbi(int* err) {
 Result<jail::LandlockPlan> DecideLandlock(const JailSpec& spec, int abi, int err) {
   jail::LandlockPlan plan;
   plan.abi = abi;
-  const std::string& enabled = spec.landlock.enabled;
-  if (enabled == "false") {
+  const LandlockMode enabled = spec.landlock.enabled;
+  if (enabled == LandlockMode::kOff) {
     plan.reason = "landlock.enabled is false";
     return plan;
   }
   if (abi < ll::kMinimumAbi) {
     const std::string why = Unavailable(abi, err);
-    if (enabled == "true") {
+    if (enabled == LandlockMode::kOn) {
       return Error(ErrorCode::kUnsupported,
                    "landlock.enabled: true, but " + why +
                        "; set landlock.enabled to auto (or --landlock auto) to run without it");
@@ -146,9 +146,9 @@ Result<jail::LandlockPlan> DecideLandlock(const JailSpec& spec, int abi, int err
   }
   plan.enforce = true;
   plan.handled_fs = ll::FsRightsOf(abi);
-  if (spec.landlock.tcp && spec.network.mode != "host") {
+  if (spec.landlock.tcp && spec.network.mode != NetworkMode::kHost) {
     plan.handled_net = ll::NetRightsOf(abi);
-    if (spec.network.mode == "allowlist") AllowListPorts(spec.network, &plan);
+    if (spec.network.mode == NetworkMode::kAllowlist) AllowListPorts(spec.network, &plan);
   }
   return plan;
 }

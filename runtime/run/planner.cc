@@ -95,7 +95,7 @@ std::vector<std::pair<std::string, std::string>> CommandEnvironment(const JailSp
       {"LOGNAME", user},      {"SHELL", "/bin/bash"}, {"LANG", "C.UTF-8"},
   };
   if (const char* term = std::getenv("TERM")) env.emplace_back("TERM", term);
-  if (spec.network.mode == "allowlist") {
+  if (spec.network.mode == NetworkMode::kAllowlist) {
     for (auto& var : net::ProxyEnvironment()) env.push_back(std::move(var));
   }
   for (const auto& var : spec.env) {
@@ -200,7 +200,7 @@ std::vector<std::string> WeakenedIsolation(const JailSpec& spec) {
   if (spec.unsafe.allow_missing_limits) {
     out.push_back("unsafe.allow_missing_limits: limits that cannot be applied are skipped");
   }
-  if (spec.landlock.enabled == "false") {
+  if (spec.landlock.enabled == LandlockMode::kOff) {
     out.push_back("landlock.enabled is false: the mount namespace is the only filesystem fence");
   }
   if (!spec.unsafe.network_resolve.empty()) {
@@ -252,7 +252,7 @@ Result<jail::JailPlan> Plan(const JailSpec& spec) {
   if (RunsRootless(spec)) {
     // The proxy's network namespace is made by root (runtime/net/netproxy_launch.h), and a
     // jail in a user namespace of its own could not join it anyway.
-    if (spec.network.mode == "allowlist") {
+    if (spec.network.mode == NetworkMode::kAllowlist) {
       return Error(ErrorCode::kUnsupported,
                    "network.mode allowlist needs root (its proxy's network namespace is made "
                    "by root); rootless jails have network none or host");

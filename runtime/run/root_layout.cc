@@ -361,7 +361,7 @@ Status AddEtc(RootBuilder& root, const JailSpec& spec) {
            "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
        ""},
   };
-  const bool own_resolver = spec.network.mode == "allowlist";
+  const bool own_resolver = spec.network.mode == NetworkMode::kAllowlist;
   if (own_resolver) entries.push_back({Kind::kFile, "resolv.conf", net::ResolvConf(), ""});
   for (const char* name : kEtcFiles) {
     if (own_resolver && std::string_view(name) == "resolv.conf") continue;

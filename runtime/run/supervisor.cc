@@ -215,7 +215,7 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   plan.allocate_tty = options.tty;
   trace.Mark("plan");
   std::optional<net::NetworkService> network;
-  if (spec.network.mode == "allowlist") {
+  if (spec.network.mode == NetworkMode::kAllowlist) {
     ASSIGN_OR_RETURN(network, StartRunNetwork(spec, "run"));
     plan.net_ns_fd = network->netns_fd();
     plan.clone_flags &= ~static_cast<unsigned long>(CLONE_NEWNET);
@@ -239,7 +239,7 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
 Result<JailBlueprint> MakeBlueprint(const JailSpec& spec) {
   RETURN_IF_ERROR(RequireProcessMode(spec, "pooled jails"));
   RETURN_IF_ERROR(ValidateSpec(spec));
-  if (spec.network.mode == "allowlist") {
+  if (spec.network.mode == NetworkMode::kAllowlist) {
     // Refused now rather than at every jail the pool would try to prepare: the proxy's
     // program must be there, and the planner refuses a rootless jail (Plan).
     RETURN_IF_ERROR(net::FindNetproxyProgram());
@@ -257,12 +257,13 @@ Result<JailBlueprint> MakeBlueprint(const JailSpec& spec) {
 
 Result<jail::JailProcess> SpawnWaitingJail(const JailSpec& spec, const CgroupFds& cgroup,
                                            bool clone_parent, int net_ns_fd) {
-  if ((spec.network.mode == "allowlist") != (net_ns_fd >= 0)) {
+  if ((spec.network.mode == NetworkMode::kAllowlist) != (net_ns_fd >= 0)) {
     // Never a jail of an allow-list spec without its proxy (it would silently have no
     // network), nor one of another spec in a namespace it was not planned for.
     return Error(ErrorCode::kInternal,
                  "a prepared jail joins a proxy's network namespace exactly when its "
-                 "network.mode is allowlist (mode " + spec.network.mode + ")");
+                 "network.mode is allowlist (mode " +
+                     std::string(Name(spec.network.mode)) + ")");
   }
   RETURN_IF_ERROR(PrepareHostDirs(spec));
   ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(spec));
@@ -286,7 +287,7 @@ Result<PreparedJail> PrepareJail(const JailBlueprint& blueprint, JailSpawner* sp
   // The proxy listens before the jail exists, as in RunJail: the command, whenever it
   // comes, finds it up. On failure `jail` goes and takes the proxy with it.
   int net_ns_fd = -1;
-  if (blueprint.spec.network.mode == "allowlist") {
+  if (blueprint.spec.network.mode == NetworkMode::kAllowlist) {
     ASSIGN_OR_RETURN(jail.network, StartRunNetwork(blueprint.spec, "pool"));
     net_ns_fd = jail.network->netns_fd();
   }

@@ -328,7 +328,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   record.init_start_ticks = ProcessStartTicks(init.pid()).value_or(0);
   RETURN_IF_ERROR(store.NotePending(claim->get(), record));
   std::optional<net::NetworkService> network;
-  if (record.spec.network.mode == "allowlist") {
+  if (record.spec.network.mode == NetworkMode::kAllowlist) {
     // Before any exec can run: the proxy's listeners are up when create returns.
     net::LaunchOptions launch;
     launch.runtime_dir = RuntimeDir();

@@ -43,7 +43,7 @@ nlohmann::json SandboxInfoJson(const SandboxInfo& info) {
     j["oom_kills"] = s.oom_kills;
   }
   // network.mode allowlist: the proxy's running summary (connections, bytes, refusals).
-  if (info.record.spec.network.mode == "allowlist") {
+  if (info.record.spec.network.mode == NetworkMode::kAllowlist) {
     std::string summary = net::ReadSummary(NetworkSummaryPath(info.record.name));
     j["network"] = summary.empty() ? nlohmann::json{{"mode", "allowlist"}}
                                    : nlohmann::json::parse(summary, nullptr, false);

@@ -72,7 +72,7 @@ const Table<LimitsSpec>& LimitsTable() {
 }
 
 const Table<CgroupSpec>& CgroupTable() {
-  static const Table<CgroupSpec> table = {StringKey("driver", &CgroupSpec::driver),
+  static const Table<CgroupSpec> table = {ModeKey("driver", &CgroupSpec::driver),
                                           StringKey("parent", &CgroupSpec::parent)};
   return table;
 }
@@ -93,16 +93,34 @@ const Table<UnsafeSpec>& UnsafeTable() {
   return table;
 }
 
-// `landlock.enabled`: auto, or a plain true/false (kept as the text "true"/"false").
+// `landlock.enabled`: auto or a YAML boolean (true/True/TRUE, false/...), unquoted as a
+// boolean key takes it; the spelling in JSON and `config explain` is Name()'s.
 Rule<LandlockSpec> LandlockEnabledKey() {
   return {"enabled", [](const YAML::Node& n, const Where& w, Reader& r, LandlockSpec& l) {
             static const std::set<std::string> kTrue = {"true", "True", "TRUE"};
             static const std::set<std::string> kFalse = {"false", "False", "FALSE"};
             const std::string text = n.IsScalar() && !IsQuoted(n) ? n.Scalar() : "";
-            if (text == "auto" || kTrue.count(text) > 0 || kFalse.count(text) > 0) {
-              l.enabled = text == "auto" ? "auto" : kTrue.count(text) > 0 ? "true" : "false";
+            if (text == "auto") {
+              l.enabled = LandlockMode::kAuto;
+            } else if (kTrue.count(text) > 0) {
+              l.enabled = LandlockMode::kOn;
+            } else if (kFalse.count(text) > 0) {
+              l.enabled = LandlockMode::kOff;
             } else {
-              r.Report(w, "expected auto, true or false, got " + Describe(n));
+              r.Report(w, "expected " + AllowedModes<LandlockMode>() + ", got " + Describe(n));
+            }
+          }};
+}
+
+// `oci_runtime`: a mode's names or an absolute path (runtime/spec/modes.h).
+Rule<JailSpec> OciRuntimeKey() {
+  return {"oci_runtime", [](const YAML::Node& n, const Where& w, Reader& r, JailSpec& spec) {
+            std::string v;
+            if (!r.String(n, w, &v)) return;
+            if (std::optional<OciRuntimeChoice> choice = ParseOciRuntime(v)) {
+              spec.oci_runtime = *choice;
+            } else {
+              r.Report(w, BadOciRuntimeText(v));
             }
           }};
 }
@@ -142,8 +160,8 @@ const Table<JailSpec>& TopLevel() {
       StringKey("hostname", &JailSpec::hostname),
       BoolKey("rootless", &JailSpec::rootless),
       RuntimeModeKey(),  // process | container (runtime/spec/config_design.h)
-      StringKey("oci_runtime", &JailSpec::oci_runtime),
-      StringKey("identity", &JailSpec::identity),
+      OciRuntimeKey(),
+      ModeKey("identity", &JailSpec::identity),
       SectionKey("user", UserTable()),
       OptionalStringKey("workdir", &JailSpec::workdir),
       StringMapKey("env", &JailSpec::env),

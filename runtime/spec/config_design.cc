@@ -272,11 +272,11 @@ Rule<JailSpec> RuntimeModeKey() {
   return {"mode", [](const YAML::Node& n, const Where& w, Reader& r, JailSpec& spec) {
             std::string v;
             if (!r.String(n, w, &v)) return;
-            if (v != "process" && v != "container") {
-              r.Report(w, "expected process or container, got " + Describe(n));
-              return;
+            if (std::optional<RunMode> mode = ParseMode<RunMode>(v)) {
+              spec.mode = *mode;
+            } else {
+              r.Report(w, "expected " + AllowedModes<RunMode>() + ", got " + Describe(n));
             }
-            spec.mode = v;
           }};
 }
 
@@ -294,7 +294,7 @@ void ApplyDesignDefaults(JailSpec& spec) {
   spec.limits.cpu_time_seconds = kDesignCpuSeconds;
   spec.limits.pids = kDesignMaxProcesses;
   spec.limits.timeout_seconds = kDesignTimeoutSeconds;
-  spec.network.mode = "none";
+  spec.network.mode = NetworkMode::kNone;
   spec.namespaces.net = true;
 }
 

@@ -52,7 +52,7 @@ Json LimitsJson(const LimitsSpec& l) {
 }
 
 Json NetworkJson(const NetworkSpec& n) {
-  return {{"mode", n.mode},
+  return {{"mode", std::string(Name(n.mode))},
           {"allow", n.allow},
           {"deny", n.deny},
           {"max_connections", n.max_connections},
@@ -79,7 +79,7 @@ Json PythonJson(const PythonSpec& p) {
   for (const auto& [name, path] : p.commands) commands.push_back(path);  // resolved: absolute
   return {{"interpreter", p.interpreter},
           {"scan",
-           {{"mode", p.scan.mode},
+           {{"mode", std::string(Name(p.scan.mode))},
             {"deny_calls", p.scan.deny_calls},
             {"deny_modules", p.scan.deny_modules},
             {"deny_paths", p.scan.deny_paths},
@@ -99,8 +99,12 @@ Json SpecJson(const JailSpec& s) {
         {{"host_path", m.host_path}, {"container_path", m.container_path}, {"read_only", m.read_only}});
   }
   const LandlockSpec& l = s.landlock;
-  const Json landlock_enabled = l.enabled == "auto" ? Json("auto") : Json(l.enabled == "true");
-  return {{"mode", s.mode},
+  // A YAML boolean where the file would write one (LandlockEnabledKey reads it back).
+  const Json landlock_enabled =
+      l.enabled == LandlockMode::kAuto ? Json("auto") : Json(l.enabled == LandlockMode::kOn);
+  const std::string mode(Name(s.mode));
+  const std::string driver(Name(s.cgroups.driver));
+  return {{"mode", mode},
           {"rootfs", Optional(s.rootfs)},
           {"hostname", s.hostname},
           {"rootless", s.rootless},
@@ -121,7 +125,7 @@ Json SpecJson(const JailSpec& s) {
           {"landlock", {{"enabled", landlock_enabled}, {"tcp", l.tcp}, {"omit", l.omit}}},
           {"seccomp", {{"profile", s.seccomp_profile}}},
           {"limits", LimitsJson(s.limits)},
-          {"cgroups", {{"driver", s.cgroups.driver}, {"parent", s.cgroups.parent}}},
+          {"cgroups", {{"driver", driver}, {"parent", s.cgroups.parent}}},
           {"unsafe",
            {{"allow_root", s.unsafe.allow_root},
             {"allow_missing_limits", s.unsafe.allow_missing_limits},

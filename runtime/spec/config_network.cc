@@ -21,7 +21,7 @@ struct NetworkSection : NetworkSpec {
 
 const Table<NetworkSection>& NetworkTable() {
   static const Table<NetworkSection> table = {
-      StringKey<NetworkSection>("mode", &NetworkSection::mode),
+      ModeKey<NetworkMode, NetworkSection>("mode", &NetworkSection::mode),
       StringListKey<NetworkSection>("allow", &NetworkSection::allow),
       StringListKey<NetworkSection>("deny", &NetworkSection::deny),
       IntKey<NetworkSection>("max_connections", &NetworkSection::max_connections, 1),
@@ -77,12 +77,12 @@ void ApplyDesignForm(const YAML::Node& n, const Where& w, Reader& r, NetworkSect
       r.Report(domains_at, "given with enabled: false, which reaches nothing; remove one");
       return;
     }
-    s.mode = "none";
+    s.mode = NetworkMode::kNone;
     s.allow.clear();
   } else if (s.allow_domains && s.allow_domains->empty()) {
     r.Report(domains_at, "empty; nothing would be reachable - use enabled: false");
   } else {
-    s.mode = "allowlist";
+    s.mode = NetworkMode::kAllowlist;
     s.allow = s.allow_domains ? *s.allow_domains : std::vector<std::string>{"*"};
   }
 }
@@ -91,7 +91,7 @@ void FinishNetworkSection(const YAML::Node& n, const Where& w, Reader& r, Networ
   const std::string design = PresentKeys(n, {"enabled", "allow_domains"});
   const std::string corral = PresentKeys(n, {"mode", "allow", "deny"});
   if (design.empty()) {
-    if (SetsMode(n) && !n["mode"]) s.mode = "allowlist";  // `allow` alone
+    if (SetsMode(n) && !n["mode"]) s.mode = NetworkMode::kAllowlist;  // `allow` alone
   } else if (!corral.empty()) {
     r.Report(w, design + " (the process-sandbox design's form) cannot be mixed with " + corral +
                     "; write either enabled/allow_domains or mode/allow/deny");
@@ -142,9 +142,8 @@ void ReconcileHostNetwork(const YAML::Node& doc, const YAML::Node& network,
   const YAML::Node namespaces = doc["namespaces"];
   const bool net_set = namespaces && namespaces.IsMap() && namespaces["net"];
   const bool mode_set = SetsMode(network);
-  std::string& mode = spec.network.mode;
-  if (mode != "none" && mode != "allowlist" && mode != "host") return;  // Validate names it
-  const bool host = mode == "host";
+  NetworkMode& mode = spec.network.mode;
+  const bool host = mode == NetworkMode::kHost;
   if (mode_set && net_set) {
     if (host != spec.namespaces.net) return;  // they agree
     const char* key = network["mode"]            ? "mode"
@@ -152,15 +151,16 @@ void ReconcileHostNetwork(const YAML::Node& doc, const YAML::Node& network,
                       : network["allow_domains"] ? "allow_domains"
                                                  : "allow";
     r.Report(KeyWhere(network, network_at, key),
-             "network mode " + mode +
+             "network mode " + std::string(Name(mode)) +
                  " contradicts namespaces.net: " + (spec.namespaces.net ? "true" : "false") +
                  " (namespaces.net: false is network.mode: host); set only one of them");
   } else if (mode_set) {
     spec.namespaces.net = !host;
   } else if (net_set && !spec.namespaces.net) {
-    mode = "host";
+    mode = NetworkMode::kHost;
   } else if (net_set && host) {
-    mode = "none";  // namespaces.net: true over a caller's (the daemon config's) host mode
+    // namespaces.net: true over a caller's (the daemon config's) host mode
+    mode = NetworkMode::kNone;
   }
 }
 
@@ -170,25 +170,25 @@ std::vector<std::string> ApplyNetworkFlags(const NetworkFlags& flags, JailSpec* 
   std::vector<std::string> problems;
   if (!flags.mode && flags.allow.empty() && flags.deny.empty()) return problems;
   if (flags.mode) {
-    const std::string& mode = *flags.mode;
-    const std::string flag = "--network " + mode;
-    if (mode != "none" && mode != "allowlist" && mode != "host") {
-      problems.push_back(flag + ": expected none, allowlist or host");
-    } else if (mode == "host" && !spec->unsafe.host_network) {
+    const std::string flag = "--network " + *flags.mode;
+    const std::optional<NetworkMode> mode = ParseMode<NetworkMode>(*flags.mode);
+    if (!mode) {
+      problems.push_back(flag + ": expected " + AllowedModes<NetworkMode>());
+    } else if (*mode == NetworkMode::kHost && !spec->unsafe.host_network) {
       problems.push_back(flag +
                          ": the host's network needs unsafe.host_network: true in a "
                          "--config file");
-    } else if (mode != "allowlist" && !(flags.allow.empty() && flags.deny.empty())) {
+    } else if (*mode != NetworkMode::kAllowlist && !(flags.allow.empty() && flags.deny.empty())) {
       const std::string rule =
           flags.allow.empty() ? "--deny " + flags.deny[0] : "--allow " + flags.allow[0];
       problems.push_back(rule + ": rules need --network allowlist (got " + flag + ")");
     }
     if (!problems.empty()) return problems;
-    spec->network.mode = mode;
+    spec->network.mode = *mode;
   } else if (!flags.allow.empty()) {
-    spec->network.mode = "allowlist";
+    spec->network.mode = NetworkMode::kAllowlist;
   }
-  spec->namespaces.net = spec->network.mode != "host";
+  spec->namespaces.net = spec->network.mode != NetworkMode::kHost;
   std::vector<std::string>& allow = spec->network.allow;
   std::vector<std::string>& deny = spec->network.deny;
   allow.insert(allow.end(), flags.allow.begin(), flags.allow.end());

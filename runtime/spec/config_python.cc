@@ -25,15 +25,15 @@ bool IsModuleName(const std::string& name) {
   return true;
 }
 
-Rule<PythonScanSpec> ModeKey() {
+Rule<PythonScanSpec> ScanModeKey() {
   return {"mode", [](const YAML::Node& n, const Where& w, Reader& r, PythonScanSpec& t) {
             std::string v;
             if (!r.String(n, w, &v)) return;
-            if (v != "deny" && v != "warn" && v != "off") {
-              r.Report(w, "expected deny, warn or off, got " + Quote(v));
-              return;
+            if (std::optional<ScanMode> mode = ParseMode<ScanMode>(v)) {
+              t.mode = *mode;
+            } else {
+              r.Report(w, "expected " + AllowedModes<ScanMode>() + ", got " + Quote(v));
             }
-            t.mode = v;
           }};
 }
 
@@ -73,7 +73,7 @@ Rule<PythonScanSpec> DenyPathsKey() {
 
 const Table<PythonScanSpec>& ScanTable() {
   static const Table<PythonScanSpec> table = {
-      ModeKey(),
+      ScanModeKey(),
       StringListKey("deny_calls", &PythonScanSpec::deny_calls),
       ModuleListKey("deny_modules", &PythonScanSpec::deny_modules),
       DenyPathsKey(),

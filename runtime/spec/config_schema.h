@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/spec/modes.h"
 #include "runtime/spec/sizes.h"
 
 namespace corral::runtime::config_schema {
@@ -287,6 +288,21 @@ Rule<T> StringKey(const char* key, std::string T::*field, bool required = false)
 }
 
 // A string that `null` unsets.
+// A mode (runtime/spec/modes.h), parsed here so that a bad value is reported at its line,
+// in the words Validate() used for it before the modes were typed.
+template <typename E, typename T>
+Rule<T> ModeKey(const char* key, E T::*field) {
+  return {key, [field](const YAML::Node& n, const Where& w, Reader& r, T& t) {
+            std::string v;
+            if (!r.String(n, w, &v)) return;
+            if (std::optional<E> mode = ParseMode<E>(v)) {
+              t.*field = *mode;
+            } else {
+              r.Report(w, BadModeText<E>(v));
+            }
+          }};
+}
+
 template <typename T>
 Rule<T> OptionalStringKey(const char* key, std::optional<std::string> T::*field) {
   return {key, [field](const YAML::Node& n, const Where& w, Reader& r, T& t) {

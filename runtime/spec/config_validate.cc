@@ -297,30 +297,28 @@ void CheckSeccomp(Problems& p, const JailSpec& spec) {
 }
 
 // network.mode, and namespaces.net, which says the same as mode host: the loader and the
-// flags set both, so a spec where they differ was put together some other way.
+// flags set both, so a spec where they differ was put together some other way. (The
+// mode's value itself was checked where it was read: runtime/spec/modes.h.)
 void CheckNetworkMode(Problems& p, const JailSpec& spec) {
-  const std::string& mode = spec.network.mode;
-  if (RefusedNul(p, "network.mode", mode)) return;
-  const bool host = mode == "host";
-  const bool known = host || mode == "none" || mode == "allowlist";
-  if (!known) p.Add("network.mode", "must be one of none, allowlist, host", Quote(mode));
+  const NetworkMode mode = spec.network.mode;
+  const std::string shown = Quote(std::string(Name(mode)));
+  const bool host = mode == NetworkMode::kHost;
   if (host && !spec.unsafe.host_network) {
     p.Add("network.mode",
           "host (the host's network, namespaces.net: false) needs unsafe.host_network: true",
-          Quote(mode));
+          shown);
   } else if (!spec.namespaces.net && !spec.unsafe.host_network) {
     p.Add("namespaces.net", "false (the host's network) needs unsafe.host_network: true", "false");
   }
   if (host && spec.namespaces.net) {
-    p.Add("network.mode", "host (no network namespace) contradicts namespaces.net: true",
-          Quote(mode));
-  } else if (known && !host && !spec.namespaces.net) {
+    p.Add("network.mode", "host (no network namespace) contradicts namespaces.net: true", shown);
+  } else if (!host && !spec.namespaces.net) {
     p.Add("namespaces.net",
-          "false (no network namespace) contradicts network.mode: " + mode +
+          "false (no network namespace) contradicts network.mode: " + std::string(Name(mode)) +
               "; the host's network is network.mode: host",
           "false");
   }
-  if (mode == "allowlist" && spec.network.allow.empty()) {
+  if (mode == NetworkMode::kAllowlist && spec.network.allow.empty()) {
     p.AddLine("network.allow: empty; nothing would be reachable - use mode none");
   }
 }
@@ -406,19 +404,8 @@ void CheckLimits(Problems& p, const LimitsSpec& l) {
   }
 }
 
-void CheckIdentityMode(Problems& p, const JailSpec& spec) {
-  if (!RefusedNul(p, "identity", spec.identity) && spec.identity != "auto" &&
-      spec.identity != "reserved" && spec.identity != "host-uid") {
-    p.Add("identity", "must be auto, reserved or host-uid", Quote(spec.identity));
-  }
-}
-
 void CheckLandlock(Problems& p, const JailSpec& spec) {
   const LandlockSpec& l = spec.landlock;
-  if (!RefusedNul(p, "landlock.enabled", l.enabled) && l.enabled != "auto" &&
-      l.enabled != "true" && l.enabled != "false") {
-    p.Add("landlock.enabled", "must be auto, true or false", Quote(l.enabled));
-  }
   for (size_t i = 0; i < l.omit.size(); ++i) {
     const std::string field = "landlock.omit[" + std::to_string(i) + "]";
     if (RefusedNul(p, field, l.omit[i])) continue;
@@ -437,11 +424,7 @@ bool IsCgroupName(const std::string& part) {
 }
 
 void CheckCgroups(Problems& p, const CgroupSpec& cg) {
-  const bool driver_nul = RefusedNul(p, "cgroups.driver", cg.driver);
-  if (RefusedNul(p, "cgroups.parent", cg.parent) || driver_nul) return;
-  if (cg.driver != "auto" && cg.driver != "v1" && cg.driver != "v2") {
-    p.Add("cgroups.driver", "must be auto, v1 or v2", Quote(cg.driver));
-  }
+  if (RefusedNul(p, "cgroups.parent", cg.parent)) return;
   const bool absolute = !cg.parent.empty() && cg.parent[0] == '/';
   bool ok = !cg.parent.empty() && cg.parent != "/";
   // Both forms are [A-Za-z0-9_.-] components; an absolute one starts from each
@@ -460,22 +443,12 @@ void CheckCgroups(Problems& p, const CgroupSpec& cg) {
   }
 }
 
-void CheckMode(Problems& p, const JailSpec& spec) {
-  if (spec.mode != "process" && spec.mode != "container") {
-    p.Add("mode", "must be process or container", Quote(spec.mode));
-  }
-  const std::string& rt = spec.oci_runtime;
-  if (rt != "auto" && rt != "crun" && rt != "runc" && (rt.empty() || rt[0] != '/')) {
-    p.Add("oci_runtime", "must be auto, crun, runc or an absolute path", Quote(rt));
-  }
-}
-
 }  // namespace
 
 Status RequireProcessMode(const JailSpec& spec, const std::string& what) {
-  if (spec.mode == "process") return Ok();
+  if (spec.mode == RunMode::kProcess) return Ok();
   return Error(ErrorCode::kUnsupported,
-               "mode: " + spec.mode + " is not available for " + what +
+               "mode: " + std::string(Name(spec.mode)) + " is not available for " + what +
                    " (only `corral run` and `corral code run` without --sandbox run mode "
                    "container); use mode process here");
 }
@@ -488,7 +461,6 @@ std::vector<std::string> ValidateMounts(const std::vector<MountSpec>& mounts) {
 
 std::vector<std::string> Validate(const JailSpec& spec) {
   Problems p;
-  CheckMode(p, spec);
   CheckArgv(p, spec.argv);
   CheckEnv(p, spec.env);
   CheckDirs(p, spec);
@@ -502,7 +474,6 @@ std::vector<std::string> Validate(const JailSpec& spec) {
   CheckSeccomp(p, spec);
   CheckLimits(p, spec.limits);
   CheckCgroups(p, spec.cgroups);
-  CheckIdentityMode(p, spec);
   CheckLandlock(p, spec);
   return p.Take();
 }

@@ -3,6 +3,9 @@
 // it and Plan() (runtime/run/planner.h) turns it into a jail::JailPlan.
 //
 // Defaults here are corral's documented defaults (config.example.yaml repeats them).
+// The modes (mode, oci_runtime, network.mode, cgroups.driver, landlock.enabled, identity,
+// python.scan.mode) are enums parsed where they are read (runtime/spec/modes.h): a
+// JailSpec never holds a value outside a mode's set.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +13,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "runtime/spec/modes.h"
 
 namespace corral::runtime {
 
@@ -53,7 +58,7 @@ struct LimitsSpec {
 };
 
 struct CgroupSpec {
-  std::string driver = "auto";  // auto | v2 | v1
+  CgroupDriverChoice driver = CgroupDriverChoice::kAuto;  // auto | v2 | v1
   std::string parent = "corral";  // relative to each hierarchy's root, or absolute path
 
   bool operator==(const CgroupSpec&) const = default;
@@ -78,7 +83,7 @@ struct UnsafeSpec {
 //             (runtime/net/): only names on `allow` and not on `deny` are reached
 //   host      no network namespace: needs unsafe.host_network (namespaces.net follows)
 struct NetworkSpec {
-  std::string mode = "none";
+  NetworkMode mode = NetworkMode::kNone;
   // Rules (runtime/net/policy.h): "pypi.org", "*.github.com:443", "api.example.com:8443",
   // "*" (any public address), "10.1.0.0/16:5432". Deny wins over allow.
   std::vector<std::string> allow;
@@ -93,7 +98,7 @@ struct NetworkSpec {
 // --landlock on the command line; runtime/run/landlock_plan.h derives its rules).
 struct LandlockSpec {
   // auto: where the kernel has it (ABI >= 2); true: refuse to run without it; false: off.
-  std::string enabled = "auto";
+  LandlockMode enabled = LandlockMode::kAuto;
   // Also fence TCP bind/connect where the ABI can (>= 4): network none allows neither,
   // allowlist only connecting to the in-jail proxy and resolver. false for a command that
   // serves on localhost and talks to itself (a dev server and curl).
@@ -109,7 +114,7 @@ struct LandlockSpec {
 // `python:` in config: the policy of `corral code run` (runtime/code/README.md). It
 // changes nothing about the jail; the runner applies it inside the jail, around the code.
 struct PythonScanSpec {
-  std::string mode = "deny";  // deny: a finding refuses the run | warn: run, report | off
+  ScanMode mode = ScanMode::kDeny;  // deny: a finding refuses the run | warn: run, report | off
   // Globs over dotted names as the code writes them (after import aliases): a reference to
   // a matching name is a finding; "M.*" also makes `import M` one.
   std::vector<std::string> deny_calls = {
@@ -142,8 +147,8 @@ struct JailSpec {
   // same spec as an OCI bundle run by crun or runc, runtime/oci/); oci_runtime picks it:
   // auto (crun, then runc) | crun | runc | an absolute path. `mode:` in config,
   // `sandbox.mode` in the process-sandbox design's shape (runtime/spec/config_design.h).
-  std::string mode = "process";
-  std::string oci_runtime = "auto";
+  RunMode mode = RunMode::kProcess;
+  OciRuntimeChoice oci_runtime;  // auto
 
   std::vector<std::string> argv;  // the command; argv[0] looked up in PATH if no '/'
   std::vector<std::pair<std::string, std::string>> env;  // added to the default env
@@ -162,7 +167,7 @@ struct JailSpec {
   // Who the jail's uid/gid are on the host in root mode (runtime/run/identity.h): auto
   // (a reserved id where `corral setup ids` reserved a range), reserved (required), or
   // host-uid (the same numbers on the host, as before).
-  std::string identity = "auto";
+  IdentityMode identity = IdentityMode::kAuto;
   // What picks the reserved id's slot when there is no user_data_dir: a persistent
   // sandbox's name (set by corral create, kept in its record). Not configurable.
   std::string identity_key;

@@ -12,9 +12,22 @@ namespace corral::runtime {
 // nlohmann's adl hooks; field names match config.example.yaml where they exist there.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NamespaceSpec, pid, uts, ipc, net, cgroup)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MountSpec, host_path, container_path, read_only)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CgroupSpec, driver, parent)
 
 namespace {
+
+// A mode's value (runtime/spec/modes.h) at `key` of `j`, spelled as in YAML. A bad one is
+// kept in *problem (the first only) by its field path, in Validate()'s words, and
+// SpecFromJson then refuses the spec.
+template <typename E>
+void GetMode(const nlohmann::json& j, const char* key, const std::string& field, E* out,
+             std::string* problem) {
+  const std::string text = j.at(key).get<std::string>();
+  if (std::optional<E> mode = ParseMode<E>(text)) {
+    *out = *mode;
+  } else if (problem->empty()) {
+    *problem = field + ": " + BadModeText<E>(text);
+  }
+}
 
 template <typename T>
 void PutOptional(nlohmann::json& j, const char* key, const std::optional<T>& v) {
@@ -82,7 +95,7 @@ UnsafeSpec UnsafeFromJson(const nlohmann::json& j) {
 }
 
 nlohmann::json NetworkToJson(const NetworkSpec& n) {
-  nlohmann::json j = {{"mode", n.mode},
+  nlohmann::json j = {{"mode", std::string(Name(n.mode))},
                       {"allow", n.allow},
                       {"deny", n.deny},
                       {"max_connections", n.max_connections}};
@@ -90,9 +103,9 @@ nlohmann::json NetworkToJson(const NetworkSpec& n) {
   return j;
 }
 
-NetworkSpec NetworkFromJson(const nlohmann::json& j) {
+NetworkSpec NetworkFromJson(const nlohmann::json& j, std::string* problem) {
   NetworkSpec n;
-  j.at("mode").get_to(n.mode);
+  GetMode(j, "mode", "network.mode", &n.mode, problem);
   j.at("allow").get_to(n.allow);
   j.at("deny").get_to(n.deny);
   GetInteger(j, "max_connections", &n.max_connections);
@@ -101,34 +114,45 @@ NetworkSpec NetworkFromJson(const nlohmann::json& j) {
 }
 
 nlohmann::json LandlockToJson(const LandlockSpec& l) {
-  return {{"enabled", l.enabled}, {"tcp", l.tcp}, {"omit", l.omit}};
+  return {{"enabled", std::string(Name(l.enabled))}, {"tcp", l.tcp}, {"omit", l.omit}};
 }
 
-LandlockSpec LandlockFromJson(const nlohmann::json& j) {
+LandlockSpec LandlockFromJson(const nlohmann::json& j, std::string* problem) {
   LandlockSpec l;
-  j.at("enabled").get_to(l.enabled);
+  GetMode(j, "enabled", "landlock.enabled", &l.enabled, problem);
   j.at("tcp").get_to(l.tcp);
   if (j.contains("omit")) j.at("omit").get_to(l.omit);
   return l;
 }
 
+nlohmann::json CgroupsToJson(const CgroupSpec& c) {
+  return {{"driver", std::string(Name(c.driver))}, {"parent", c.parent}};
+}
+
+CgroupSpec CgroupsFromJson(const nlohmann::json& j, std::string* problem) {
+  CgroupSpec c;
+  GetMode(j, "driver", "cgroups.driver", &c.driver, problem);
+  j.at("parent").get_to(c.parent);
+  return c;
+}
+
 }  // namespace
 
 std::string SpecToJson(const JailSpec& s) {
-  nlohmann::json j = {{"mode", s.mode},
+  nlohmann::json j = {{"mode", std::string(Name(s.mode))},
                       {"argv", s.argv},
                       {"env", s.env},
                       {"mounts", s.mounts},
                       {"hostname", s.hostname},
                       {"rootless", s.rootless},
-                      {"identity", s.identity},
+                      {"identity", std::string(Name(s.identity))},
                       {"identity_key", s.identity_key},
                       {"uid", s.uid},
                       {"gid", s.gid},
                       {"namespaces", s.namespaces},
                       {"seccomp_profile", s.seccomp_profile},
                       {"limits", LimitsToJson(s.limits)},
-                      {"cgroups", s.cgroups},
+                      {"cgroups", CgroupsToJson(s.cgroups)},
                       {"network", NetworkToJson(s.network)},
                       {"landlock", LandlockToJson(s.landlock)},
                       {"unsafe", UnsafeToJson(s.unsafe)}};
@@ -149,35 +173,39 @@ Result<JailSpec> SpecFromJson(const std::string& text) {
     if (auto nul = NulProblem(j))
       return Error(ErrorCode::kInvalidArgument, "sandbox spec: " + *nul);
     JailSpec s;
-    if (j.contains("mode")) j.at("mode").get_to(s.mode);  // a record from before it: process
+    std::string problem;  // the first bad mode; the spec is not returned with one
+    // A record from before `mode` ran process.
+    if (j.contains("mode")) GetMode(j, "mode", "mode", &s.mode, &problem);
     j.at("argv").get_to(s.argv);
     j.at("env").get_to(s.env);
     j.at("mounts").get_to(s.mounts);
     j.at("hostname").get_to(s.hostname);
     if (j.contains("rootless")) j.at("rootless").get_to(s.rootless);
     // Records written before identities existed ran with the host's ids: keep that.
-    s.identity = j.contains("identity") ? j.at("identity").get<std::string>() : "host-uid";
+    s.identity = IdentityMode::kHostUid;
+    if (j.contains("identity")) GetMode(j, "identity", "identity", &s.identity, &problem);
     if (j.contains("identity_key")) j.at("identity_key").get_to(s.identity_key);
     GetInteger(j, "uid", &s.uid);
     GetInteger(j, "gid", &s.gid);
     j.at("namespaces").get_to(s.namespaces);
     j.at("seccomp_profile").get_to(s.seccomp_profile);
     s.limits = LimitsFromJson(j.at("limits"));
-    j.at("cgroups").get_to(s.cgroups);
+    s.cgroups = CgroupsFromJson(j.at("cgroups"), &problem);
     s.unsafe = UnsafeFromJson(j.at("unsafe"));
     if (j.contains("network")) {
-      s.network = NetworkFromJson(j.at("network"));
+      s.network = NetworkFromJson(j.at("network"), &problem);
     } else if (!s.namespaces.net) {
       // A record from before network.mode: no network namespace was the host's network.
-      s.network.mode = "host";
+      s.network.mode = NetworkMode::kHost;
     }
     // A record from before Landlock keeps the default (auto).
-    if (j.contains("landlock")) s.landlock = LandlockFromJson(j.at("landlock"));
+    if (j.contains("landlock")) s.landlock = LandlockFromJson(j.at("landlock"), &problem);
     GetOptional(j, "rootfs", &s.rootfs);
     GetOptional(j, "skills_dir", &s.skills_dir);
     GetOptional(j, "user_data_dir", &s.user_data_dir);
     GetOptional(j, "acp_workspace_dir", &s.acp_workspace_dir);
     GetOptional(j, "workdir", &s.workdir);
+    if (!problem.empty()) return Error(ErrorCode::kInvalidArgument, "sandbox spec: " + problem);
     return s;
   } catch (const nlohmann::json::exception& e) {
     return Error(ErrorCode::kInvalidArgument, std::string("sandbox spec: ") + e.what());

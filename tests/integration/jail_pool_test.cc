@@ -195,7 +195,7 @@ TEST_F(JailPoolTest, AnAllowListPoolFitsOnlyItsOwnNetworkPolicy) {
     ~Unset() { ::unsetenv("CORRAL_RUNTIME_DIR"); }
   } unset;
   JailSpec base;
-  base.network.mode = "allowlist";
+  base.network.mode = runtime::NetworkMode::kAllowlist;
   base.network.allow = {"allowed.test:8080", "*.wild.test"};
   base.network.deny = {"bad.wild.test"};
   base.unsafe.network_resolve = {{"allowed.test", "127.0.0.1"}};

@@ -253,7 +253,7 @@ class NetProxyTest : public LeakCheckedTest {
 
   runtime::NetworkSpec DefaultPolicy() const {
     runtime::NetworkSpec network;
-    network.mode = "allowlist";
+    network.mode = runtime::NetworkMode::kAllowlist;
     network.allow = {"allowed.test:" + std::to_string(server_.port()), "other.test"};
     network.deny = {"bad.allowed.test"};
     return network;

@@ -141,7 +141,7 @@ TEST(CheckReport, LandlockIsReportedWithWhatWouldBeEnforced) {
   HostInfo host = HybridHost();
   // auto on a kernel without Landlock: runs (the item says MISSING); true refuses.
   JailSpec spec;
-  spec.landlock.enabled = "true";
+  spec.landlock.enabled = LandlockMode::kOn;
   CheckVerdict v = EvaluateHost(host, spec);
   EXPECT_FALSE(v.can_run);
   EXPECT_THAT(v.refusals, Contains(HasSubstr("landlock.enabled: true, but no usable Landlock")));
@@ -155,7 +155,7 @@ TEST(CheckReport, LandlockIsReportedWithWhatWouldBeEnforced) {
                        "and executes only beneath its mounts; TCP: no bind, no connect (not even "
                        "on loopback; landlock.tcp: false allows it)"));
   spec = JailSpec{};
-  spec.network.mode = "allowlist";
+  spec.network.mode = NetworkMode::kAllowlist;
   v = EvaluateHost(host, spec);
   EXPECT_THAT(v.enforced, Contains(HasSubstr("TCP: connect only to the in-jail proxy")));
   spec.landlock.tcp = false;
@@ -165,7 +165,7 @@ TEST(CheckReport, LandlockIsReportedWithWhatWouldBeEnforced) {
   v = EvaluateHost(host, JailSpec{});
   EXPECT_THAT(v.enforced, Contains(HasSubstr("TCP not fenced (needs Landlock ABI 4)")));
   spec = JailSpec{};
-  spec.landlock.enabled = "false";
+  spec.landlock.enabled = LandlockMode::kOff;
   v = EvaluateHost(host, spec);
   EXPECT_THAT(v.warnings, Contains(HasSubstr("Landlock off (landlock.enabled: false)")));
 }
@@ -173,7 +173,7 @@ TEST(CheckReport, LandlockIsReportedWithWhatWouldBeEnforced) {
 TEST(CheckReport, ControllerMissingFromTheChosenDriverIsNamed) {
   HostInfo host = HybridHost();
   JailSpec spec;
-  spec.cgroups.driver = "v2";  // mounted, but with no controllers
+  spec.cgroups.driver = CgroupDriverChoice::kV2;  // mounted, but with no controllers
   const CheckVerdict v = EvaluateHost(host, spec);
   EXPECT_FALSE(v.can_run);
   ASSERT_EQ(v.refusals.size(), 3u) << Joined(v.refusals);
@@ -291,7 +291,7 @@ TEST(CheckReport, AllowListNamesItsRulesAndProxy) {
   HostInfo host = HybridHost();
   host.netproxy_path = "/usr/libexec/corral/corral-netproxy";
   JailSpec spec;
-  spec.network.mode = "allowlist";
+  spec.network.mode = NetworkMode::kAllowlist;
   spec.network.allow = {"pypi.org", "*.github.com:443", "a.example", "b.example", "c.example"};
   spec.network.deny = {"evil.github.com"};
   const CheckVerdict v = EvaluateHost(host, spec);
@@ -313,7 +313,7 @@ TEST(CheckReport, AllowListWithoutTheProxyIsRefused) {
   HostInfo host = HybridHost();
   host.netproxy_error = "network.mode allowlist needs corral-netproxy, not found (tried /x)";
   JailSpec spec;
-  spec.network.mode = "allowlist";
+  spec.network.mode = NetworkMode::kAllowlist;
   spec.network.allow = {"pypi.org"};
   const CheckVerdict v = EvaluateHost(host, spec);
   EXPECT_FALSE(v.can_run);
@@ -327,7 +327,7 @@ TEST(CheckReport, AllowListWithoutTheProxyIsRefused) {
 TEST(CheckReport, HostNetworkIsAWarning) {
   const HostInfo host = HybridHost();
   JailSpec spec;
-  spec.network.mode = "host";
+  spec.network.mode = NetworkMode::kHost;
   spec.namespaces.net = false;
   spec.unsafe.host_network = true;
   EXPECT_THAT(EvaluateHost(host, spec).warnings,

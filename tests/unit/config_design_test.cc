@@ -77,7 +77,7 @@ sandbox:
   python: {version: "3", allowlist: [math, json]}
   env: {OMP_NUM_THREADS: 2, GREETING: hello there}
 )");
-  EXPECT_EQ(spec.mode, "process");
+  EXPECT_EQ(spec.mode, RunMode::kProcess);
   EXPECT_EQ(spec.limits.timeout_seconds, 12.5);
   EXPECT_EQ(spec.limits.memory_bytes, 300 * kMiB);
   EXPECT_EQ(spec.limits.cpu_time_seconds, 7);
@@ -87,7 +87,7 @@ sandbox:
   EXPECT_THAT(spec.mounts, ElementsAre(MountSpec{Data(), "/data", true},
                                        MountSpec{Data(), "/scratch", false},
                                        MountSpec{Data(), "/default", true}));
-  EXPECT_EQ(spec.network.mode, "allowlist");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kAllowlist);
   EXPECT_THAT(spec.network.allow, ElementsAre("pypi.org", "*.github.com:443"));
   EXPECT_TRUE(spec.namespaces.net);
   EXPECT_EQ(spec.python.interpreter, "/usr/bin/python3");
@@ -108,14 +108,14 @@ TEST_F(ConfigDesign, DesignDefaultsApplyWhenTheShapeIsUsed) {
   JailSpec before;
   before.limits.memory_bytes = 2 * kGiB;
   before.limits.pids = 1000;
-  before.network.mode = "allowlist";
+  before.network.mode = NetworkMode::kAllowlist;
   before.network.allow = {"pypi.org"};
   const JailSpec spec = Load("sandbox:\n  mode: process\n", before);
   EXPECT_EQ(spec.limits.memory_bytes, 256 * kMiB);
   EXPECT_EQ(spec.limits.cpu_time_seconds, 10);
   EXPECT_EQ(spec.limits.pids, 16);
   EXPECT_EQ(spec.limits.timeout_seconds, 30);
-  EXPECT_EQ(spec.network.mode, "none");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kNone);
   EXPECT_TRUE(spec.namespaces.net);
   EXPECT_EQ(SpecToJson(Load("sandbox: {timeout: 30}\n")), SpecToJson(DesignDefaults()));
   EXPECT_EQ(SpecToJson(Load("sandbox: {network: {enabled: false}}\n")),
@@ -263,7 +263,7 @@ TEST_F(ConfigDesign, NetworkAgreesWithNamespacesNet) {
   // Without the design's network, namespaces.net: false is the host's network, as in
   // corral's form (Validate then wants unsafe.host_network).
   const JailSpec spec = Load("namespaces: {net: false}\nsandbox: {timeout: 9}\n");
-  EXPECT_EQ(spec.network.mode, "host");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kHost);
 }
 
 TEST_F(ConfigDesign, DeerFlowsSandboxSectionIsToldApart) {
@@ -273,7 +273,8 @@ TEST_F(ConfigDesign, DeerFlowsSandboxSectionIsToldApart) {
   EXPECT_EQ(SpecToJson(spec), SpecToJson(JailSpec{}));
   EXPECT_THAT(LoadError("sandbox:\n  replicas: 0\n"), HasSubstr("sandbox.replicas: must be > 0"));
   // A network with the design's own keys is the design's.
-  EXPECT_EQ(Load("sandbox:\n  network: {allow_domains: [pypi.org]}\n").network.mode, "allowlist");
+  EXPECT_EQ(Load("sandbox:\n  network: {allow_domains: [pypi.org]}\n").network.mode,
+            NetworkMode::kAllowlist);
 }
 
 TEST_F(ConfigDesign, ToolConfigFileSplitsTheDesignShapeToTheJail) {
@@ -327,15 +328,25 @@ TEST_F(ConfigDesign, KeyPathsIncludeTheDesignsKeys) {
 TEST(ConfigMode, ContainerIsReadAndOnlyProcessOrContainerPass) {
   JailSpec spec;
   ASSERT_TRUE(LoadConfigText("mode: container\n", "t.yaml", &spec));
-  EXPECT_EQ(spec.mode, "container");
+  EXPECT_EQ(spec.mode, RunMode::kContainer);
   spec.argv = {"/bin/true"};
   EXPECT_TRUE(Validate(spec).empty());
-  spec.mode = "process";
+  spec.mode = RunMode::kProcess;
   EXPECT_TRUE(Validate(spec).empty());
-  spec.mode = "vm";
-  EXPECT_THAT(Validate(spec), ElementsAre("mode: must be process or container (got \"vm\")"));
+  spec.mode = RunMode::kContainer;
   JailSpec back = *SpecFromJson(SpecToJson(spec));
-  EXPECT_EQ(back.mode, "vm") << "the mode survives a sandbox's state file and the pool protocol";
+  EXPECT_EQ(back.mode, RunMode::kContainer)
+      << "the mode survives a sandbox's state file and the pool protocol";
+  // Any other mode is refused where it is read, in the words Validate used for it.
+  Status vm = LoadConfigText("mode: vm\n", "t.yaml", &spec);
+  ASSERT_FALSE(vm);
+  EXPECT_EQ(vm.error().message(), "t.yaml:1: mode: expected process or container, got \"vm\"");
+  std::string text = SpecToJson(spec);
+  text.replace(text.find("\"container\""), 11, "\"vm\"");
+  Result<JailSpec> from_json = SpecFromJson(text);
+  ASSERT_FALSE(from_json);
+  EXPECT_EQ(from_json.error().message(),
+            "sandbox spec: mode: must be process or container (got \"vm\")");
 }
 
 // ---- corral config explain ----

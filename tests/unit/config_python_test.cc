@@ -47,7 +47,7 @@ python:
   ASSERT_TRUE(s) << s.error().message();
   const PythonSpec& p = spec.python;
   EXPECT_EQ(p.interpreter, "/usr/bin/python3.11");
-  EXPECT_EQ(p.scan.mode, "warn");
+  EXPECT_EQ(p.scan.mode, ScanMode::kWarn);
   EXPECT_EQ(p.scan.deny_calls, std::vector<std::string>{"os.system"});
   EXPECT_EQ(p.scan.deny_modules, (std::vector<std::string>{"ctypes", "os.path"}));
   EXPECT_EQ(p.scan.deny_paths, std::vector<std::string>{"/srv/secret"});
@@ -67,7 +67,7 @@ TEST(ConfigPython, DefaultDenyCallsAreTheIssuesList) {
       "pickle.loads", "pickle.load", "marshal.loads", "eval", "exec", "compile", "__import__",
       "importlib.import_module"};
   EXPECT_EQ(PythonSpec{}.scan.deny_calls, expected);
-  EXPECT_EQ(PythonSpec{}.scan.mode, "deny");
+  EXPECT_EQ(PythonSpec{}.scan.mode, ScanMode::kDeny);
   EXPECT_TRUE(PythonSpec{}.allowlist.empty());
 }
 

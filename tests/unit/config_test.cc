@@ -22,7 +22,7 @@ using ::testing::StartsWith;
 std::string Dump(const JailSpec& s) {
   std::ostringstream o;
   auto opt = [](const std::optional<std::string>& v) { return v ? "'" + *v + "'" : "null"; };
-  o << "mode: " << s.mode << "\nargv:";
+  o << "mode: " << Name(s.mode) << "\nargv:";
   for (const auto& a : s.argv) o << " '" << a << "'";
   o << "\nenv:";
   for (const auto& [k, v] : s.env) o << " " << k << "='" << v << "'";
@@ -43,15 +43,15 @@ std::string Dump(const JailSpec& s) {
     << " output=" << l.output_limit_bytes << " tmp=" << l.tmp_size_bytes
     << " fsize=" << l.file_size_bytes << " nofile=" << l.open_files
     << " grace=" << l.kill_grace_seconds;
-  o << "\ncgroups: " << s.cgroups.driver << " " << s.cgroups.parent;
+  o << "\ncgroups: " << Name(s.cgroups.driver) << " " << s.cgroups.parent;
   const NetworkSpec& n = s.network;
-  o << "\nnetwork: " << n.mode << " allow:";
+  o << "\nnetwork: " << Name(n.mode) << " allow:";
   for (const auto& r : n.allow) o << " " << r;
   o << " deny:";
   for (const auto& r : n.deny) o << " " << r;
   o << " max_connections=" << n.max_connections
     << " max_bytes=" << (n.max_bytes ? std::to_string(*n.max_bytes) : "null");
-  o << "\nlandlock: " << s.landlock.enabled << " tcp=" << s.landlock.tcp << " omit:";
+  o << "\nlandlock: " << Name(s.landlock.enabled) << " tcp=" << s.landlock.tcp << " omit:";
   for (const auto& path : s.landlock.omit) o << " " << path;
   o << "\nunsafe: " << s.unsafe.allow_root << s.unsafe.allow_missing_limits
     << s.unsafe.allow_unconfined_seccomp << s.unsafe.host_network << " network_resolve:";
@@ -138,7 +138,7 @@ TEST(ConfigLoad, EveryKeyOverrides) {
   JailSpec spec;
   Status s = LoadConfigText(kEveryKey, "every", &spec);
   ASSERT_TRUE(s) << s.error().message();
-  EXPECT_EQ(spec.mode, "container");
+  EXPECT_EQ(spec.mode, RunMode::kContainer);
   EXPECT_EQ(spec.rootfs, "/srv/root");
   EXPECT_EQ(spec.hostname, "box-1.example");
   EXPECT_EQ(spec.uid, 2000u);
@@ -171,18 +171,18 @@ TEST(ConfigLoad, EveryKeyOverrides) {
   EXPECT_EQ(spec.limits.file_size_bytes, 2 * kGiB);
   EXPECT_EQ(spec.limits.open_files, 256);
   EXPECT_EQ(spec.limits.kill_grace_seconds, 0.25);
-  EXPECT_EQ(spec.cgroups.driver, "v1");
+  EXPECT_EQ(spec.cgroups.driver, CgroupDriverChoice::kV1);
   EXPECT_EQ(spec.cgroups.parent, "/jails/corral");
   EXPECT_TRUE(spec.unsafe.allow_root);
   EXPECT_TRUE(spec.unsafe.allow_missing_limits);
   EXPECT_TRUE(spec.unsafe.allow_unconfined_seccomp);
   EXPECT_TRUE(spec.unsafe.host_network);
-  EXPECT_EQ(spec.network.mode, "host");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kHost);
   EXPECT_EQ(spec.network.allow, std::vector<std::string>{"pypi.org"});
   EXPECT_EQ(spec.network.deny, std::vector<std::string>{"evil.org"});
   EXPECT_EQ(spec.network.max_connections, 8);
   EXPECT_EQ(spec.network.max_bytes, kMiB);
-  EXPECT_EQ(spec.landlock.enabled, "true");
+  EXPECT_EQ(spec.landlock.enabled, LandlockMode::kOn);
   EXPECT_FALSE(spec.landlock.tcp);
   EXPECT_EQ(spec.landlock.omit, std::vector<std::string>{"/y"});
   EXPECT_EQ(spec.unsafe.network_resolve,

@@ -234,12 +234,12 @@ TEST(ConfigValidate, SeccompProfile) {
 TEST(ConfigValidate, HostNetworkNeedsUnsafe) {
   JailSpec spec = ValidSpec();
   spec.namespaces.net = false;
-  spec.network.mode = "host";  // the same setting; the loader and the flags set both
+  spec.network.mode = NetworkMode::kHost;  // the same setting; the loader and the flags set both
   OneProblem(spec, "network.mode");
   spec.unsafe.host_network = true;
   EXPECT_EQ(Validate(spec), std::vector<std::string>{});
   // namespaces.net: false without network.mode host is reported by namespaces.net.
-  spec.network.mode = "none";
+  spec.network.mode = NetworkMode::kNone;
   spec.unsafe.host_network = false;
   const std::vector<std::string> problems = Validate(spec);
   ASSERT_EQ(problems.size(), 2u);
@@ -303,14 +303,17 @@ TEST(ConfigValidate, Limits) {
 
 TEST(ConfigValidate, Cgroups) {
   JailSpec spec = ValidSpec();
-  for (const char* ok : {"auto", "v1", "v2"}) {
+  for (CgroupDriverChoice ok :
+       {CgroupDriverChoice::kAuto, CgroupDriverChoice::kV1, CgroupDriverChoice::kV2}) {
     spec.cgroups.driver = ok;
-    EXPECT_EQ(Validate(spec), std::vector<std::string>{}) << ok;
+    EXPECT_EQ(Validate(spec), std::vector<std::string>{}) << Name(ok);
   }
-  spec.cgroups.driver = "v3";
-  EXPECT_EQ(OneProblem(spec, "cgroups.driver"),
-            "cgroups.driver: must be auto, v1 or v2 (got \"v3\")");
-  spec.cgroups.driver = "auto";
+  // A driver that is none of them is refused where it is read, with Validate's old words.
+  JailSpec read;
+  Status bad = LoadConfigText("cgroups:\n  driver: v3\n", "t.yaml", &read);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(), "t.yaml:2: cgroups.driver: must be auto, v1 or v2 (got \"v3\")");
+  spec.cgroups.driver = CgroupDriverChoice::kAuto;
   for (const char* ok : {"corral", "a/b.c-d_e", "/corral", "/system.slice/corral"}) {
     spec.cgroups.parent = ok;
     EXPECT_EQ(Validate(spec), std::vector<std::string>{}) << ok;
@@ -326,14 +329,14 @@ TEST(ConfigValidate, ReportsEveryProblemInOrder) {
   spec.hostname = "bad_name";
   spec.uid = 0;
   spec.limits.pids = 0;
-  spec.cgroups.driver = "x";
+  spec.cgroups.parent = "a b";
   const std::vector<std::string> problems = Validate(spec);
   ASSERT_EQ(problems.size(), 5u) << ::testing::PrintToString(problems);
   EXPECT_THAT(problems[0], StartsWith("argv: "));
   EXPECT_THAT(problems[1], StartsWith("hostname: "));
   EXPECT_THAT(problems[2], StartsWith("user.uid: "));
   EXPECT_THAT(problems[3], StartsWith("limits.pids: "));
-  EXPECT_THAT(problems[4], StartsWith("cgroups.driver: "));
+  EXPECT_THAT(problems[4], StartsWith("cgroups.parent: "));
 }
 
 }  // namespace

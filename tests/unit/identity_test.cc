@@ -121,19 +121,19 @@ TEST(ResolveIdentity, ReservedWhenARangeIsThereElseHostUidUnderAuto) {
   EXPECT_EQ(id->uid, 500000 + SlotFor("box", 1000));
   EXPECT_EQ(id->gid, 600000 + SlotFor("box", 1000));
 
-  spec.identity = "host-uid";
+  spec.identity = IdentityMode::kHostUid;
   id = ResolveIdentity(spec, reserved.files);
   ASSERT_TRUE(id);
   EXPECT_EQ(id->mode, "host-uid");
   EXPECT_EQ(id->uid, 1000u);
 
   FakeEtc none("", "");
-  spec.identity = "auto";
+  spec.identity = IdentityMode::kAuto;
   id = ResolveIdentity(spec, none.files);
   ASSERT_TRUE(id);
   EXPECT_EQ(id->mode, "host-uid");
   EXPECT_NE(id->note.find("corral setup ids"), std::string::npos) << id->note;
-  spec.identity = "reserved";
+  spec.identity = IdentityMode::kReserved;
   id = ResolveIdentity(spec, none.files);
   ASSERT_FALSE(id);
   EXPECT_NE(id.error().message().find("identity: reserved: no range reserved"),

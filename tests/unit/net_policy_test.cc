@@ -12,7 +12,7 @@ namespace {
 Policy Make(std::vector<std::string> allow, std::vector<std::string> deny = {},
             std::vector<std::pair<std::string, std::string>> resolve = {}) {
   NetworkSpec n;
-  n.mode = "allowlist";
+  n.mode = NetworkMode::kAllowlist;
   n.allow = std::move(allow);
   n.deny = std::move(deny);
   UnsafeSpec u;

@@ -44,7 +44,7 @@ std::string LoadError(const std::string& yaml, JailSpec spec = {}) {
 TEST(NetworkConfig, AbsentSectionKeepsTheDefaults) {
   const JailSpec spec = Load("hostname: h\n");
   EXPECT_EQ(spec.network, NetworkSpec{});
-  EXPECT_EQ(spec.network.mode, "none");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kNone);
   EXPECT_TRUE(spec.namespaces.net);
   EXPECT_THAT(spec.unsafe.network_resolve, IsEmpty());
 }
@@ -57,7 +57,7 @@ TEST(NetworkConfig, ReadsEveryKey) {
   max_connections: 8
   max_bytes: 100M
 )");
-  EXPECT_EQ(spec.network.mode, "allowlist");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kAllowlist);
   EXPECT_EQ(spec.network.allow,
             (Strings{"pypi.org", "files.pythonhosted.org", "*.github.com:443"}));
   EXPECT_EQ(spec.network.deny, Strings{"evil.github.com"});
@@ -78,13 +78,13 @@ TEST(NetworkConfig, MaxBytesNullUnsetsAndSizesHaveUnits) {
 }
 
 TEST(NetworkConfig, AllowAloneMeansAllowlist) {
-  EXPECT_EQ(Load("network: {allow: [pypi.org]}\n").network.mode, "allowlist");
+  EXPECT_EQ(Load("network: {allow: [pypi.org]}\n").network.mode, NetworkMode::kAllowlist);
   // An empty list chooses nothing; nor does deny.
-  EXPECT_EQ(Load("network: {allow: []}\n").network.mode, "none");
-  EXPECT_EQ(Load("network: {deny: [x.org]}\n").network.mode, "none");
+  EXPECT_EQ(Load("network: {allow: []}\n").network.mode, NetworkMode::kNone);
+  EXPECT_EQ(Load("network: {deny: [x.org]}\n").network.mode, NetworkMode::kNone);
   // An explicit mode stays what it says (the rules are kept for a later --network).
   const JailSpec spec = Load("network: {mode: none, allow: [pypi.org]}\n");
-  EXPECT_EQ(spec.network.mode, "none");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kNone);
   EXPECT_EQ(spec.network.allow, Strings{"pypi.org"});
 }
 
@@ -99,20 +99,20 @@ TEST(NetworkConfig, ListsReplaceTheCallersRules) {
 
 TEST(NetworkConfig, DesignFormIsASynonym) {
   JailSpec off = Load("network: {enabled: false}\n");
-  EXPECT_EQ(off.network.mode, "none");
+  EXPECT_EQ(off.network.mode, NetworkMode::kNone);
   EXPECT_THAT(off.network.allow, IsEmpty());
 
   JailSpec open = Load("network: {enabled: true}\n");
-  EXPECT_EQ(open.network.mode, "allowlist");
+  EXPECT_EQ(open.network.mode, NetworkMode::kAllowlist);
   EXPECT_EQ(open.network.allow, Strings{"*"});  // public internet, never the host's network
   EXPECT_TRUE(open.namespaces.net);
 
   JailSpec listed = Load("network: {enabled: true, allow_domains: [pypi.org, github.com]}\n");
-  EXPECT_EQ(listed.network.mode, "allowlist");
+  EXPECT_EQ(listed.network.mode, NetworkMode::kAllowlist);
   EXPECT_EQ(listed.network.allow, (Strings{"pypi.org", "github.com"}));
 
   JailSpec alone = Load("network: {allow_domains: [pypi.org]}\n");
-  EXPECT_EQ(alone.network.mode, "allowlist");
+  EXPECT_EQ(alone.network.mode, NetworkMode::kAllowlist);
   EXPECT_EQ(alone.network.allow, Strings{"pypi.org"});
 
   // The limits go with either form.
@@ -122,10 +122,10 @@ TEST(NetworkConfig, DesignFormIsASynonym) {
 
   // enabled: false over a caller's allow-list clears its rules.
   JailSpec spec;
-  spec.network.mode = "allowlist";
+  spec.network.mode = NetworkMode::kAllowlist;
   spec.network.allow = {"pypi.org"};
   ASSERT_TRUE(LoadConfigText("network: {enabled: false}\n", "t", &spec));
-  EXPECT_EQ(spec.network.mode, "none");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kNone);
   EXPECT_THAT(spec.network.allow, IsEmpty());
 }
 
@@ -150,7 +150,8 @@ TEST(NetworkConfig, DesignFormErrors) {
   EXPECT_EQ(LoadError("network: {allow_domains: pypi.org}\n"),
             "t.yaml:1: network.allow_domains: expected a list of strings, got \"pypi.org\"");
   // enabled: false with an empty allow_domains is plain mode none.
-  EXPECT_EQ(Load("network: {enabled: false, allow_domains: []}\n").network.mode, "none");
+  EXPECT_EQ(Load("network: {enabled: false, allow_domains: []}\n").network.mode,
+            NetworkMode::kNone);
 }
 
 TEST(NetworkConfig, TypeErrorsNameTheKey) {
@@ -194,26 +195,26 @@ TEST(NetworkConfig, NetworkResolveIsAMapOfNamesToAddresses) {
 
 TEST(NetworkConfig, HostModeAndNamespacesNetFollowEachOther) {
   JailSpec by_mode = Load("network: {mode: host}\nunsafe: {host_network: true}\n");
-  EXPECT_EQ(by_mode.network.mode, "host");
+  EXPECT_EQ(by_mode.network.mode, NetworkMode::kHost);
   EXPECT_FALSE(by_mode.namespaces.net);
 
   JailSpec by_namespace = Load("namespaces: {net: false}\nunsafe: {host_network: true}\n");
-  EXPECT_EQ(by_namespace.network.mode, "host");
+  EXPECT_EQ(by_namespace.network.mode, NetworkMode::kHost);
   EXPECT_FALSE(by_namespace.namespaces.net);
 
   // Both, agreeing.
   JailSpec both = Load("namespaces: {net: false}\nnetwork: {mode: host}\n");
-  EXPECT_EQ(both.network.mode, "host");
+  EXPECT_EQ(both.network.mode, NetworkMode::kHost);
   EXPECT_FALSE(both.namespaces.net);
 
   // A later source that picks a namespaced mode gets its namespace back, and the reverse.
   JailSpec spec = by_mode;
   ASSERT_TRUE(LoadConfigText("network: {allow: [pypi.org]}\n", "t", &spec));
-  EXPECT_EQ(spec.network.mode, "allowlist");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kAllowlist);
   EXPECT_TRUE(spec.namespaces.net);
   spec = by_mode;
   ASSERT_TRUE(LoadConfigText("namespaces: {net: true}\n", "t", &spec));
-  EXPECT_EQ(spec.network.mode, "none");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kNone);
   EXPECT_TRUE(spec.namespaces.net);
 }
 
@@ -251,7 +252,7 @@ JailSpec ValidSpec() {
 
 JailSpec Allowlist(Strings allow) {
   JailSpec spec = ValidSpec();
-  spec.network.mode = "allowlist";
+  spec.network.mode = NetworkMode::kAllowlist;
   spec.network.allow = std::move(allow);
   return spec;
 }
@@ -263,25 +264,29 @@ TEST(NetworkValidate, AValidAllowlistAndHostMode) {
   EXPECT_THAT(Validate(spec), IsEmpty());
 
   JailSpec host = ValidSpec();
-  host.network.mode = "host";
+  host.network.mode = NetworkMode::kHost;
   host.namespaces.net = false;
   host.unsafe.host_network = true;
   EXPECT_THAT(Validate(host), IsEmpty());
 }
 
 TEST(NetworkValidate, ModeMustBeKnown) {
+  // Refused where it is read (a JailSpec cannot hold it), in the words Validate used.
   JailSpec spec = ValidSpec();
-  spec.network.mode = "bridge";
-  EXPECT_THAT(Validate(spec), ElementsAre("network.mode: must be one of none, allowlist, host "
-                                          "(got \"bridge\")"));
-  spec.network.mode = std::string("none\0x", 6);
-  EXPECT_THAT(Validate(spec),
-              ElementsAre("network.mode: must not contain a NUL byte (got \"none\\0x\")"));
+  Status bridge = LoadConfigText("network: {mode: bridge}\n", "t.yaml", &spec);
+  ASSERT_FALSE(bridge);
+  EXPECT_EQ(bridge.error().message(),
+            "t.yaml:1: network.mode: must be one of none, allowlist, "
+            "host (got \"bridge\")");
+  Status nul = LoadConfigText("network: {mode: \"none\\0x\"}\n", "t.yaml", &spec);
+  ASSERT_FALSE(nul);
+  EXPECT_EQ(nul.error().message(),
+            "t.yaml:1: network.mode: must not contain a NUL byte (got \"none\\0x\")");
 }
 
 TEST(NetworkValidate, HostNeedsUnsafeAndNoNamespace) {
   JailSpec spec = ValidSpec();
-  spec.network.mode = "host";
+  spec.network.mode = NetworkMode::kHost;
   spec.namespaces.net = false;
   EXPECT_THAT(Validate(spec), ElementsAre("network.mode: host (the host's network, "
                                           "namespaces.net: false) needs unsafe.host_network: "
@@ -296,7 +301,7 @@ TEST(NetworkValidate, NoNamespaceMeansHostMode) {
   JailSpec spec = ValidSpec();
   spec.namespaces.net = false;
   spec.unsafe.host_network = true;
-  spec.network.mode = "allowlist";
+  spec.network.mode = NetworkMode::kAllowlist;
   spec.network.allow = {"pypi.org"};
   EXPECT_THAT(Validate(spec),
               ElementsAre("namespaces.net: false (no network namespace) contradicts "
@@ -384,10 +389,11 @@ TEST(NetworkValidate, NetworkResolveIsAWeakenedIsolation) {
 
 TEST(NetworkFlags, NoFlagsChangeNothing) {
   JailSpec spec;
-  spec.network.mode = "bogus";  // not the flags' business: Validate reports it
+  // A mode and namespace that disagree: not the flags' business (Validate reports it).
+  spec.network.mode = NetworkMode::kAllowlist;
   spec.namespaces.net = false;
   EXPECT_THAT(ApplyNetworkFlags({}, &spec), IsEmpty());
-  EXPECT_EQ(spec.network.mode, "bogus");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kAllowlist);
   EXPECT_FALSE(spec.namespaces.net);
 }
 
@@ -398,7 +404,7 @@ TEST(NetworkFlags, AllowImpliesAllowlistAndAddsToTheFilesRules) {
   EXPECT_THAT(
       ApplyNetworkFlags({std::nullopt, {"pypi.org", "*.github.com"}, {"x.github.com"}}, &spec),
       IsEmpty());
-  EXPECT_EQ(spec.network.mode, "allowlist");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kAllowlist);
   EXPECT_TRUE(spec.namespaces.net);
   EXPECT_EQ(spec.network.allow, (Strings{"from-file.org", "pypi.org", "*.github.com"}));
   EXPECT_EQ(spec.network.deny, (Strings{"deny-file.org", "x.github.com"}));
@@ -407,20 +413,20 @@ TEST(NetworkFlags, AllowImpliesAllowlistAndAddsToTheFilesRules) {
 TEST(NetworkFlags, DenyAloneKeepsTheMode) {
   JailSpec spec;
   EXPECT_THAT(ApplyNetworkFlags({std::nullopt, {}, {"a.org"}}, &spec), IsEmpty());
-  EXPECT_EQ(spec.network.mode, "none");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kNone);
   EXPECT_EQ(spec.network.deny, Strings{"a.org"});
 }
 
 TEST(NetworkFlags, ModeOverridesTheFile) {
   JailSpec spec;
-  spec.network.mode = "allowlist";
+  spec.network.mode = NetworkMode::kAllowlist;
   spec.network.allow = {"pypi.org"};
   EXPECT_THAT(ApplyNetworkFlags({"none", {}, {}}, &spec), IsEmpty());
-  EXPECT_EQ(spec.network.mode, "none");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kNone);
   EXPECT_EQ(spec.network.allow, Strings{"pypi.org"});  // kept, unused in mode none
 
   EXPECT_THAT(ApplyNetworkFlags({"allowlist", {}, {}}, &spec), IsEmpty());
-  EXPECT_EQ(spec.network.mode, "allowlist");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kAllowlist);
 }
 
 TEST(NetworkFlags, HostNeedsUnsafeFromTheConfigFile) {
@@ -428,12 +434,12 @@ TEST(NetworkFlags, HostNeedsUnsafeFromTheConfigFile) {
   EXPECT_THAT(ApplyNetworkFlags({"host", {}, {}}, &spec),
               ElementsAre("--network host: the host's network needs unsafe.host_network: true "
                           "in a --config file"));
-  EXPECT_EQ(spec.network.mode, "none");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kNone);
   EXPECT_TRUE(spec.namespaces.net);
 
   spec.unsafe.host_network = true;
   EXPECT_THAT(ApplyNetworkFlags({"host", {}, {}}, &spec), IsEmpty());
-  EXPECT_EQ(spec.network.mode, "host");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kHost);
   EXPECT_FALSE(spec.namespaces.net);
   EXPECT_THAT(Validate([&] {
                 JailSpec s = spec;
@@ -444,7 +450,7 @@ TEST(NetworkFlags, HostNeedsUnsafeFromTheConfigFile) {
 
   // --allow over a file's host mode: an allow-list, in its own namespace.
   EXPECT_THAT(ApplyNetworkFlags({std::nullopt, {"pypi.org"}, {}}, &spec), IsEmpty());
-  EXPECT_EQ(spec.network.mode, "allowlist");
+  EXPECT_EQ(spec.network.mode, NetworkMode::kAllowlist);
   EXPECT_TRUE(spec.namespaces.net);
 }
 
@@ -469,7 +475,7 @@ TEST(NetworkFlags, Errors) {
 
 TEST(NetworkJson, RoundTrips) {
   JailSpec s;
-  s.network.mode = "allowlist";
+  s.network.mode = NetworkMode::kAllowlist;
   s.network.allow = {"pypi.org", "*.github.com:443"};
   s.network.deny = {"evil.github.com"};
   s.network.max_connections = 7;
@@ -507,7 +513,7 @@ TEST(NetworkJson, OldRecordsLoadWithDefaults) {
   // One without a network namespace had the host's network: that is mode host now.
   back = SpecFromJson(OldRecord(/*net_namespace=*/false));
   ASSERT_TRUE(back) << back.error().message();
-  EXPECT_EQ(back->network.mode, "host");
+  EXPECT_EQ(back->network.mode, NetworkMode::kHost);
   EXPECT_FALSE(back->namespaces.net);
 }
 

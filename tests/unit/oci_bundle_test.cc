@@ -169,12 +169,12 @@ TEST(OciConfig, CarriesTheJailSpec) {
 TEST(OciConfig, WhatContainerModeCannotHonourIsRefusedByKey) {
   JailSpec spec;
   spec.argv = {"/bin/true"};
-  spec.network.mode = "allowlist";
+  spec.network.mode = NetworkMode::kAllowlist;
   auto st = CheckContainerSpec(spec);
   ASSERT_FALSE(st.has_value());
   EXPECT_NE(st.error().message().find("network.mode allowlist"), std::string::npos);
-  spec.network.mode = "none";
-  spec.landlock.enabled = "true";
+  spec.network.mode = NetworkMode::kNone;
+  spec.landlock.enabled = LandlockMode::kOn;
   st = CheckContainerSpec(spec);
   ASSERT_FALSE(st.has_value());
   EXPECT_NE(st.error().message().find("landlock.enabled"), std::string::npos);

@@ -169,10 +169,10 @@ TEST(SpecJson, RoundTripsEveryField) {
   s.seccomp_profile = "strict";
   s.limits.memory_bytes = 77 << 20;
   s.limits.cpu_time_seconds = 9;
-  s.cgroups.driver = "v1";
+  s.cgroups.driver = CgroupDriverChoice::kV1;
   s.unsafe.allow_root = true;
   s.unsafe.network_resolve = {{"pypi.test", "127.0.0.1"}};
-  s.network.mode = "allowlist";
+  s.network.mode = NetworkMode::kAllowlist;
   s.network.allow = {"pypi.org"};
   s.network.max_bytes = 1 << 20;
   auto back = SpecFromJson(SpecToJson(s));
