@@ -237,7 +237,9 @@ Status LoadProviderConfig(const YAML::Node& sandbox, const YAML::Node& skills, P
 
 Status LoadToolConfigFile(const std::string& path, ProviderConfig* config, JailSpec* spec) {
   ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  ASSIGN_OR_RETURN(const YAML::Node root, LoadYamlDocument(text, path));
+  // Not const: operator[] of a const node gives an invalid node for a missing key, which
+  // throws when asked its type; a mutable one gives an undefined node, as the readers expect.
+  ASSIGN_OR_RETURN(YAML::Node root, LoadYamlDocument(text, path));
   if (!root.IsMap()) {
     if (root.IsNull()) return Ok();
     return Error(ErrorCode::kInvalidArgument, path + ": the top level must be a mapping");

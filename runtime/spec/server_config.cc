@@ -114,7 +114,9 @@ Status LoadServerConfig(const YAML::Node& server, ServerConfig* config) {
 
 Status LoadServerConfigFile(const std::string& path, ServerConfig* config) {
   ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  ASSIGN_OR_RETURN(const YAML::Node root, LoadYamlDocument(text, path));
+  // Not const: operator[] of a const node gives an invalid node for a missing key, which
+  // throws when asked its type; a mutable one gives an undefined node, as the readers expect.
+  ASSIGN_OR_RETURN(YAML::Node root, LoadYamlDocument(text, path));
   if (!root.IsMap()) return Ok();
   Status st = LoadServerConfig(root["server"], config);
   if (!st) return st.error().WithContext(path);

@@ -11,6 +11,7 @@
 #include "runtime/spec/config.h"
 #include "runtime/spec/config_explain.h"
 #include "runtime/spec/provider_config.h"
+#include "runtime/spec/server_config.h"
 #include "runtime/spec/spec_json.h"
 #include "tests/support/temp_dir.h"
 
@@ -310,6 +311,26 @@ TEST_F(ConfigDesign, ToolConfigFileProblemsNameTheFilesOwnLines) {
   Status syntax = LoadToolConfigFile(dir_.Join("bad.yaml"), &provider, &spec);
   ASSERT_FALSE(syntax);
   EXPECT_THAT(syntax.error().message(), StartsWith(dir_.Join("bad.yaml") + ":2:1: invalid YAML: "));
+}
+
+// Each file reader looks up sections the file may not have (`unsafe:`, `skills:`,
+// `sandbox:`): a missing one is "not set", never an exception (the daemon ended with
+// YAML::InvalidNode on a config without `unsafe:` when the document was held const).
+TEST_F(ConfigDesign, FileReadersTakeFilesWithoutTheirOptionalSections) {
+  ASSERT_TRUE(dir_.WriteFile("serve.yaml", "server:\n  listen: 127.0.0.1:8002\n"));
+  ServerConfig server;
+  Status s = LoadServerConfigFile(dir_.Join("serve.yaml"), &server);
+  EXPECT_TRUE(s) << s.error().message();
+  EXPECT_FALSE(server.no_auth);
+  ASSERT_TRUE(dir_.WriteFile("limits.yaml", "limits:\n  pids: 40\n"));
+  ProviderConfig provider;
+  JailSpec spec;
+  s = LoadToolConfigFile(dir_.Join("limits.yaml"), &provider, &spec);
+  ASSERT_TRUE(s) << s.error().message();
+  EXPECT_EQ(spec.limits.pids, 40);
+  ServerConfig from_limits;
+  s = LoadServerConfigFile(dir_.Join("limits.yaml"), &from_limits);
+  EXPECT_TRUE(s) << s.error().message();
 }
 
 TEST_F(ConfigDesign, KeyPathsIncludeTheDesignsKeys) {
