@@ -37,8 +37,7 @@ bool ReceiveAll(int fd, char* data, size_t size) {
 
 Status SendFrames(int socket_fd, const std::vector<std::string_view>& bodies,
                   const std::vector<int>& fds) {
-  if (fds.size() > kMaxFrameFds)
-    return Error(ErrorCode::kInvalidArgument, "socket: too many fds");
+  if (fds.size() > kMaxFrameFds) return Error(ErrorCode::kInvalidArgument, "socket: too many fds");
   std::vector<std::array<unsigned char, 4>> headers(bodies.size());
   std::vector<iovec> iov;
   for (size_t i = 0; i < bodies.size(); ++i) {

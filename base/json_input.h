@@ -49,7 +49,6 @@ Result<nlohmann::json> ParseJsonInputOrError(std::string_view text,
 
 // The document, or a discarded value (is_discarded()) when it was refused: the drop-in for
 // json::parse(text, nullptr, false) where the caller treats every failure alike.
-nlohmann::json ParseJsonInputOrDiscarded(std::string_view text,
-                                         const JsonInputLimits& limits = {});
+nlohmann::json ParseJsonInputOrDiscarded(std::string_view text, const JsonInputLimits& limits = {});
 
 }  // namespace corral

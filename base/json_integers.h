@@ -29,8 +29,8 @@ void GetInteger(const nlohmann::json& j, const char* key, T* out) {
     throw nlohmann::json::type_error::create(
         302, std::string(key) + ": expected an integer that fits its field", nullptr);
   }
-  *out = v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>())
-                                : static_cast<T>(v.get<int64_t>());
+  *out =
+      v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>()) : static_cast<T>(v.get<int64_t>());
 }
 
 }  // namespace corral

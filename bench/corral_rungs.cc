@@ -58,8 +58,8 @@ class CorralContainerRunLauncher : public Launcher {
     return Ok();
   }
   Status Launch(const Workload& w) override {
-    std::vector<std::string> argv = {exe_,   "run",          "--pool",        "off",
-                                     "--mode", "container", "--oci-runtime", runtime_, "--"};
+    std::vector<std::string> argv = {exe_,        "run",           "--pool", "off", "--mode",
+                                     "container", "--oci-runtime", runtime_, "--"};
     argv.insert(argv.end(), w.argv.begin(), w.argv.end());
     return SpawnAndWait(argv);
   }

@@ -69,7 +69,7 @@ Result<std::string> Spawn(const std::vector<std::string>& argv, bool capture) {
   if (!devnull) return Error::FromErrno(errno, "open /dev/null");
 
   ASSIGN_OR_RETURN(pid_t pid, SpawnWithStdio(argv, devnull.get(),
-                                              capture ? out_w.get() : devnull.get(), err_w.get()));
+                                             capture ? out_w.get() : devnull.get(), err_w.get()));
   err_w.Reset();
   out_w.Reset();
   std::string out = capture ? ReadAll(out_r.get(), kMaxCapture) : "";

@@ -177,8 +177,8 @@ Status OciPeer::Launch(const Workload& w) {
   if (access((bundle + "/config.json").c_str(), F_OK) != 0) {
     std::error_code ec;
     fs::create_directories(bundle, ec);
-    RETURN_IF_ERROR(
-        WriteRegularFile(bundle + "/config.json.tmp", runtime::oci::MinimalOciConfigJson(dir_ + "/rootfs", w.argv)));
+    RETURN_IF_ERROR(WriteRegularFile(bundle + "/config.json.tmp",
+                                     runtime::oci::MinimalOciConfigJson(dir_ + "/rootfs", w.argv)));
     if (rename((bundle + "/config.json.tmp").c_str(), (bundle + "/config.json").c_str()) != 0)
       return Error::FromErrno(errno, "rename config.json");
   }
@@ -213,10 +213,25 @@ Status OciPeer::Launch(const Workload& w) {
 }  // namespace
 
 std::vector<std::string> BwrapSandboxArgs() {
-  return {"--unshare-all", "--die-with-parent", "--ro-bind", "/usr",    "/usr",
-          "--symlink",     "usr/bin",           "/bin",      "--symlink", "usr/lib",
-          "/lib",          "--symlink",         "usr/lib64", "/lib64",  "--proc",
-          "/proc",         "--dev",             "/dev",      "--"};
+  return {"--unshare-all",
+          "--die-with-parent",
+          "--ro-bind",
+          "/usr",
+          "/usr",
+          "--symlink",
+          "usr/bin",
+          "/bin",
+          "--symlink",
+          "usr/lib",
+          "/lib",
+          "--symlink",
+          "usr/lib64",
+          "/lib64",
+          "--proc",
+          "/proc",
+          "--dev",
+          "/dev",
+          "--"};
 }
 
 std::vector<std::unique_ptr<Launcher>> MakePeers() {

@@ -96,8 +96,8 @@ TargetResult IdleMemoryTarget(const std::string& name, std::optional<double> byt
   return t;
 }
 
-TargetResult BringUpTarget(const std::string& name, int count, double limit_s, bool ok,
-                           int created, double bring_up_s, const std::string& why_not,
+TargetResult BringUpTarget(const std::string& name, int count, double limit_s, bool ok, int created,
+                           double bring_up_s, const std::string& why_not,
                            const std::string& estimate_hint, const std::string& how) {
   TargetResult t;
   t.name = name;

@@ -70,11 +70,11 @@ struct ServeFigures {
   std::string reason;
   int requested = 0;
   int created = 0;
-  double bring_up_s = 0;              // all creates, each followed by its first exec
-  std::vector<double> create_to_exec_ms;  // per sandbox
-  std::vector<double> exec_fresh_ms;      // shell/exec `true`, no session id, back to back
+  double bring_up_s = 0;                     // all creates, each followed by its first exec
+  std::vector<double> create_to_exec_ms;     // per sandbox
+  std::vector<double> exec_fresh_ms;         // shell/exec `true`, no session id, back to back
   std::vector<double> exec_fresh_paused_ms;  // the same, kServePauseMs after each call
-  std::vector<double> exec_session_ms;    // shell/exec `true` in one live session
+  std::vector<double> exec_session_ms;       // shell/exec `true` in one live session
   std::optional<double> daemon_rss_start_bytes;
   std::optional<double> daemon_rss_idle_bytes;  // with `created` sandboxes idle
   std::optional<double> mem_available_per_sandbox_bytes;
@@ -131,8 +131,8 @@ TargetResult IdleMemoryTarget(const std::string& name, std::optional<double> byt
 // `count` sandboxes up within `limit_s`, from `created` brought up in `bring_up_s`: an
 // estimate (shown, never judged) when fewer were made. `estimate_hint` ends an estimate's
 // note, `how` a measured one's.
-TargetResult BringUpTarget(const std::string& name, int count, double limit_s, bool ok,
-                           int created, double bring_up_s, const std::string& why_not,
+TargetResult BringUpTarget(const std::string& name, int count, double limit_s, bool ok, int created,
+                           double bring_up_s, const std::string& why_not,
                            const std::string& estimate_hint, const std::string& how);
 
 // Fills results->targets from the figures (corral's performance targets, as ratios from

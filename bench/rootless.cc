@@ -43,8 +43,8 @@ class UnprivilegedCaller {
     if (::mkdir(runtime.c_str(), 0700) != 0) return Error::FromErrno(errno, "mkdir " + runtime);
     // A cgroup v1 or hybrid host gives an unprivileged user no cgroups: corral refuses its
     // limits unless told to run with rlimits only — which is what bwrap has too.
-    RETURN_IF_ERROR(WriteRegularFile(dir_ + "/config.yaml",
-                                     "unsafe:\n  allow_missing_limits: true\n"));
+    RETURN_IF_ERROR(
+        WriteRegularFile(dir_ + "/config.yaml", "unsafe:\n  allow_missing_limits: true\n"));
     for (const std::string& path : {dir_, runtime, dir_ + "/config.yaml"}) {
       if (::chown(path.c_str(), pw->pw_uid, pw->pw_gid) != 0) {
         return Error::FromErrno(errno, "chown " + path);
@@ -86,8 +86,8 @@ class UnprivilegedCaller {
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Ok();
-    return Error(ErrorCode::kIo, "the pool server at " + socket + " is not ready (see " + dir_ +
-                                     "/pool.log)");
+    return Error(ErrorCode::kIo,
+                 "the pool server at " + socket + " is not ready (see " + dir_ + "/pool.log)");
   }
   const std::vector<std::string>& prefix() const { return prefix_; }
   const std::string& dir() const { return dir_; }
@@ -103,8 +103,7 @@ class UnprivilegedCaller {
 
 class RootlessLauncher : public Launcher {
  public:
-  RootlessLauncher(std::shared_ptr<UnprivilegedCaller> caller, std::string name,
-                   std::string group)
+  RootlessLauncher(std::shared_ptr<UnprivilegedCaller> caller, std::string name, std::string group)
       : caller_(std::move(caller)), name_(std::move(name)), group_(std::move(group)) {}
   std::string name() const override { return name_; }
   std::string group() const override { return group_; }

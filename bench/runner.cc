@@ -14,8 +14,8 @@
 
 #include "bench/layers.h"
 #include "bench/peers.h"
-#include "bench/rootless.h"
 #include "bench/progress.h"
+#include "bench/rootless.h"
 #include "bench/sandboxes.h"
 #include "bench/serve_figures.h"
 

@@ -13,9 +13,9 @@ namespace corral::bench {
 
 struct BenchOptions {
   bool quick = false;
-  int rounds = 0;             // 0 = default (60, quick 8)
-  int workers = 0;            // 0 = online CPUs
-  int sandboxes = -1;         // -1 = default (100, quick 10); 0 = skip that phase
+  int rounds = 0;      // 0 = default (60, quick 8)
+  int workers = 0;     // 0 = online CPUs
+  int sandboxes = -1;  // -1 = default (100, quick 10); 0 = skip that phase
   // `corral serve` figures (bench/serve_figures.h): sandboxes created through its API.
   int serve_sandboxes = -1;   // -1 = default (50, quick 5); 0 = skip that phase
   double slice_seconds = 0;   // throughput slice; 0 = default (1.5, quick 0.5)
@@ -24,9 +24,9 @@ struct BenchOptions {
   // calls. Back-to-back launches keep the host warm (on cgroup v1 that hides the RCU
   // grace period of every cgroup join); 0 = back to back.
   int pause_ms = 0;
-  bool peers = true;          // false: the ladder only
-  std::string corral_exe;     // the corral binary for the corral rungs
-  std::string command;        // recorded in the report
+  bool peers = true;       // false: the ladder only
+  std::string corral_exe;  // the corral binary for the corral rungs
+  std::string command;     // recorded in the report
 };
 
 // Fills in the defaults the options leave at 0.

@@ -51,15 +51,16 @@ class Daemon {
     if (::mkdtemp(tmpl) == nullptr) return Error::FromErrno(errno, "mkdtemp");
     dir_ = tmpl;
     for (auto [sub, mode] : {std::pair{"/base", 0755}, {"/run", 0700}}) {
-      if (::mkdir((dir_ + sub).c_str(), mode) != 0) return Error::FromErrno(errno, "mkdir " + dir_ + sub);
+      if (::mkdir((dir_ + sub).c_str(), mode) != 0)
+        return Error::FromErrno(errno, "mkdir " + dir_ + sub);
     }
     const std::string config = dir_ + "/corral.yaml";
     {
       std::ofstream out(config);
       out << "server: {listen: '127.0.0.1:0', api_key: " << kKey
           << ", access_log: 'off', max_sandboxes: " << max_sandboxes << "}\n"
-          << "sandbox: {base_dir: " << dir_ << "/base, idle_timeout: 0, replicas: "
-          << max_sandboxes << "}\n";
+          << "sandbox: {base_dir: " << dir_ << "/base, idle_timeout: 0, replicas: " << max_sandboxes
+          << "}\n";
       if (!out.flush()) return Error::FromErrno(errno, "write " + config);
     }
     const std::string log = dir_ + "/serve.log";
@@ -184,8 +185,8 @@ ServeFigures MeasureServe(const std::string& corral_exe, int count, int exec_rou
                     std::to_string(count));
     const std::string id = "bench-" + std::to_string(i);
     const auto t0 = Clock::now();
-    auto created = daemon.Call("POST", "/api/sandboxes",
-                               json{{"sandbox_id", id}, {"thread_id", "t-" + id}});
+    auto created =
+        daemon.Call("POST", "/api/sandboxes", json{{"sandbox_id", id}, {"thread_id", "t-" + id}});
     if (!created) {
       error = created.error().message();
       break;
@@ -205,8 +206,7 @@ ServeFigures MeasureServe(const std::string& corral_exe, int count, int exec_rou
     const auto mem_after = SettledMemAvailable();
     f.daemon_rss_idle_bytes = RssBytes(daemon.pid());
     if (mem_before && mem_after) {
-      f.mem_available_per_sandbox_bytes =
-          static_cast<double>(*mem_before - *mem_after) / f.created;
+      f.mem_available_per_sandbox_bytes = static_cast<double>(*mem_before - *mem_after) / f.created;
     }
   }
   if (error.empty() && !urls.empty()) {

@@ -40,11 +40,12 @@ TargetResult MedianTarget(const std::string& name, const std::vector<double>& sa
 void AddServeTargets(const ServeFigures& f, std::vector<TargetResult>* targets) {
   const std::string why_not = f.reason.empty() ? "skipped" : f.reason;
   targets->push_back(MedianTarget("serve: POST /api/sandboxes -> first shell/exec",
-                                  f.create_to_exec_ms, 20, "median, DeerFlow's Docker path ~3.7 s"));
-  TargetResult fresh = MedianTarget(
-      "serve: shell/exec `true` round trip", f.exec_fresh_paused_ms, 3,
-      "median, fresh session per call as DeerFlow calls it, " + std::to_string(kServePauseMs) +
-          " ms between calls");
+                                  f.create_to_exec_ms, 20,
+                                  "median, DeerFlow's Docker path ~3.7 s"));
+  TargetResult fresh =
+      MedianTarget("serve: shell/exec `true` round trip", f.exec_fresh_paused_ms, 3,
+                   "median, fresh session per call as DeerFlow calls it, " +
+                       std::to_string(kServePauseMs) + " ms between calls");
   if (!f.exec_fresh_ms.empty()) {
     fresh.note += "; back to back " + Fmt("%.2f ms", Summarize(f.exec_fresh_ms).median);
   }
@@ -64,7 +65,8 @@ void AddServeTargets(const ServeFigures& f, std::vector<TargetResult>* targets) 
     rss.measured = true;
     const double per = (*f.daemon_rss_idle_bytes - *f.daemon_rss_start_bytes) / f.created;
     rss.estimate = f.created < 1000;
-    rss.value = (rss.estimate ? *f.daemon_rss_start_bytes + per * 1000 : *f.daemon_rss_idle_bytes) / kMiB;
+    rss.value =
+        (rss.estimate ? *f.daemon_rss_start_bytes + per * 1000 : *f.daemon_rss_idle_bytes) / kMiB;
     rss.pass = !rss.estimate && rss.value <= 100;
     rss.note = rss.estimate ? "estimate: start + 1000 x the growth per sandbox over " +
                                   std::to_string(f.created) + "; --serve-sandboxes 1000 measures it"
@@ -94,8 +96,8 @@ std::string FormatServe(const ServeFigures& f) {
   auto row = [&](const char* name, const std::vector<double>& v) {
     if (v.empty()) return;
     Summary s = Summarize(v);
-    out += std::string("  ") + name + Fmt("median %.2f ms", s.median) + Fmt(", p90 %.2f ms", s.p90) +
-           " (" + std::to_string(v.size()) + ")\n";
+    out += std::string("  ") + name + Fmt("median %.2f ms", s.median) +
+           Fmt(", p90 %.2f ms", s.p90) + " (" + std::to_string(v.size()) + ")\n";
   };
   row("POST /api/sandboxes -> first shell/exec  ", f.create_to_exec_ms);
   row("shell/exec `true`, fresh session        ", f.exec_fresh_ms);
@@ -103,8 +105,8 @@ std::string FormatServe(const ServeFigures& f) {
   row("shell/exec `true`, same session         ", f.exec_session_ms);
   if (f.daemon_rss_start_bytes && f.daemon_rss_idle_bytes) {
     out += "  daemon RSS " + Fmt("%.1f MiB", *f.daemon_rss_start_bytes / kMiB) + " at start, " +
-           Fmt("%.1f MiB", *f.daemon_rss_idle_bytes / kMiB) + " with " +
-           std::to_string(f.created) + " idle sandboxes\n";
+           Fmt("%.1f MiB", *f.daemon_rss_idle_bytes / kMiB) + " with " + std::to_string(f.created) +
+           " idle sandboxes\n";
   }
   if (f.mem_available_per_sandbox_bytes) {
     out += "  host memory per idle sandbox (MemAvailable drop) " +

@@ -60,8 +60,7 @@ DelegatedCgroup FindDelegatedCgroup(const cgroups::HierarchyInfo& info,
   for (const char* file : {"", "/cgroup.procs", "/cgroup.subtree_control"}) {
     if (!OwnedBy(dir + file, uid) || ::access((dir + file).c_str(), W_OK) != 0) {
       out.why_not = "the cgroup this process runs in, " + dir + ", is not delegated to it (" +
-                    (dir + file) + " is not owned and writable by uid " + std::to_string(uid) +
-                    ")";
+                    (dir + file) + " is not owned and writable by uid " + std::to_string(uid) + ")";
       return out;
     }
   }

@@ -163,8 +163,8 @@ Result<bool> RemoveIfEmpty(const std::string& dir, const FsHooks& hooks) {
 Status RemoveTree(const std::string& dir, const FsHooks& hooks) {
   ASSIGN_OR_RETURN(auto children, ListSubdirs(dir));
   for (const auto& c : children) RETURN_IF_ERROR(RemoveTree(JoinPath(dir, c), hooks));
-  auto removed = WaitUntil([&] { return RemoveIfEmpty(dir, hooks); },
-                           std::chrono::milliseconds(1000));
+  auto removed =
+      WaitUntil([&] { return RemoveIfEmpty(dir, hooks); }, std::chrono::milliseconds(1000));
   if (!removed) return removed.error();
   if (!*removed) {
     return Error(ErrorCode::kIo, "removing cgroup " + dir + ": still busy after 1 s", EBUSY);

@@ -9,9 +9,9 @@
 
 #include "base/unique_fd.h"
 #include "cgroups/cgroup.h"
-#include "cgroups/stat_files.h"
 #include "cgroups/internal.h"
 #include "cgroups/manager_base.h"
+#include "cgroups/stat_files.h"
 
 namespace corral::cgroups::internal {
 

@@ -43,8 +43,8 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
     if (*json) {
       std::cout << runtime::CheckReportJson(*host, spec).dump(2) << "\n";
     } else {
-      std::cout << runtime::FormatCheckReport(
-          *host, spec, defaults ? "the default config" : "this config");
+      std::cout << runtime::FormatCheckReport(*host, spec,
+                                              defaults ? "the default config" : "this config");
     }
     *exit_code = can_run ? 0 : 1;
   });

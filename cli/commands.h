@@ -40,8 +40,8 @@ void AddToolCommands(CLI::App& app, int* exit_code);         // tool, threads
 void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddServeCommand(CLI::App& app, int* exit_code);  // the HTTP daemon
 void AddVersionCommand(CLI::App& app, int* exit_code);
-void AddCodeCommand(CLI::App& app, int* exit_code);  // code run (code_command.cc)
-void AddSetupCommand(CLI::App& app, int* exit_code);  // setup ids (setup_command.cc)
+void AddCodeCommand(CLI::App& app, int* exit_code);    // code run (code_command.cc)
+void AddSetupCommand(CLI::App& app, int* exit_code);   // setup ids (setup_command.cc)
 void AddConfigCommand(CLI::App& app, int* exit_code);  // config explain (config_command.cc)
 
 // "corral 0.1.0 (<commit>, <build type>)": `corral --version`.

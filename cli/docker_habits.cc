@@ -11,10 +11,9 @@ struct Hint {
   std::string_view text;
 };
 
-constexpr std::string_view kCommands[] = {"run",     "create",  "exec",  "cp",     "ps",   "stats",
-                                          "inspect", "logs",    "rm",    "reap",   "pool", "check",
-                                          "tool",    "threads", "bench", "version", "serve", "code",
-                                          "setup",   "config"};
+constexpr std::string_view kCommands[] = {
+    "run",  "create", "exec", "cp",      "ps",    "stats",   "inspect", "logs", "rm",    "reap",
+    "pool", "check",  "tool", "threads", "bench", "version", "serve",   "code", "setup", "config"};
 
 constexpr std::string_view kNoImages =
     "corral has no images: it runs the host's binaries, or a directory tree given with "

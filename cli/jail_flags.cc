@@ -34,7 +34,7 @@ void AddJailFlags(CLI::App* run, JailFlags* f) {
   run->add_option("-w,--workdir", f->workdir, "working directory inside the jail");
   run->add_option("--hostname", f->hostname, "hostname inside the jail (default sandbox)");
   run->add_flag("--rootless", f->rootless,
-               "a user namespace for the jail even as root (always on for non-root callers)");
+                "a user namespace for the jail even as root (always on for non-root callers)");
   run->add_option("--identity", f->identity,
                   "who the jail's uid 1000 is on the host as root: auto (default: a reserved "
                   "id where corral setup ids made a range) | reserved | host-uid");

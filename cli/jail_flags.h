@@ -19,9 +19,9 @@ struct JailFlags {
       seccomp, memory, output_limit, tmp_size, identity;
   std::optional<double> cpus, timeout;
   std::optional<int64_t> pids, cpu_time;
-  std::optional<std::string> mode, oci_runtime;  // process | container; auto | crun | runc
-  std::optional<std::string> network;     // none | allowlist | host
-  std::vector<std::string> allow, deny;  // allow-list rules (runtime/net/policy.h)
+  std::optional<std::string> mode, oci_runtime;       // process | container; auto | crun | runc
+  std::optional<std::string> network;                 // none | allowlist | host
+  std::vector<std::string> allow, deny;               // allow-list rules (runtime/net/policy.h)
   std::optional<std::string> landlock, landlock_tcp;  // auto | on | off; on | off
   std::vector<std::string> mounts, env;
   bool rootless = false;

@@ -8,7 +8,6 @@
 
 namespace corral::cli {
 
-int ReportOutcome(const runtime::RunOutcome& outcome, const runtime::LimitsSpec& limits,
-                  bool json);
+int ReportOutcome(const runtime::RunOutcome& outcome, const runtime::LimitsSpec& limits, bool json);
 
 }  // namespace corral::cli

@@ -77,8 +77,7 @@ void AddPoolCommand(CLI::App& app, int* exit_code) {
       "pool", "keep one-shot jails ready for `corral run` (a pool server, in the foreground)");
   auto flags = std::make_shared<PoolFlags>();
   AddJailFlags(pool, &flags->jail);
-  pool->add_option("--size", flags->size, "jails kept ready (default 2)")
-      ->check(CLI::Range(1, 64));
+  pool->add_option("--size", flags->size, "jails kept ready (default 2)")->check(CLI::Range(1, 64));
   pool->add_option("--socket", flags->socket,
                    "where to listen (default " + runtime::DefaultPoolSocket() + ")");
   pool->callback([flags, exit_code] { *exit_code = Serve(*flags); });

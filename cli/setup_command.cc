@@ -21,9 +21,9 @@ void AddSetupCommand(CLI::App& app, int* exit_code) {
       "checked against every account, group and subordinate range");
   auto start = std::make_shared<std::optional<uint32_t>>();
   auto count = std::make_shared<std::optional<uint32_t>>();
-  ids->add_option("--start", *start,
-                  "first id of the range (default " +
-                      std::to_string(runtime::kDefaultReservedStart) + ")");
+  ids->add_option(
+      "--start", *start,
+      "first id of the range (default " + std::to_string(runtime::kDefaultReservedStart) + ")");
   ids->add_option("--count", *count,
                   "how many ids (default " + std::to_string(runtime::kDefaultReservedCount) +
                       "; id 0 of the range is shared by one-shot runs)");
@@ -34,8 +34,9 @@ void AddSetupCommand(CLI::App& app, int* exit_code) {
       ->excludes(ids->get_option("--count"));
   ids->callback([start, count, remove, exit_code] {
     if (::geteuid() != 0) {
-      std::fprintf(stderr, "corral setup ids: must run as root (it edits /etc/subuid and "
-                           "/etc/subgid)\n");
+      std::fprintf(stderr,
+                   "corral setup ids: must run as root (it edits /etc/subuid and "
+                   "/etc/subgid)\n");
       *exit_code = 1;
       return;
     }

@@ -10,8 +10,8 @@
 
 #include "cli/commands.h"
 #include "runtime/run/terminal_filter.h"
-#include "runtime/spec/config.h"
 #include "runtime/sandboxes/persistent.h"
+#include "runtime/spec/config.h"
 #include "runtime/spec/provider_config.h"
 #include "tools/providers/thread_dirs.h"
 #include "tools/tool_service.h"
@@ -22,7 +22,7 @@ namespace {
 struct CommonFlags {
   std::string config;
   std::string base_dir;
-  std::string provider;  // overrides sandbox.use
+  std::string provider;                  // overrides sandbox.use
   std::string provisioner_url, aio_url;  // aio provider
 };
 

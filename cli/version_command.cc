@@ -1,8 +1,7 @@
 // `corral version [--json]` and the text of `corral --version`.
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/build_info.h"

@@ -58,8 +58,7 @@ bool SetUpUtsAndNet(const JailPlan& plan, int setup_fd) {
     return false;
   }
   // With a user namespace the clone was made inside it already (jail/spawn.cc).
-  if (plan.net_ns_fd >= 0 && !plan.user_ns.enabled &&
-      ::setns(plan.net_ns_fd, CLONE_NEWNET) != 0) {
+  if (plan.net_ns_fd >= 0 && !plan.user_ns.enabled && ::setns(plan.net_ns_fd, CLONE_NEWNET) != 0) {
     ReportSetupFailure(setup_fd, SetupStep::kNetwork, errno, "setns(network namespace)");
     return false;
   }
@@ -224,8 +223,7 @@ void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
   // /proc/1/cmdline, and `ps` on the host should show what this is from the start.
   SetProcessTitle("corral-init");
   CloseUnusedFds(request, setup_fd, status_fd);
-  if (!CheckLifeline(plan, setup_fd) ||
-      (plan.user_ns.enabled && !AwaitIdMaps(setup_fd)) ||
+  if (!CheckLifeline(plan, setup_fd) || (plan.user_ns.enabled && !AwaitIdMaps(setup_fd)) ||
       !RedirectStdio(request.stdin_fd, request.stdout_fd, request.stderr_fd, setup_fd) ||
       !JoinCgroup(request, setup_fd) || !BuildRoot(plan, setup_fd) ||
       !SetUpUtsAndNet(plan, setup_fd)) {

@@ -70,9 +70,9 @@ Result<std::string> EncodeCommand(const DeferredCommand& c) {
   out.append(c.workdir);
   out.push_back('\0');
   if (out.size() > kMaxDeferredCommandBytes) {
-    return Error(ErrorCode::kInvalidArgument, "deferred command: larger than " +
-                                                  std::to_string(kMaxDeferredCommandBytes) +
-                                                  " bytes");
+    return Error(
+        ErrorCode::kInvalidArgument,
+        "deferred command: larger than " + std::to_string(kMaxDeferredCommandBytes) + " bytes");
   }
   return out;
 }

@@ -36,8 +36,8 @@ namespace corral::jail {
 // step with RunEnterChild, ReceiveCommand, RedirectStdio, ExecHardened and
 // ReportSetupFailure.
 inline constexpr std::initializer_list<int> kSlotSyscallsAfterSeccomp = {
-    SYS_sendto, SYS_recvmsg,     SYS_dup2,   SYS_fcntl,      SYS_close, SYS_chdir,
-    SYS_close_range, SYS_execve, SYS_write, SYS_exit_group, SYS_exit};
+    SYS_sendto,      SYS_recvmsg, SYS_dup2,  SYS_fcntl,      SYS_close, SYS_chdir,
+    SYS_close_range, SYS_execve,  SYS_write, SYS_exit_group, SYS_exit};
 
 struct EnterRequest {
   const JailPlan* plan = nullptr;  // identity, argv/envp, rlimits, seccomp; no mounts
@@ -68,7 +68,8 @@ struct EnterRequest {
   bool late_hardening = false;
   // PR_SET_CHILD_SUBREAPER on the command (kept across its execve): processes it leaves
   // orphaned (a double fork, setsid + &) are reparented to it instead of to the sandbox's
-  // init, so they stay in its tree. The AIO shell sessions ask for it (runtime/sessions/proc_tree.h).
+  // init, so they stay in its tree. The AIO shell sessions ask for it
+  // (runtime/sessions/proc_tree.h).
   bool child_subreaper = false;
 };
 

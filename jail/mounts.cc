@@ -93,9 +93,9 @@ bool OpenDeferredBinds(const JailPlan& plan, int report_fd) {
       errno = E2BIG;
       return Fail(report_fd, op, "too many binds");
     }
-    int tree = sys::OpenTree(
-        AT_FDCWD, op.source_path.c_str(),
-        OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+    int tree =
+        sys::OpenTree(AT_FDCWD, op.source_path.c_str(),
+                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
     if (tree < 0) return Fail(report_fd, op, op.source_path.c_str());
     g_deferred_trees[n++] = tree;
     struct stat st;
@@ -177,8 +177,8 @@ bool RunOp(const MountOp& op, int source_fd) {
              ::mount("tmpfs", op.path.c_str(), "tmpfs", op.flags | (op.read_only ? MS_RDONLY : 0),
                      op.data.c_str()) == 0;
     case MountOp::Kind::kBind:
-      return MakeMountPoint(op) && sys::MoveMount(source_fd, "", AT_FDCWD, op.path.c_str(),
-                                                  MOVE_MOUNT_F_EMPTY_PATH) == 0;
+      return MakeMountPoint(op) &&
+             sys::MoveMount(source_fd, "", AT_FDCWD, op.path.c_str(), MOVE_MOUNT_F_EMPTY_PATH) == 0;
     case MountOp::Kind::kMkdir:
       return (::mkdir(op.path.c_str(), op.mode) == 0 || errno == EEXIST) &&
              ::chmod(op.path.c_str(), op.mode) == 0;
@@ -252,8 +252,8 @@ bool BuildRoot(const JailPlan& plan, int report_fd) {
   mode_t old_umask = ::umask(0);
   size_t deferred = 0;
   for (const MountOp& op : plan.mounts) {
-    const bool own_tree = plan.user_ns.enabled && op.kind == MountOp::Kind::kBind &&
-                          op.source_fd < 0;
+    const bool own_tree =
+        plan.user_ns.enabled && op.kind == MountOp::Kind::kBind && op.source_fd < 0;
     const int source_fd = own_tree ? g_deferred_trees[deferred++] : op.source_fd;
     bool ok = RunOp(op, source_fd);
     int err = errno;

@@ -54,7 +54,7 @@ struct MountOp {
   uint64_t source_attrs_clear = 0;
   dev_t source_dev = 0;
   ino_t source_ino = 0;
-  std::string description;    // for errors: "bind-mount /srv/skills -> /mnt/skills"
+  std::string description;  // for errors: "bind-mount /srv/skills -> /mnt/skills"
 };
 
 // How the init (PID 1) behaves.

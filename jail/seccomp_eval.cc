@@ -36,24 +36,57 @@ std::optional<uint32_t> RunSeccompFilter(const SeccompProgram& program, const se
         }
         std::memcpy(&a, bytes + f.k, 4);
         break;
-      case BPF_LD | BPF_IMM: a = f.k; break;
-      case BPF_LDX | BPF_IMM: x = f.k; break;
-      case BPF_LD | BPF_MEM: a = mem[f.k % BPF_MEMWORDS]; break;
-      case BPF_LDX | BPF_MEM: x = mem[f.k % BPF_MEMWORDS]; break;
-      case BPF_ST: mem[f.k % BPF_MEMWORDS] = a; break;
-      case BPF_STX: mem[f.k % BPF_MEMWORDS] = x; break;
-      case BPF_ALU | BPF_AND | BPF_K: a &= f.k; break;
-      case BPF_ALU | BPF_OR | BPF_K: a |= f.k; break;
-      case BPF_MISC | BPF_TAX: x = a; break;
-      case BPF_MISC | BPF_TXA: a = x; break;
-      case BPF_JMP | BPF_JA: pc += f.k; break;
-      case BPF_JMP | BPF_JEQ | BPF_K: pc += (a == f.k) ? f.jt : f.jf; break;
-      case BPF_JMP | BPF_JGT | BPF_K: pc += (a > f.k) ? f.jt : f.jf; break;
-      case BPF_JMP | BPF_JGE | BPF_K: pc += (a >= f.k) ? f.jt : f.jf; break;
-      case BPF_JMP | BPF_JSET | BPF_K: pc += (a & f.k) ? f.jt : f.jf; break;
-      case BPF_RET | BPF_K: return f.k;
-      case BPF_RET | BPF_A: return a;
-      default: return std::nullopt;
+      case BPF_LD | BPF_IMM:
+        a = f.k;
+        break;
+      case BPF_LDX | BPF_IMM:
+        x = f.k;
+        break;
+      case BPF_LD | BPF_MEM:
+        a = mem[f.k % BPF_MEMWORDS];
+        break;
+      case BPF_LDX | BPF_MEM:
+        x = mem[f.k % BPF_MEMWORDS];
+        break;
+      case BPF_ST:
+        mem[f.k % BPF_MEMWORDS] = a;
+        break;
+      case BPF_STX:
+        mem[f.k % BPF_MEMWORDS] = x;
+        break;
+      case BPF_ALU | BPF_AND | BPF_K:
+        a &= f.k;
+        break;
+      case BPF_ALU | BPF_OR | BPF_K:
+        a |= f.k;
+        break;
+      case BPF_MISC | BPF_TAX:
+        x = a;
+        break;
+      case BPF_MISC | BPF_TXA:
+        a = x;
+        break;
+      case BPF_JMP | BPF_JA:
+        pc += f.k;
+        break;
+      case BPF_JMP | BPF_JEQ | BPF_K:
+        pc += (a == f.k) ? f.jt : f.jf;
+        break;
+      case BPF_JMP | BPF_JGT | BPF_K:
+        pc += (a > f.k) ? f.jt : f.jf;
+        break;
+      case BPF_JMP | BPF_JGE | BPF_K:
+        pc += (a >= f.k) ? f.jt : f.jf;
+        break;
+      case BPF_JMP | BPF_JSET | BPF_K:
+        pc += (a & f.k) ? f.jt : f.jf;
+        break;
+      case BPF_RET | BPF_K:
+        return f.k;
+      case BPF_RET | BPF_A:
+        return a;
+      default:
+        return std::nullopt;
     }
   }
   return std::nullopt;  // ran off the end: the kernel would not have accepted it

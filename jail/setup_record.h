@@ -27,9 +27,9 @@ enum class SetupStep : uint32_t {
   kMount,            // building the root: tmpfs, binds, /proc, /dev, files
   kPivotRoot,        // pivot_root and detaching the old root
   kHostname,
-  kNetwork,          // bringing lo up
-  kFork,             // init forking the command
-  kIds,              // setgroups / setresgid / setresuid
+  kNetwork,  // bringing lo up
+  kFork,     // init forking the command
+  kIds,      // setgroups / setresgid / setresuid
   kCapabilities,
   kRlimits,
   kNoNewPrivs,
@@ -37,10 +37,10 @@ enum class SetupStep : uint32_t {
   kChdir,
   kSeccomp,
   kExecve,
-  kInit,             // the init's own hardening
-  kLandlock,         // building or applying the Landlock ruleset
-  kUserNamespace,    // waiting for the parent to write the id maps
-  kEnter,            // joining a running sandbox: setns, the clone into it, the pidfd handoff
+  kInit,           // the init's own hardening
+  kLandlock,       // building or applying the Landlock ruleset
+  kUserNamespace,  // waiting for the parent to write the id maps
+  kEnter,          // joining a running sandbox: setns, the clone into it, the pidfd handoff
 };
 
 // Lowercase name as shown to users: "mount", "pivot_root", "execve", ...

@@ -21,14 +21,13 @@ inline int MoveMount(int from_dirfd, const char* from_path, int to_dirfd, const 
 }
 
 // `propagation`: 0 (unchanged) or MS_PRIVATE / MS_SLAVE / MS_SHARED.
-inline int MountSetattr(int dirfd, const char* path, unsigned flags, uint64_t set,
-                        uint64_t clear, uint64_t propagation = 0) {
+inline int MountSetattr(int dirfd, const char* path, unsigned flags, uint64_t set, uint64_t clear,
+                        uint64_t propagation = 0) {
   mount_attr attr{};
   attr.attr_set = set;
   attr.attr_clr = clear;
   attr.propagation = propagation;
-  return static_cast<int>(
-      ::syscall(SYS_mount_setattr, dirfd, path, flags, &attr, sizeof attr));
+  return static_cast<int>(::syscall(SYS_mount_setattr, dirfd, path, flags, &attr, sizeof attr));
 }
 
 inline int PivotRoot(const char* new_root, const char* put_old) {

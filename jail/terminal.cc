@@ -69,7 +69,8 @@ bool TakeTerminal(int report_fd) {
     if (::dup2(slave, fd) < 0) return Fail(report_fd, "dup2 the pty's slave");
   }
   ::close(slave);
-  if (::ioctl(0, TIOCSCTTY, 0) != 0) return Fail(report_fd, "make the pty the controlling terminal");
+  if (::ioctl(0, TIOCSCTTY, 0) != 0)
+    return Fail(report_fd, "make the pty the controlling terminal");
   return true;
 }
 

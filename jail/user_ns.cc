@@ -57,8 +57,9 @@ Status RunMapHelper(const std::string& helper, pid_t pid, const std::vector<IdMa
     std::string line = helper;
     for (size_t i = 1; i < args.size(); ++i) line += " " + args[i];
     return Error(ErrorCode::kPermissionDenied,
-                 line + " failed (its message is above); check the ranges in /etc/subuid and "
-                        "/etc/subgid for this user");
+                 line +
+                     " failed (its message is above); check the ranges in /etc/subuid and "
+                     "/etc/subgid for this user");
   }
   return Ok();
 }
@@ -83,7 +84,8 @@ std::optional<SubordinateRange> FindSubordinateRange(const std::string& file_tex
     if (c2 == std::string_view::npos) continue;
     std::string_view who = line.substr(0, c1);
     uint32_t who_id = 0;
-    bool match = (!user_name.empty() && who == user_name) || (ParseU32(who, &who_id) && who_id == id);
+    bool match =
+        (!user_name.empty() && who == user_name) || (ParseU32(who, &who_id) && who_id == id);
     SubordinateRange range;
     if (match && ParseU32(line.substr(c1 + 1, c2 - c1 - 1), &range.start) &&
         ParseU32(line.substr(c2 + 1), &range.count) && range.count > 0) {

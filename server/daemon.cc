@@ -1,11 +1,8 @@
 #include "server/daemon.h"
 
-#include "runtime/net/netproxy_launch.h"
-
+#include <malloc.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-
-#include <malloc.h>
 #include <sys/resource.h>
 
 #include <atomic>
@@ -20,20 +17,21 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/run/runtime_dir.h"
+#include "runtime/net/netproxy_launch.h"
 #include "runtime/pool/exec_slot_keeper.h"
+#include "runtime/run/runtime_dir.h"
 #include "runtime/sandboxes/sandbox_store.h"
 #include "runtime/spec/provider_config.h"
 #include "runtime/spec/server_config.h"
-#include "server/http/access_log.h"
 #include "server/aio/api.h"
-#include "server/http/auth.h"
 #include "server/corral_api/api.h"
-#include "server/http/server.h"
+#include "server/http/access_log.h"
+#include "server/http/auth.h"
 #include "server/http/metrics.h"
-#include "server/router.h"
-#include "server/provisioner/sandbox_manager.h"
 #include "server/http/sd_notify.h"
+#include "server/http/server.h"
+#include "server/provisioner/sandbox_manager.h"
+#include "server/router.h"
 
 namespace corral::server {
 namespace {
@@ -140,30 +138,37 @@ GaugeSource MakeGauges(SandboxManager& manager, HttpServer& server, AioApi& aio,
         {"corral_http_connections", static_cast<double>(server.connections())},
         {"corral_aio_live_sessions", static_cast<double>(aio.live_sessions())},
         {"corral_warm_sandboxes", static_cast<double>(c.warm.ready)},
-        {"corral_sandbox_events_total{event=\"created_warm\"}", static_cast<double>(c.created_warm)},
+        {"corral_sandbox_events_total{event=\"created_warm\"}",
+         static_cast<double>(c.created_warm)},
         {"corral_warm_pool_events_total{event=\"made\"}", static_cast<double>(c.warm.made)},
         {"corral_warm_pool_events_total{event=\"taken\"}", static_cast<double>(c.warm.taken)},
         {"corral_warm_pool_events_total{event=\"failed\"}", static_cast<double>(c.warm.failed)},
         {"corral_session_slots", static_cast<double>(slot.ready)},
-        {"corral_session_slot_events_total{event=\"prepared\"}", static_cast<double>(slot.prepared)},
+        {"corral_session_slot_events_total{event=\"prepared\"}",
+         static_cast<double>(slot.prepared)},
         {"corral_session_slot_events_total{event=\"taken\"}", static_cast<double>(slot.taken)},
         {"corral_session_slot_events_total{event=\"failed\"}", static_cast<double>(slot.failed)},
         {"corral_session_slot_events_total{event=\"evicted\"}", static_cast<double>(slot.evicted)},
     };
     std::vector<std::string> help = {
-        "# TYPE corral_sandboxes gauge", "# TYPE corral_sandbox_events_total counter",
-        "# TYPE corral_sandbox_calls_in_flight gauge", "# TYPE corral_http_requests_in_flight gauge",
-        "# TYPE corral_http_connections gauge", "# TYPE corral_aio_live_sessions gauge",
+        "# TYPE corral_sandboxes gauge",
+        "# TYPE corral_sandbox_events_total counter",
+        "# TYPE corral_sandbox_calls_in_flight gauge",
+        "# TYPE corral_http_requests_in_flight gauge",
+        "# TYPE corral_http_connections gauge",
+        "# TYPE corral_aio_live_sessions gauge",
         "# HELP corral_warm_sandboxes Warm sandboxes ready to be claimed (the pool depth).",
-        "# TYPE corral_warm_sandboxes gauge", "# TYPE corral_warm_pool_events_total counter",
+        "# TYPE corral_warm_sandboxes gauge",
+        "# TYPE corral_warm_pool_events_total counter",
         "# HELP corral_session_slots Exec slots ready for a warm sandbox's first shell session.",
-        "# TYPE corral_session_slots gauge", "# TYPE corral_session_slot_events_total counter"};
+        "# TYPE corral_session_slots gauge",
+        "# TYPE corral_session_slot_events_total counter"};
     return std::make_pair(g, help);
   };
 }
 
-// Idle reaper (and memory trim): often enough to honour sandbox.idle_timeout within ~10 %; one run at a time,
-// off the I/O threads.
+// Idle reaper (and memory trim): often enough to honour sandbox.idle_timeout within ~10 %; one run
+// at a time, off the I/O threads.
 void StartReaper(asio::io_context& io, asio::thread_pool& blocking, SandboxManager& manager,
                  double idle_timeout) {
   const double period = idle_timeout > 0 ? std::clamp(idle_timeout / 10, 1.0, 30.0) : 10.0;
@@ -222,9 +227,11 @@ void RaiseFdLimit(int max_connections) {
   }
   const rlim_t wanted = static_cast<rlim_t>(max_connections) * 2 + 256;
   if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < wanted) {
-    spdlog::warn("open files are limited to {} (RLIMIT_NOFILE), fewer than server.max_connections "
-                 "({}) needs with the sandboxes' sessions; raise LimitNOFILE= or lower "
-                 "server.max_connections", limit.rlim_max, max_connections);
+    spdlog::warn(
+        "open files are limited to {} (RLIMIT_NOFILE), fewer than server.max_connections "
+        "({}) needs with the sandboxes' sessions; raise LimitNOFILE= or lower "
+        "server.max_connections",
+        limit.rlim_max, max_connections);
   }
 }
 
@@ -235,9 +242,10 @@ int RunServe(const ServeOptions& options) {
   Loaded cfg;
   if (auto problem = Load(options, &cfg)) return Fail(*problem);
   if (cfg.key.empty()) {
-    spdlog::warn("UNSAFE: unsafe.no_auth is set and no API key is configured: anyone who can "
-                 "connect to {} may create sandboxes and run commands in them",
-                 cfg.address.ToString());
+    spdlog::warn(
+        "UNSAFE: unsafe.no_auth is set and no API key is configured: anyone who can "
+        "connect to {} may create sandboxes and run commands in them",
+        cfg.address.ToString());
   }
   ::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error code, not a signal
   RaiseFdLimit(cfg.server.max_connections);
@@ -249,9 +257,8 @@ int RunServe(const ServeOptions& options) {
   // process, and a shell started in one, dies with the keeper's thread. The sessions'
   // shells are child subreapers (runtime/sessions/proc_tree.h); a slot of a warm sandbox waits
   // for its claim's mounts, so its Landlock rules are made when its shell starts.
-  runtime::ExecSlotKeeper session_slots(
-      {static_cast<size_t>(cfg.server.session_slots),
-       {.child_subreaper = true, .late_hardening = true}});
+  runtime::ExecSlotKeeper session_slots({static_cast<size_t>(cfg.server.session_slots),
+                                         {.child_subreaper = true, .late_hardening = true}});
   AioApiOptions aio_options;
   aio_options.session_slots = &session_slots;
   AioApi aio(aio_options);
@@ -266,7 +273,8 @@ int RunServe(const ServeOptions& options) {
   Metrics metrics;
   std::unique_ptr<Router> router;
   HttpServer server(
-      io, cfg.server, [&router](HttpRequest req, Reply reply) { router->Handle(std::move(req), std::move(reply)); },
+      io, cfg.server,
+      [&router](HttpRequest req, Reply reply) { router->Handle(std::move(req), std::move(reply)); },
       [&metrics, log = access_log->get()](const std::string& client, int status, const char* why) {
         metrics.Record("-", "-", status, 0);
         log->Write({client, "-", std::string("- (") + why + ")", "", status, 0, 0});
@@ -295,12 +303,12 @@ int RunServe(const ServeOptions& options) {
   asio::signal_set signals(io, SIGTERM, SIGINT);
   OnSignals(signals, io, server, aio, cfg.server.shutdown_grace, &aio_shutdown);
 
-  std::fprintf(stderr, "corral serve: listening on %s (%zu sandboxes adopted)\n",
-               cfg.address.is_unix ? cfg.address.ToString().c_str()
-                                   : ("http://" + cfg.address.host + ":" +
-                                      std::to_string(server.bound_port()))
-                                         .c_str(),
-               manager.Counts().running);
+  std::fprintf(
+      stderr, "corral serve: listening on %s (%zu sandboxes adopted)\n",
+      cfg.address.is_unix
+          ? cfg.address.ToString().c_str()
+          : ("http://" + cfg.address.host + ":" + std::to_string(server.bound_port())).c_str(),
+      manager.Counts().running);
   SdNotify("READY=1");
 
   std::vector<std::thread> threads;

@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "server/http/auth.h"
-#include "server/provisioner/provision_request.h"
 #include "server/http/request_text.h"
+#include "server/provisioner/provision_request.h"
 
 namespace corral::server {
 namespace {
@@ -128,7 +128,8 @@ void Router::MetricsPage(Call& call, Reply reply) {
 }
 
 void Router::Capabilities(Call&, Reply reply) {
-  reply(HttpResponse::Json(200, {{"lark_cli_init_image", false}, {"lark_cli_broker_image", false}}));
+  reply(
+      HttpResponse::Json(200, {{"lark_cli_init_image", false}, {"lark_cli_broker_image", false}}));
 }
 
 void Router::CreateSandbox(Call& call, Reply reply) {

@@ -14,18 +14,17 @@
 // counted under its route template (never a token). Thread-safe.
 #pragma once
 
+#include <boost/asio/thread_pool.hpp>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <boost/asio/thread_pool.hpp>
-
-#include "server/http/access_log.h"
 #include "server/aio/api.h"
 #include "server/corral_api/api.h"
-#include "server/http/message.h"
+#include "server/http/access_log.h"
 #include "server/http/listen_address.h"
+#include "server/http/message.h"
 #include "server/http/metrics.h"
 #include "server/http/route_table.h"
 #include "server/provisioner/sandbox_manager.h"
@@ -33,15 +32,15 @@
 namespace corral::server {
 
 struct RouterOptions {
-  std::string api_key;  // empty: every /api/* call is refused, unless no_auth
+  std::string api_key;   // empty: every /api/* call is refused, unless no_auth
   bool no_auth = false;  // unsafe.no_auth: /api/* without a key
   bool metrics_need_key = true;
   std::string base_dir;  // sandbox.base_dir, for the extra-mount checks
 };
 
 // (metric line, value) pairs filled in at scrape time, plus their # HELP/# TYPE lines.
-using GaugeSource = std::function<std::pair<std::vector<std::pair<std::string, double>>,
-                                            std::vector<std::string>>()>;
+using GaugeSource = std::function<
+    std::pair<std::vector<std::pair<std::string, double>>, std::vector<std::string>>()>;
 
 class Router {
  public:

@@ -70,7 +70,9 @@ UniqueFd LockPath(const std::string& path) {
 
 FileLockGuard::FileLockGuard(std::shared_ptr<std::mutex> mutex, UniqueFd lock_file,
                              std::string lock_path)
-    : mutex_(std::move(mutex)), lock_file_(std::move(lock_file)), lock_path_(std::move(lock_path)) {}
+    : mutex_(std::move(mutex)),
+      lock_file_(std::move(lock_file)),
+      lock_path_(std::move(lock_path)) {}
 
 FileLockGuard::~FileLockGuard() {
   if (lock_file_) {

@@ -26,9 +26,8 @@ class FileLockGuard {
 
  private:
   std::shared_ptr<std::mutex> mutex_;
-  UniqueFd lock_file_;  // flock'ed; closing releases it
+  UniqueFd lock_file_;     // flock'ed; closing releases it
   std::string lock_path_;  // unlinked (under the flock) on release
-
 };
 
 // Blocks until this caller holds the lock of (sandbox_id, path). If the lock file cannot

@@ -40,8 +40,7 @@ int FindCandidates(const char* self, char* const* envp, Buffer (&candidates)[kMa
 
 // The environment with CORRAL_FRONT_EXE=<self> in place of any earlier value, in
 // `env_array` (which `front_var` must outlive); nullptr when out of memory.
-char** EnvWithFrontExe(const char* self, char* const* envp, Buffer& front_var,
-                       Buffer& env_array) {
+char** EnvWithFrontExe(const char* self, char* const* envp, Buffer& front_var, Buffer& env_array) {
   front_var.Append(kFrontExeEnv);
   front_var.Append("=");
   front_var.Append(self);

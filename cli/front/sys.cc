@@ -41,17 +41,28 @@ void Exit(int code) {
 
 const char* ErrnoText(long err) {
   switch (err < 0 ? -err : err) {
-    case 1: return "Operation not permitted";
-    case 2: return "No such file or directory";
-    case 8: return "Exec format error";
-    case 12: return "Cannot allocate memory";
-    case 13: return "Permission denied";
-    case 20: return "Not a directory";
-    case 32: return "Broken pipe";
-    case 36: return "File name too long";
-    case 104: return "Connection reset by peer";
-    case 111: return "Connection refused";
-    default: return "system error";
+    case 1:
+      return "Operation not permitted";
+    case 2:
+      return "No such file or directory";
+    case 8:
+      return "Exec format error";
+    case 12:
+      return "Cannot allocate memory";
+    case 13:
+      return "Permission denied";
+    case 20:
+      return "Not a directory";
+    case 32:
+      return "Broken pipe";
+    case 36:
+      return "File name too long";
+    case 104:
+      return "Connection reset by peer";
+    case 111:
+      return "Connection refused";
+    default:
+      return "system error";
   }
 }
 

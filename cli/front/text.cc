@@ -112,8 +112,8 @@ void Buffer::Append(const char* text) { Append(text, sys::StrLen(text)); }
 void Buffer::AppendInt(long value) {
   char digits[24];
   size_t n = 0;
-  unsigned long v = value < 0 ? 0UL - static_cast<unsigned long>(value)
-                              : static_cast<unsigned long>(value);
+  unsigned long v =
+      value < 0 ? 0UL - static_cast<unsigned long>(value) : static_cast<unsigned long>(value);
   do {
     digits[n++] = static_cast<char>('0' + v % 10);
     v /= 10;
@@ -153,11 +153,21 @@ bool JsonStringField(const char* json, size_t n, const char* key, Buffer* out) {
     }
     if (++p >= end) return false;
     switch (*p) {
-      case 'n': out->Append("\n", 1); break;
-      case 't': out->Append("\t", 1); break;
-      case 'r': out->Append("\r", 1); break;
-      case 'b': out->Append("\b", 1); break;
-      case 'f': out->Append("\f", 1); break;
+      case 'n':
+        out->Append("\n", 1);
+        break;
+      case 't':
+        out->Append("\t", 1);
+        break;
+      case 'r':
+        out->Append("\r", 1);
+        break;
+      case 'b':
+        out->Append("\b", 1);
+        break;
+      case 'f':
+        out->Append("\f", 1);
+        break;
       case 'u': {
         unsigned cp = 0;
         for (int i = 1; i <= 4; ++i) {
@@ -169,7 +179,9 @@ bool JsonStringField(const char* json, size_t n, const char* key, Buffer* out) {
         AppendUtf8(out, cp);
         break;
       }
-      default: out->Append(p, 1); break;  // \" \\ \/
+      default:
+        out->Append(p, 1);
+        break;  // \" \\ \/
     }
   }
   return p < end;

@@ -15,8 +15,8 @@
 // mode's init and supervisor do: blocks every signal, runs the command with an empty mask,
 // passes a signal the runtime sends it (corral's timeout: `kill ID TERM`) on to every
 // process in the container, reaps, and when the command ends reports its raw wait status
-// on FD and exits (the kernel then kills whatever is left in the namespace). A command that cannot be executed is reported as an
-// exec errno instead, as process mode reports a failed execve.
+// on FD and exits (the kernel then kills whatever is left in the namespace). A command that cannot
+// be executed is reported as an exec errno instead, as process mode reports a failed execve.
 //
 // Plain C, static, no allocation: it runs inside the sandbox with whatever libraries the
 // sandbox's root has (possibly none).

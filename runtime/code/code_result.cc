@@ -6,7 +6,9 @@
 namespace corral::runtime::code {
 namespace {
 
-constexpr std::string_view kHeaderPrefix = "\x1e" "corral-code ";
+constexpr std::string_view kHeaderPrefix =
+    "\x1e"
+    "corral-code ";
 
 std::string StatusOf(const RunOutcome& o) {
   switch (o.status) {

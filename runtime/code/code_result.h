@@ -23,9 +23,9 @@ struct Finding {
 };
 
 struct CodeResult {
-  RunOutcome outcome;    // stderr without the runner's header line
-  std::string status;    // ok | error | timeout | oom | killed | refused | setup_failed
-  int exit_code = 0;     // CliExitCode(outcome); kRefusedExitCode when refused
+  RunOutcome outcome;     // stderr without the runner's header line
+  std::string status;     // ok | error | timeout | oom | killed | refused | setup_failed
+  int exit_code = 0;      // CliExitCode(outcome); kRefusedExitCode when refused
   std::string scan_mode;  // deny | warn | off
   std::vector<Finding> findings;
   std::optional<double> scan_ms;  // in the jail: import of the scanner, parse and walk

@@ -7,9 +7,9 @@
 #include "base/unique_fd.h"
 #include "runtime/code/code_payload.h"
 #include "runtime/oci/container_run.h"
-#include "runtime/spec/config.h"
 #include "runtime/run/supervisor.h"
 #include "runtime/sandboxes/persistent.h"
+#include "runtime/spec/config.h"
 
 namespace corral::runtime::code {
 namespace {
@@ -26,7 +26,8 @@ Result<UniqueFd> PayloadFd(const std::string& payload) {
     if (n <= 0) return Error::FromErrno(errno, "write the code payload");
     done += static_cast<size_t>(n);
   }
-  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) !=
+      0) {
     return Error::FromErrno(errno, "seal the code payload");
   }
   if (::lseek(fd.get(), 0, SEEK_SET) != 0) return Error::FromErrno(errno, "rewind the payload");

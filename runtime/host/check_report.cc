@@ -127,25 +127,27 @@ void AddRootlessItems(const HostInfo& host, std::vector<CheckItem>& items) {
   const RootlessIds& ids = host.rootless_ids;
   const std::string user = ids.user.empty() ? "uid " + std::to_string(host.euid) : ids.user;
   if (ids.subid_ranges && ids.uidmap_helpers) {
-    items.push_back({"ok", "rootless ids: the jail's uid 1000 is you, the rest of its ids "
-                           "come from your /etc/subuid and /etc/subgid ranges (newuidmap)"});
+    items.push_back({"ok",
+                     "rootless ids: the jail's uid 1000 is you, the rest of its ids "
+                     "come from your /etc/subuid and /etc/subgid ranges (newuidmap)"});
   } else {
     items.push_back(
-        {"info", "rootless ids: only the jail's uid 1000 is mapped (to you), setgroups is off "
-                 "in the jail: " +
-                     std::string(ids.uidmap_helpers ? "" : "install uidmap and ") +
-                     (ids.subid_ranges ? "" : "add ranges for " + user +
-                                                  " to /etc/subuid and /etc/subgid ") +
-                     "for a full range"});
+        {"info",
+         "rootless ids: only the jail's uid 1000 is mapped (to you), setgroups is off "
+         "in the jail: " +
+             std::string(ids.uidmap_helpers ? "" : "install uidmap and ") +
+             (ids.subid_ranges ? ""
+                               : "add ranges for " + user + " to /etc/subuid and /etc/subgid ") +
+             "for a full range"});
   }
   const std::optional<cgroups::DelegatedCgroup>& d = host.cgroups.delegated;
   if (d && d->dir) {
-    items.push_back({"ok", "rootless limits: memory, cpu and pids in the delegated cgroup " +
-                               *d->dir});
+    items.push_back(
+        {"ok", "rootless limits: memory, cpu and pids in the delegated cgroup " + *d->dir});
   } else {
-    items.push_back({"MISSING", "rootless limits: " +
-                                    (d ? d->why_not : std::string("cgroups not detected")) +
-                                    " (runs are refused unless unsafe.allow_missing_limits)"});
+    items.push_back(
+        {"MISSING", "rootless limits: " + (d ? d->why_not : std::string("cgroups not detected")) +
+                        " (runs are refused unless unsafe.allow_missing_limits)"});
   }
 }
 
@@ -387,8 +389,8 @@ void EvaluateNetwork(const HostInfo& host, const JailSpec& spec, CheckVerdict& v
   if (!n.deny.empty()) rules += "; deny " + RuleList(n.deny);
   v.enforced.push_back(
       "network: allow-list (" + rules + ") through " + host.netproxy_path + ": HTTP proxy " +
-      net::kProxyHost + ":" + std::to_string(net::kHttpProxyPort) + ", SOCKS5 :" +
-      std::to_string(net::kSocksPort) + ", DNS :" + std::to_string(net::kDnsPort) +
+      net::kProxyHost + ":" + std::to_string(net::kHttpProxyPort) +
+      ", SOCKS5 :" + std::to_string(net::kSocksPort) + ", DNS :" + std::to_string(net::kDnsPort) +
       " in the jail; " + std::to_string(n.max_connections) + " connections at once" +
       (n.max_bytes ? ", " + FormatSize(*n.max_bytes) + " in all" : "") +
       "; loopback, private, link-local and metadata addresses always refused");
@@ -429,8 +431,9 @@ std::string LandlockTcpText(const JailSpec& spec, int abi) {
 void EvaluateLandlock(const HostInfo& host, const JailSpec& spec, CheckVerdict& v) {
   const int abi = host.landlock_abi;
   if (spec.landlock.enabled == LandlockMode::kOff) {
-    v.warnings.push_back("Landlock off (landlock.enabled: false): the mount namespace is the "
-                         "only filesystem fence");
+    v.warnings.push_back(
+        "Landlock off (landlock.enabled: false): the mount namespace is the "
+        "only filesystem fence");
     return;
   }
   if (abi < jail::landlock::kMinimumAbi) {
@@ -514,8 +517,7 @@ CheckVerdict EvaluateHost(const HostInfo& host, const JailSpec& spec) {
   return v;
 }
 
-std::string FormatCheckReport(const HostInfo& host, const JailSpec& spec,
-                              const std::string& what) {
+std::string FormatCheckReport(const HostInfo& host, const JailSpec& spec, const std::string& what) {
   std::string out = "corral check: Linux " + host.kernel_release + " (" + host.machine + "), " +
                     std::to_string(host.online_cpus) + " online CPUs\n\n";
   for (const CheckItem& item : CheckItems(host)) {
@@ -577,10 +579,10 @@ nlohmann::json CheckReportJson(const HostInfo& host, const JailSpec& spec) {
         {"subid_ranges", host.rootless_ids.subid_ranges},
         {"uidmap_helpers", host.rootless_ids.uidmap_helpers}}},
       {"identity", host.identity ? nlohmann::json{{"mode", host.identity->mode},
-                                                   {"host_uid", host.identity->host_uid},
-                                                   {"host_gid", host.identity->host_gid},
-                                                   {"note", host.identity->note},
-                                                   {"error", host.identity->error}}
+                                                  {"host_uid", host.identity->host_uid},
+                                                  {"host_gid", host.identity->host_gid},
+                                                  {"note", host.identity->note},
+                                                  {"error", host.identity->error}}
                                  : nlohmann::json(nullptr)},
       {"overlayfs", host.overlayfs},
       {"syscalls",
@@ -594,10 +596,11 @@ nlohmann::json CheckReportJson(const HostInfo& host, const JailSpec& spec) {
       {"cap_sys_admin", host.cap_sys_admin},
       {"swap_enabled",
        host.swap_enabled ? nlohmann::json(*host.swap_enabled) : nlohmann::json(nullptr)},
-      {"netproxy", {{"path", host.netproxy_path.empty() ? nlohmann::json(nullptr)
-                                                        : nlohmann::json(host.netproxy_path)},
-                    {"error", host.netproxy_error.empty() ? nlohmann::json(nullptr)
-                                                          : nlohmann::json(host.netproxy_error)}}},
+      {"netproxy",
+       {{"path",
+         host.netproxy_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(host.netproxy_path)},
+        {"error", host.netproxy_error.empty() ? nlohmann::json(nullptr)
+                                              : nlohmann::json(host.netproxy_error)}}},
       {"items", items},
       {"verdict",
        {{"can_run", v.can_run},

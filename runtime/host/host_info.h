@@ -60,9 +60,9 @@ struct CgroupSupport {
 
 // Not root: how a rootless jail's ids can be mapped (runtime/run/user_ns_plan.h).
 struct RootlessIds {
-  std::string user;            // the caller's name ("" if it has none)
-  bool subid_ranges = false;   // ranges for it in both /etc/subuid and /etc/subgid
-  bool uidmap_helpers = false; // /usr/bin/newuidmap and newgidmap (Debian's uidmap)
+  std::string user;             // the caller's name ("" if it has none)
+  bool subid_ranges = false;    // ranges for it in both /etc/subuid and /etc/subgid
+  bool uidmap_helpers = false;  // /usr/bin/newuidmap and newgidmap (Debian's uidmap)
 };
 
 // Who the checked spec's uid/gid would be on the host (runtime/run/identity.h). Not

@@ -24,11 +24,11 @@ inline std::vector<std::pair<std::string, std::string>> ProxyEnvironment() {
   const std::string http = "http://127.0.0.1:" + std::to_string(kHttpProxyPort);
   const std::string socks = "socks5h://127.0.0.1:" + std::to_string(kSocksPort);
   const std::string none = "localhost,127.0.0.1,::1";
-  return {{"HTTP_PROXY", http},        {"http_proxy", http},
-          {"HTTPS_PROXY", http},       {"https_proxy", http},
-          {"ALL_PROXY", socks},        {"all_proxy", socks},
-          {"NO_PROXY", none},          {"no_proxy", none},
-          {"npm_config_proxy", http},  {"npm_config_https_proxy", http}};
+  return {{"HTTP_PROXY", http},       {"http_proxy", http},
+          {"HTTPS_PROXY", http},      {"https_proxy", http},
+          {"ALL_PROXY", socks},       {"all_proxy", socks},
+          {"NO_PROXY", none},         {"no_proxy", none},
+          {"npm_config_proxy", http}, {"npm_config_https_proxy", http}};
 }
 
 // /etc/resolv.conf in the jail: corral's resolver only, answers at once (NXDOMAIN for a

@@ -92,8 +92,8 @@ struct Spawned {
 // The child's half: syscalls only (the caller may be a multithreaded daemon). For a
 // detached proxy a raw fork() makes the grandchild (no atfork handlers run in a child of a
 // multithreaded process) and reports its pid on `pid_w`.
-[[noreturn]] void ChildExec(const std::vector<char*>& argv, int netns_fd, int ready_w,
-                            int pid_w, bool detached, pid_t parent) {
+[[noreturn]] void ChildExec(const std::vector<char*>& argv, int netns_fd, int ready_w, int pid_w,
+                            bool detached, pid_t parent) {
   if (detached) {
     ::setsid();
     long grandchild = ::syscall(SYS_fork);
@@ -174,9 +174,9 @@ Status AwaitReady(int fd) {
   }
   if (line.rfind("ready", 0) == 0) return Ok();
   while (!line.empty() && line.back() == '\n') line.pop_back();
-  return Error(ErrorCode::kSetupFailed,
-               "corral-netproxy: " + (line.empty() ? std::string("exited before it was ready")
-                                                   : line));
+  return Error(
+      ErrorCode::kSetupFailed,
+      "corral-netproxy: " + (line.empty() ? std::string("exited before it was ready") : line));
 }
 
 Result<std::vector<std::string>> Arguments(const JailSpec& spec, const LaunchOptions& options,
@@ -186,10 +186,14 @@ Result<std::vector<std::string>> Arguments(const JailSpec& spec, const LaunchOpt
   for (const auto& [address, port] : options.never) policy.AddNever(address, port);
   for (const auto& [address, port] : OwnEndpoints()) policy.AddNever(address, port);
   std::vector<std::string> args = {program,
-                                   "--sandbox", options.sandbox,
-                                   "--policy-json", policy.ToJson().dump(),
-                                   "--log", DecisionsLogPath(options.runtime_dir),
-                                   "--summary", options.summary_path};
+                                   "--sandbox",
+                                   options.sandbox,
+                                   "--policy-json",
+                                   policy.ToJson().dump(),
+                                   "--log",
+                                   DecisionsLogPath(options.runtime_dir),
+                                   "--summary",
+                                   options.summary_path};
   if (watch) {
     args.push_back("--watch-pid");
     args.push_back(std::to_string(*watch));
@@ -241,9 +245,11 @@ void AddOwnEndpoint(const std::string& host, uint16_t port) {
         if (i->ifa_addr == nullptr) continue;
         char text[INET6_ADDRSTRLEN] = {};
         if (i->ifa_addr->sa_family == AF_INET) {
-          ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+          ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text,
+                      sizeof text);
         } else if (i->ifa_addr->sa_family == AF_INET6) {
-          ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, text, sizeof text);
+          ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, text,
+                      sizeof text);
         }
         if (auto a = IpAddress::Parse(text)) addresses.push_back(*a);
       }

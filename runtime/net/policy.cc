@@ -37,7 +37,9 @@ bool DenyPort(const Rule& r, uint16_t port) { return !r.port || *r.port == port;
 Result<Policy> Policy::FromSpec(const NetworkSpec& network, const UnsafeSpec& unsafe) {
   Policy p;
   std::string problems;  // every bad rule, one per line: fix them all in one go
-  auto problem = [&](const std::string& line) { problems += (problems.empty() ? "" : "\n") + line; };
+  auto problem = [&](const std::string& line) {
+    problems += (problems.empty() ? "" : "\n") + line;
+  };
   auto parse_all = [&](const std::vector<std::string>& texts, const char* field,
                        std::vector<Rule>* out) {
     for (size_t i = 0; i < texts.size(); ++i) {
@@ -67,7 +69,9 @@ Result<Policy> Policy::FromSpec(const NetworkSpec& network, const UnsafeSpec& un
   return p;
 }
 
-void Policy::AddNever(const IpAddress& address, uint16_t port) { never_.emplace_back(address, port); }
+void Policy::AddNever(const IpAddress& address, uint16_t port) {
+  never_.emplace_back(address, port);
+}
 
 Verdict Policy::CheckName(std::string_view raw_host, uint16_t port) const {
   std::string host = NormalizeHost(raw_host);
@@ -169,8 +173,10 @@ nlohmann::json Policy::ToJson() const {
   for (const auto& [name, ip] : overrides_) resolve.push_back({name, ip.ToString()});
   nlohmann::json never = nlohmann::json::array();
   for (const auto& [ip, port] : never_) never.push_back({ip.ToString(), port});
-  nlohmann::json j = {{"allow", texts(allow_)}, {"deny", texts(deny_)},
-                      {"resolve", resolve},     {"never", never},
+  nlohmann::json j = {{"allow", texts(allow_)},
+                      {"deny", texts(deny_)},
+                      {"resolve", resolve},
+                      {"never", never},
                       {"max_connections", max_connections_}};
   j["max_bytes"] = max_bytes_ ? nlohmann::json(*max_bytes_) : nlohmann::json(nullptr);
   return j;

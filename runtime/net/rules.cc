@@ -57,20 +57,20 @@ std::string ForbiddenV4(const IpAddress& a) {
   if (InV4(a, 100, 64, 10)) return "private";  // carrier-grade NAT, often a provider's LAN
   if (InV4(a, 169, 254, 16)) return "link-local";
   if (b[0] >= 224 && b[0] <= 239) return "multicast";
-  if (b[0] >= 240) return "reserved";  // and the broadcast address
+  if (b[0] >= 240) return "reserved";                                  // and the broadcast address
   if (InV4(a, 192, 0, 24) || InV4(a, 198, 18, 15)) return "reserved";  // IETF, benchmarking
   return "";
 }
 
 std::string ForbiddenV6(const IpAddress& a) {
   const auto& b = a.bytes;
-  static const uint8_t kMetadata[16] = {0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0,
-                                       0,    0,    0,    0,    0, 0, 0x02, 0x54};
+  static const uint8_t kMetadata[16] = {0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0,    0,
+                                        0,    0,    0,    0,    0, 0, 0x02, 0x54};
   if (std::equal(b.begin(), b.end(), kMetadata)) return "cloud metadata";
   bool zero_head = std::all_of(b.begin(), b.begin() + 15, [](uint8_t x) { return x == 0; });
   if (zero_head && b[15] == 0) return "unspecified";
   if (zero_head && b[15] == 1) return "loopback";
-  if ((b[0] & 0xfe) == 0xfc) return "private";                 // fc00::/7 unique local
+  if ((b[0] & 0xfe) == 0xfc) return "private";                     // fc00::/7 unique local
   if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return "link-local";  // fe80::/10
   if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) return "private";     // fec0::/10 site-local
   if (b[0] == 0xff) return "multicast";
@@ -83,8 +83,7 @@ Error RuleError(std::string_view text, const std::string& why) {
   return Error(ErrorCode::kInvalidArgument, "'" + std::string(text) + "': " + why);
 }
 
-Result<std::optional<uint16_t>> ParsePort(std::string_view text, std::string_view p,
-                                          bool* any) {
+Result<std::optional<uint16_t>> ParsePort(std::string_view text, std::string_view p, bool* any) {
   if (p == "*") {
     *any = true;
     return std::optional<uint16_t>();

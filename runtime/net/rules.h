@@ -22,8 +22,8 @@ inline constexpr uint16_t kWebPorts[] = {80, 443};
 // An IPv4 or IPv6 address. IPv4 is kept as such (family 4); an IPv4-mapped IPv6 address
 // (::ffff:a.b.c.d) is classified as the IPv4 address it carries.
 struct IpAddress {
-  int family = 4;                    // 4 or 6
-  std::array<uint8_t, 16> bytes{};   // IPv4: the first 4
+  int family = 4;                   // 4 or 6
+  std::array<uint8_t, 16> bytes{};  // IPv4: the first 4
 
   static std::optional<IpAddress> Parse(std::string_view text);
   std::string ToString() const;
@@ -39,11 +39,11 @@ struct IpNetwork {
 struct Rule {
   enum class Kind { kName, kSubdomains, kAnyName, kCidr };
   Kind kind = Kind::kName;
-  std::string name;                // kName: "pypi.org"; kSubdomains: "github.com"
-  IpNetwork network;               // kCidr
-  std::optional<uint16_t> port;    // unset: 80 and 443 (or any port with any_port)
+  std::string name;              // kName: "pypi.org"; kSubdomains: "github.com"
+  IpNetwork network;             // kCidr
+  std::optional<uint16_t> port;  // unset: 80 and 443 (or any port with any_port)
   bool any_port = false;
-  std::string text;                // as written, for messages and logs
+  std::string text;  // as written, for messages and logs
 
   bool MatchesPort(uint16_t p) const;
 };

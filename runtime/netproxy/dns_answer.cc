@@ -15,12 +15,18 @@ using RrPtr = std::unique_ptr<ldns_rr, RrFree>;
 uint8_t Rcode(DnsAnswerKind kind) {
   switch (kind) {
     case DnsAnswerKind::kAddress:
-    case DnsAnswerKind::kNoData: return LDNS_RCODE_NOERROR;
-    case DnsAnswerKind::kNameError: return LDNS_RCODE_NXDOMAIN;
-    case DnsAnswerKind::kFormatError: return LDNS_RCODE_FORMERR;
-    case DnsAnswerKind::kNotImplemented: return LDNS_RCODE_NOTIMPL;
-    case DnsAnswerKind::kRefused: return LDNS_RCODE_REFUSED;
-    case DnsAnswerKind::kServerFailure: return LDNS_RCODE_SERVFAIL;
+    case DnsAnswerKind::kNoData:
+      return LDNS_RCODE_NOERROR;
+    case DnsAnswerKind::kNameError:
+      return LDNS_RCODE_NXDOMAIN;
+    case DnsAnswerKind::kFormatError:
+      return LDNS_RCODE_FORMERR;
+    case DnsAnswerKind::kNotImplemented:
+      return LDNS_RCODE_NOTIMPL;
+    case DnsAnswerKind::kRefused:
+      return LDNS_RCODE_REFUSED;
+    case DnsAnswerKind::kServerFailure:
+      return LDNS_RCODE_SERVFAIL;
   }
   return LDNS_RCODE_SERVFAIL;
 }
@@ -89,14 +95,17 @@ std::optional<DnsQuery> DnsQuery::Parse(std::span<const uint8_t> wire) {
 }
 
 std::optional<DnsAnswerKind> DnsQuery::Problem() const {
-  if (ldns_pkt_get_opcode(packet_.get()) != LDNS_PACKET_QUERY) return DnsAnswerKind::kNotImplemented;
+  if (ldns_pkt_get_opcode(packet_.get()) != LDNS_PACKET_QUERY)
+    return DnsAnswerKind::kNotImplemented;
   const ldns_rr_list* questions = ldns_pkt_question(packet_.get());
-  if (questions == nullptr || ldns_rr_list_rr_count(questions) != 1) return DnsAnswerKind::kFormatError;
+  if (questions == nullptr || ldns_rr_list_rr_count(questions) != 1)
+    return DnsAnswerKind::kFormatError;
   if (class_ != LDNS_RR_CLASS_IN) return DnsAnswerKind::kRefused;
   return std::nullopt;
 }
 
-std::vector<uint8_t> DnsQuery::Reply(DnsAnswerKind kind, const std::optional<IpAddress>& address) const {
+std::vector<uint8_t> DnsQuery::Reply(DnsAnswerKind kind,
+                                     const std::optional<IpAddress>& address) const {
   std::unique_ptr<ldns_pkt, PacketFree> reply(ldns_pkt_new());
   if (!reply) return {};
   const ldns_pkt* query = packet_.get();

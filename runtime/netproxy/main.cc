@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   spdlog::cfg::load_env_levels();
 
-  CLI::App app{"corral-netproxy: the allow-list proxy and resolver of one sandbox (started by corral)"};
+  CLI::App app{
+      "corral-netproxy: the allow-list proxy and resolver of one sandbox (started by corral)"};
   std::string sandbox, policy_json, log_path, summary_path;
   std::optional<pid_t> watch_pid;
   app.add_option("--sandbox", sandbox, "the sandbox's name, for the log")->required();

@@ -1,6 +1,7 @@
-// Asio's coroutine support, for every proxy file that uses it. Include this before any
-// other Asio header: Boost 1.74's boost/asio/awaitable.hpp uses std::exchange without
-// including <utility>, so it only compiles when <utility> came first.
+// Asio's coroutine support, for every proxy file that uses it. Include Asio's coroutine
+// headers only through this file: Boost 1.74's boost/asio/awaitable.hpp uses std::exchange
+// without including <utility>, so it only compiles when <utility> came first, which this
+// file makes sure of (the clang-format fence below keeps that order).
 //
 // GCC 12 destroys twice an aggregate built in braces inside a co_await expression, e.g.
 // `co_await F(Request{"a", name})` when Request holds a std::string (a double free that

@@ -23,7 +23,8 @@ std::optional<IpAddress> CaptureTable::AddressFor(const std::string& name) {
 }
 
 std::optional<std::string> CaptureTable::NameAt(const IpAddress& address) const {
-  if (address.family != 4 || address.bytes[0] != kCaptureNet[0] || address.bytes[1] != kCaptureNet[1]) {
+  if (address.family != 4 || address.bytes[0] != kCaptureNet[0] ||
+      address.bytes[1] != kCaptureNet[1]) {
     return std::nullopt;
   }
   auto it = by_address_.find(static_cast<uint32_t>(address.bytes[2]) << 8 | address.bytes[3]);

@@ -2,7 +2,8 @@
 
 namespace corral::runtime::net {
 
-ConnectionRecord::ConnectionRecord(ProxyContext& ctx, std::string via, std::string host, uint16_t port)
+ConnectionRecord::ConnectionRecord(ProxyContext& ctx, std::string via, std::string host,
+                                   uint16_t port)
     : ctx_(&ctx), start_(std::chrono::steady_clock::now()) {
   end_.via = std::move(via);
   end_.host = std::move(host);

@@ -29,7 +29,10 @@ class ConnectionRecord;
 
 struct ProxyContext {
   ProxyContext(std::string sandbox_name, Policy p, DecisionLog l, JailNetns n)
-      : sandbox(std::move(sandbox_name)), policy(std::move(p)), log(std::move(l)), netns(std::move(n)) {}
+      : sandbox(std::move(sandbox_name)),
+        policy(std::move(p)),
+        log(std::move(l)),
+        netns(std::move(n)) {}
 
   // Logs and counts a decision.
   void Record(const Decision& decision) {
@@ -47,8 +50,8 @@ struct ProxyContext {
   JailNetns netns;
   CaptureTable captures;
   boost::asio::io_context* io = nullptr;  // set while RunProxy's io_context exists
-  int64_t open_connections = 0;  // proxied connections (from their slot to their end)
-  std::set<ConnectionRecord*> live;  // the same connections, for the close events at exit
+  int64_t open_connections = 0;           // proxied connections (from their slot to their end)
+  std::set<ConnectionRecord*> live;       // the same connections, for the close events at exit
   int pending_clients = 0;
 };
 

@@ -17,11 +17,11 @@
 // (no complete head within 30 s).
 #pragma once
 
-#include "runtime/netproxy/proxy_awaitable.h"  // first: see there
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http/message.hpp>
 #include <string>
 
+#include "runtime/netproxy/proxy_awaitable.h"
 #include "runtime/netproxy/proxy_context.h"
 #include "runtime/netproxy/proxy_target.h"
 
@@ -33,8 +33,10 @@ inline constexpr auto kRequestHeadTimeout = std::chrono::seconds(30);
 // The head sent upstream for a forwarded request: the origin-form target, Host from the
 // URI, hop-by-hop fields (and those Connection names) dropped, "Connection: close" added.
 // Field values are as Beast's parser accepted them (no CR or LF in them).
-std::string OriginFormHead(const boost::beast::http::request_header<>& head, const ForwardTarget& target);
+std::string OriginFormHead(const boost::beast::http::request_header<>& head,
+                           const ForwardTarget& target);
 
-boost::asio::awaitable<void> ServeHttpProxyClient(ProxyContext& ctx, boost::asio::ip::tcp::socket client);
+boost::asio::awaitable<void> ServeHttpProxyClient(ProxyContext& ctx,
+                                                  boost::asio::ip::tcp::socket client);
 
 }  // namespace corral::runtime::net

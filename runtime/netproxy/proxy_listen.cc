@@ -1,11 +1,12 @@
 #include "runtime/netproxy/proxy_listen.h"
-#include "runtime/netproxy/proxy_awaitable.h"
 
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <exception>
+
+#include "runtime/netproxy/proxy_awaitable.h"
 
 namespace corral::runtime::net {
 
@@ -23,7 +24,8 @@ asio::awaitable<void> AcceptLoop(ProxyContext& ctx, tcp::acceptor acceptor, Clie
   bool warned_pending = false;
   for (;;) {
     boost::system::error_code ec;
-    tcp::socket client = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    tcp::socket client =
+        co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
     if (ec) {
       spdlog::warn("{}: accept: {}", what, ec.message());
@@ -32,7 +34,9 @@ asio::awaitable<void> AcceptLoop(ProxyContext& ctx, tcp::acceptor acceptor, Clie
       continue;
     }
     if (ctx.pending_clients >= kMaxPendingClients) {
-      if (!warned_pending) spdlog::warn("{}: {} clients in their handshake; closing new ones", what, kMaxPendingClients);
+      if (!warned_pending)
+        spdlog::warn("{}: {} clients in their handshake; closing new ones", what,
+                     kMaxPendingClients);
       warned_pending = true;
       client.close(ec);
       continue;
@@ -57,7 +61,8 @@ void Spawn(const asio::any_io_executor& executor, asio::awaitable<void> task, co
   });
 }
 
-Status StartAcceptLoop(ProxyContext& ctx, UniqueFd listener, ClientHandler handler, std::string what) {
+Status StartAcceptLoop(ProxyContext& ctx, UniqueFd listener, ClientHandler handler,
+                       std::string what) {
   tcp::acceptor acceptor(*ctx.io);
   boost::system::error_code ec;
   acceptor.assign(tcp::v4(), listener.get(), ec);

@@ -4,7 +4,6 @@
 // coroutine whose escaping exception is logged rather than lost.
 #pragma once
 
-#include "runtime/netproxy/proxy_awaitable.h"  // first: see there
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <functional>
@@ -12,22 +11,26 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "runtime/netproxy/proxy_awaitable.h"
 #include "runtime/netproxy/proxy_context.h"
 
 namespace corral::runtime::net {
 
 // Starts `task` on `executor`, detached; `what` names it in the error an escaping
 // exception is logged with.
-void Spawn(const boost::asio::any_io_executor& executor, boost::asio::awaitable<void> task, const char* what);
+void Spawn(const boost::asio::any_io_executor& executor, boost::asio::awaitable<void> task,
+           const char* what);
 
 // A session: serves one accepted client. The socket is the client's, in the jail's
 // namespace; anything it connects to is opened on this (host) thread.
-using ClientHandler = std::function<boost::asio::awaitable<void>(ProxyContext&, boost::asio::ip::tcp::socket)>;
+using ClientHandler =
+    std::function<boost::asio::awaitable<void>(ProxyContext&, boost::asio::ip::tcp::socket)>;
 
 // Accepts on `listener` (a listening TCP socket from JailNetns) until the process ends,
 // starting `handler` for each client. Over kMaxPendingClients clients in their handshake,
 // a new client is closed at once. `what` ("http proxy 127.0.0.1:3128") names the listener
 // in stderr messages.
-Status StartAcceptLoop(ProxyContext& ctx, UniqueFd listener, ClientHandler handler, std::string what);
+Status StartAcceptLoop(ProxyContext& ctx, UniqueFd listener, ClientHandler handler,
+                       std::string what);
 
 }  // namespace corral::runtime::net

@@ -14,7 +14,8 @@ namespace corral::runtime::net {
 
 std::string IsoTimeNow() {
   const auto now = std::chrono::system_clock::now();
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
   const time_t seconds = static_cast<time_t>(ms / 1000);
   struct tm utc {};
   ::gmtime_r(&seconds, &utc);
@@ -33,8 +34,9 @@ Result<DecisionLog> DecisionLog::Open(const std::string& path, std::string sandb
 }
 
 void DecisionLog::Record(const Decision& d) {
-  nlohmann::json line = {{"time", IsoTimeNow()}, {"sandbox", sandbox_}, {"via", d.via},
-                         {"host", d.host},       {"port", d.port},       {"decision", d.allowed ? "allow" : "deny"}};
+  nlohmann::json line = {{"time", IsoTimeNow()}, {"sandbox", sandbox_},
+                         {"via", d.via},         {"host", d.host},
+                         {"port", d.port},       {"decision", d.allowed ? "allow" : "deny"}};
   if (d.allowed) {
     line["address"] = d.address;
   } else {
@@ -45,10 +47,11 @@ void DecisionLog::Record(const Decision& d) {
 }
 
 void DecisionLog::Record(const ConnectionEnd& e) {
-  nlohmann::json line = {{"time", IsoTimeNow()},   {"sandbox", sandbox_},         {"event", "close"},
-                         {"via", e.via},           {"host", e.host},              {"port", e.port},
-                         {"address", e.address},   {"bytes_out", e.bytes_out},    {"bytes_in", e.bytes_in},
-                         {"duration_ms", e.duration_ms}};
+  nlohmann::json line = {{"time", IsoTimeNow()},   {"sandbox", sandbox_},
+                         {"event", "close"},       {"via", e.via},
+                         {"host", e.host},         {"port", e.port},
+                         {"address", e.address},   {"bytes_out", e.bytes_out},
+                         {"bytes_in", e.bytes_in}, {"duration_ms", e.duration_ms}};
   if (!e.reason.empty()) line["reason"] = e.reason;
   WriteLine(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }

@@ -54,7 +54,8 @@ class DecisionLog {
   void Record(const ConnectionEnd& end);
 
  private:
-  DecisionLog(UniqueFd fd, std::string sandbox) : fd_(std::move(fd)), sandbox_(std::move(sandbox)) {}
+  DecisionLog(UniqueFd fd, std::string sandbox)
+      : fd_(std::move(fd)), sandbox_(std::move(sandbox)) {}
   void WriteLine(const std::string& line);
 
   UniqueFd fd_;

@@ -14,7 +14,8 @@ namespace corral::runtime::net {
 namespace {
 
 std::string Describe(const ListenSpec& spec) {
-  return spec.address.ToString() + ":" + std::to_string(spec.port) + (spec.stream ? "/tcp" : "/udp");
+  return spec.address.ToString() + ":" + std::to_string(spec.port) +
+         (spec.stream ? "/tcp" : "/udp");
 }
 
 // In the jail's namespace: `lo` up (it starts down in a new namespace).
@@ -23,10 +24,12 @@ Status BringUpLoopback() {
   if (!s) return Error::FromErrno(errno, "socket for SIOCSIFFLAGS");
   struct ifreq request {};
   std::strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
-  if (::ioctl(s.get(), SIOCGIFFLAGS, &request) != 0) return Error::FromErrno(errno, "SIOCGIFFLAGS lo");
+  if (::ioctl(s.get(), SIOCGIFFLAGS, &request) != 0)
+    return Error::FromErrno(errno, "SIOCGIFFLAGS lo");
   if ((request.ifr_flags & IFF_UP) != 0) return Ok();
   request.ifr_flags = static_cast<short>(request.ifr_flags | IFF_UP);
-  if (::ioctl(s.get(), SIOCSIFFLAGS, &request) != 0) return Error::FromErrno(errno, "bringing lo up");
+  if (::ioctl(s.get(), SIOCSIFFLAGS, &request) != 0)
+    return Error::FromErrno(errno, "bringing lo up");
   return Ok();
 }
 

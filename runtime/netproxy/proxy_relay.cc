@@ -1,11 +1,11 @@
 #include "runtime/netproxy/proxy_relay.h"
-#include "runtime/netproxy/proxy_awaitable.h"
 
+#include <algorithm>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <algorithm>
 #include <span>
 
+#include "runtime/netproxy/proxy_awaitable.h"
 #include "runtime/netproxy/proxy_listen.h"
 #include "runtime/netproxy/proxy_sni.h"
 
@@ -21,7 +21,10 @@ namespace {
 // its idle watchdog; the last of them to finish destroys it (and the record logs the end).
 struct RelayState {
   RelayState(tcp::socket c, tcp::socket u, std::shared_ptr<ConnectionRecord> r)
-      : client(std::move(c)), upstream(std::move(u)), record(std::move(r)), idle(client.get_executor()) {}
+      : client(std::move(c)),
+        upstream(std::move(u)),
+        record(std::move(r)),
+        idle(client.get_executor()) {}
 
   void Touch() { last_activity = steady_clock::now(); }
   // Ends both directions now; `reason` (if any) is logged with the close event.
@@ -42,7 +45,8 @@ struct RelayState {
     const auto cap = record->ctx().policy.max_bytes();
     if (!cap) return n;
     const uint64_t used = record->ctx().stats.total_bytes();
-    const uint64_t left = used >= static_cast<uint64_t>(*cap) ? 0 : static_cast<uint64_t>(*cap) - used;
+    const uint64_t left =
+        used >= static_cast<uint64_t>(*cap) ? 0 : static_cast<uint64_t>(*cap) - used;
     return static_cast<size_t>(std::min<uint64_t>(n, left));
   }
 
@@ -59,7 +63,8 @@ enum class Direction { kToUpstream, kToClient };
 // Writes `data` to the destination of `direction`, counting it; false if the connection
 // ended (error, byte cap: what fits under the cap is passed on, then both ends close, and
 // the cap, now reached, refuses new connections).
-asio::awaitable<bool> Forward(std::shared_ptr<RelayState> s, Direction direction, std::span<const uint8_t> data) {
+asio::awaitable<bool> Forward(std::shared_ptr<RelayState> s, Direction direction,
+                              std::span<const uint8_t> data) {
   if (data.empty()) co_return true;
   const size_t allowed = s->UnderByteCap(data.size());
   // Counted before the write: the other connections' writes meanwhile see them taken.
@@ -70,7 +75,8 @@ asio::awaitable<bool> Forward(std::shared_ptr<RelayState> s, Direction direction
   }
   tcp::socket& to = direction == Direction::kToUpstream ? s->upstream : s->client;
   boost::system::error_code ec;
-  co_await asio::async_write(to, asio::buffer(data.data(), allowed), asio::redirect_error(asio::use_awaitable, ec));
+  co_await asio::async_write(to, asio::buffer(data.data(), allowed),
+                             asio::redirect_error(asio::use_awaitable, ec));
   if (ec) {
     s->Cut("");
     co_return false;
@@ -87,11 +93,13 @@ asio::awaitable<bool> Forward(std::shared_ptr<RelayState> s, Direction direction
 asio::awaitable<void> Pump(std::shared_ptr<RelayState> s, Direction direction, std::string prefix) {
   tcp::socket& from = direction == Direction::kToUpstream ? s->client : s->upstream;
   tcp::socket& to = direction == Direction::kToUpstream ? s->upstream : s->client;
-  bool open = co_await Forward(s, direction, std::span(reinterpret_cast<const uint8_t*>(prefix.data()), prefix.size()));
+  bool open = co_await Forward(
+      s, direction, std::span(reinterpret_cast<const uint8_t*>(prefix.data()), prefix.size()));
   std::vector<uint8_t> buffer(kRelayBufferBytes);
   while (open) {
     boost::system::error_code ec;
-    const size_t n = co_await from.async_read_some(asio::buffer(buffer), asio::redirect_error(asio::use_awaitable, ec));
+    const size_t n = co_await from.async_read_some(asio::buffer(buffer),
+                                                   asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::eof) {
       to.shutdown(tcp::socket::shutdown_send, ec);
       break;
@@ -120,7 +128,8 @@ asio::awaitable<void> PumpCheckingSni(std::shared_ptr<RelayState> s, RelaySettin
   std::string first = std::move(settings.upstream_prefix);
   std::vector<uint8_t> buffer(4096);
   for (;;) {
-    const SniResult sni = ExtractSni(std::span(reinterpret_cast<const uint8_t*>(first.data()), first.size()));
+    const SniResult sni =
+        ExtractSni(std::span(reinterpret_cast<const uint8_t*>(first.data()), first.size()));
     if (sni.status != SniResult::Status::kNeedMore) {
       if (std::string why = SniDenial(sni, settings); !why.empty()) {
         ConnectionRecord& r = *s->record;
@@ -134,7 +143,8 @@ asio::awaitable<void> PumpCheckingSni(std::shared_ptr<RelayState> s, RelaySettin
       break;
     }
     boost::system::error_code ec;
-    const size_t n = co_await s->client.async_read_some(asio::buffer(buffer), asio::redirect_error(asio::use_awaitable, ec));
+    const size_t n = co_await s->client.async_read_some(
+        asio::buffer(buffer), asio::redirect_error(asio::use_awaitable, ec));
     if (ec) break;  // the plain pump below forwards what came and handles the end
     s->Touch();
     first.append(reinterpret_cast<const char*>(buffer.data()), n);
@@ -163,10 +173,12 @@ void StartRelay(tcp::socket client, tcp::socket upstream, std::shared_ptr<Connec
   // Small writes (interactive protocols) pass at once; the relay never coalesces them.
   client.set_option(tcp::no_delay(true), ignored);
   upstream.set_option(tcp::no_delay(true), ignored);
-  auto state = std::make_shared<RelayState>(std::move(client), std::move(upstream), std::move(record));
+  auto state =
+      std::make_shared<RelayState>(std::move(client), std::move(upstream), std::move(record));
   const asio::any_io_executor executor = state->client.get_executor();
   if (settings.sni_name.empty()) {
-    Spawn(executor, Pump(state, Direction::kToUpstream, std::move(settings.upstream_prefix)), "relay");
+    Spawn(executor, Pump(state, Direction::kToUpstream, std::move(settings.upstream_prefix)),
+          "relay");
   } else {
     Spawn(executor, PumpCheckingSni(state, std::move(settings)), "relay");
   }

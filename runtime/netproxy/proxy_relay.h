@@ -11,7 +11,6 @@
 // Runs on the I/O thread; the relay owns both sockets and the ConnectionRecord.
 #pragma once
 
-#include "runtime/netproxy/proxy_awaitable.h"  // first: see there
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstdint>
@@ -19,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/netproxy/proxy_awaitable.h"
 #include "runtime/netproxy/proxy_context.h"
 
 namespace corral::runtime::net {

@@ -1,6 +1,4 @@
 // RunProxy (proxy.h): start-up, the stop signals, the summary's timer, the end.
-#include "runtime/netproxy/proxy_awaitable.h"  // first: see there
-
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -14,9 +12,10 @@
 #include <cstdio>
 #include <vector>
 
-#include "runtime/netproxy/dns_server.h"
 #include "runtime/net/in_jail.h"
+#include "runtime/netproxy/dns_server.h"
 #include "runtime/netproxy/proxy.h"
+#include "runtime/netproxy/proxy_awaitable.h"
 #include "runtime/netproxy/proxy_context.h"
 #include "runtime/netproxy/proxy_http.h"
 #include "runtime/netproxy/proxy_listen.h"
@@ -47,8 +46,10 @@ Status StartListeners(ProxyContext& ctx) {
                                          {false, Loopback(), kDnsPort},
                                          {true, Loopback(), kDnsPort}};
   ASSIGN_OR_RETURN(std::vector<UniqueFd> fds, ctx.netns.Listen(specs));
-  RETURN_IF_ERROR(StartAcceptLoop(ctx, std::move(fds[0]), ServeHttpProxyClient, "http proxy 127.0.0.1:3128"));
-  RETURN_IF_ERROR(StartAcceptLoop(ctx, std::move(fds[1]), ServeSocksClient, "socks5 127.0.0.1:1080"));
+  RETURN_IF_ERROR(
+      StartAcceptLoop(ctx, std::move(fds[0]), ServeHttpProxyClient, "http proxy 127.0.0.1:3128"));
+  RETURN_IF_ERROR(
+      StartAcceptLoop(ctx, std::move(fds[1]), ServeSocksClient, "socks5 127.0.0.1:1080"));
   return StartDnsServers(ctx, std::move(fds[2]), std::move(fds[3]));
 }
 
@@ -70,17 +71,19 @@ asio::awaitable<void> SummaryLoop(ProxyContext& ctx, std::string path) {
 
 // Stops the io_context when the watched process has exited (its pidfd turns readable).
 // `sandbox_gone` tells Finish that nobody will read the summary any more.
-Status WatchProcess(asio::io_context& io, pid_t pid, std::optional<asio::posix::stream_descriptor>* watch,
-                    bool* sandbox_gone) {
+Status WatchProcess(asio::io_context& io, pid_t pid,
+                    std::optional<asio::posix::stream_descriptor>* watch, bool* sandbox_gone) {
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0) return Error::FromErrno(errno, "--watch-pid " + std::to_string(pid) + ": pidfd_open");
+  if (pidfd < 0)
+    return Error::FromErrno(errno, "--watch-pid " + std::to_string(pid) + ": pidfd_open");
   watch->emplace(io, pidfd);
-  (*watch)->async_wait(asio::posix::descriptor_base::wait_read, [&io, pid, sandbox_gone](boost::system::error_code ec) {
-    if (ec) return;
-    spdlog::info("process {} has exited; stopping", pid);
-    *sandbox_gone = true;
-    io.stop();
-  });
+  (*watch)->async_wait(asio::posix::descriptor_base::wait_read,
+                       [&io, pid, sandbox_gone](boost::system::error_code ec) {
+                         if (ec) return;
+                         spdlog::info("process {} has exited; stopping", pid);
+                         *sandbox_gone = true;
+                         io.stop();
+                       });
   return Ok();
 }
 
@@ -120,13 +123,15 @@ int RunProxy(ProxyOptions options) {
     ReportReadiness(options.ready, "error: " + log.error().message());
     return 1;
   }
-  ProxyContext ctx(options.sandbox, std::move(options.policy), std::move(*log), JailNetns(std::move(options.netns)));
+  ProxyContext ctx(options.sandbox, std::move(options.policy), std::move(*log),
+                   JailNetns(std::move(options.netns)));
   asio::io_context io(1);
   ctx.io = &io;
   std::optional<asio::posix::stream_descriptor> watch;
   bool sandbox_gone = false;
   Status started = StartListeners(ctx);
-  if (started && options.watch_pid) started = WatchProcess(io, *options.watch_pid, &watch, &sandbox_gone);
+  if (started && options.watch_pid)
+    started = WatchProcess(io, *options.watch_pid, &watch, &sandbox_gone);
   if (started) started = ctx.stats.WriteTo(options.summary_path);
   if (!started) {
     spdlog::error("{}", started.error().message());

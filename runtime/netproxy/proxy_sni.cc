@@ -144,7 +144,8 @@ SniResult ExtractSni(std::span<const uint8_t> data) {
     pos += 5 + length;
     if (handshake.size() < 4) continue;
     if (handshake[0] != kClientHello) return Malformed();
-    const size_t message = static_cast<size_t>(handshake[1] << 16 | handshake[2] << 8 | handshake[3]);
+    const size_t message =
+        static_cast<size_t>(handshake[1] << 16 | handshake[2] << 8 | handshake[3]);
     if (message > kMaxClientHelloBytes) return Malformed();
     if (handshake.size() >= 4 + message) {
       return ParseClientHello(std::span<const uint8_t>(handshake).subspan(4, message));

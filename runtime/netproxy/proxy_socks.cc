@@ -1,5 +1,4 @@
 #include "runtime/netproxy/proxy_socks.h"
-#include "runtime/netproxy/proxy_awaitable.h"
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -7,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "runtime/netproxy/proxy_awaitable.h"
 #include "runtime/netproxy/proxy_relay.h"
 #include "runtime/netproxy/proxy_socks_wire.h"
 #include "runtime/netproxy/proxy_upstream.h"
@@ -32,7 +32,8 @@ asio::awaitable<SocksParse> ReadMessage(beast::tcp_stream& stream, std::vector<u
     if (result != SocksParse::kNeedMore) co_return result;
     if (data.size() >= kMaxMessageBytes) co_return SocksParse::kBad;
     boost::system::error_code ec;
-    const size_t n = co_await stream.async_read_some(asio::buffer(chunk), asio::redirect_error(asio::use_awaitable, ec));
+    const size_t n = co_await stream.async_read_some(asio::buffer(chunk),
+                                                     asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return SocksParse::kBad;
     data.insert(data.end(), chunk, chunk + n);
   }
@@ -40,21 +41,28 @@ asio::awaitable<SocksParse> ReadMessage(beast::tcp_stream& stream, std::vector<u
 
 asio::awaitable<bool> Send(beast::tcp_stream& stream, std::vector<uint8_t> bytes) {
   boost::system::error_code ec;
-  co_await asio::async_write(stream, asio::buffer(bytes), asio::redirect_error(asio::use_awaitable, ec));
+  co_await asio::async_write(stream, asio::buffer(bytes),
+                             asio::redirect_error(asio::use_awaitable, ec));
   co_return !ec;
 }
 
 SocksReply ReplyFor(Upstream::Outcome outcome) {
   switch (outcome) {
-    case Upstream::Outcome::kConnected: return SocksReply::kSucceeded;
-    case Upstream::Outcome::kDenied: return SocksReply::kNotAllowed;
-    case Upstream::Outcome::kLimit: return SocksReply::kGeneralFailure;
-    case Upstream::Outcome::kUnreachable: return SocksReply::kHostUnreachable;
+    case Upstream::Outcome::kConnected:
+      return SocksReply::kSucceeded;
+    case Upstream::Outcome::kDenied:
+      return SocksReply::kNotAllowed;
+    case Upstream::Outcome::kLimit:
+      return SocksReply::kGeneralFailure;
+    case Upstream::Outcome::kUnreachable:
+      return SocksReply::kHostUnreachable;
   }
   return SocksReply::kGeneralFailure;
 }
 
-void Consume(std::vector<uint8_t>& data, size_t n) { data.erase(data.begin(), data.begin() + static_cast<ptrdiff_t>(n)); }
+void Consume(std::vector<uint8_t>& data, size_t n) {
+  data.erase(data.begin(), data.begin() + static_cast<ptrdiff_t>(n));
+}
 
 }  // namespace
 
@@ -65,7 +73,9 @@ asio::awaitable<void> ServeSocksClient(ProxyContext& ctx, tcp::socket client) {
   std::vector<uint8_t> data;
 
   SocksGreeting greeting;
-  auto parse_greeting = [&greeting](std::span<const uint8_t> d) { return ParseSocksGreeting(d, &greeting); };
+  auto parse_greeting = [&greeting](std::span<const uint8_t> d) {
+    return ParseSocksGreeting(d, &greeting);
+  };
   const SocksParse greeting_read = co_await ReadMessage(stream, data, parse_greeting);
   if (greeting_read != SocksParse::kOk) co_return;
   Consume(data, greeting.consumed);
@@ -73,7 +83,9 @@ asio::awaitable<void> ServeSocksClient(ProxyContext& ctx, tcp::socket client) {
   if (!method_sent || !greeting.offers_no_auth) co_return;
 
   SocksRequest request;
-  auto parse_request = [&request](std::span<const uint8_t> d) { return ParseSocksRequest(d, &request); };
+  auto parse_request = [&request](std::span<const uint8_t> d) {
+    return ParseSocksRequest(d, &request);
+  };
   const SocksParse request_read = co_await ReadMessage(stream, data, parse_request);
   if (request_read != SocksParse::kOk) co_return;
   Consume(data, request.consumed);
@@ -94,7 +106,8 @@ asio::awaitable<void> ServeSocksClient(ProxyContext& ctx, tcp::socket client) {
   settings.upstream_prefix.assign(data.begin(), data.end());  // sent before our reply came
   settings.sni_name = IsIpLiteral(up.host) ? "" : up.host;
   settings.tunnel_kind = "SOCKS";
-  StartRelay(stream.release_socket(), std::move(*up.socket), std::move(up.record), std::move(settings));
+  StartRelay(stream.release_socket(), std::move(*up.socket), std::move(up.record),
+             std::move(settings));
 }
 
 }  // namespace corral::runtime::net

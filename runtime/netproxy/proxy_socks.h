@@ -8,15 +8,16 @@
 // is disconnected.
 #pragma once
 
-#include "runtime/netproxy/proxy_awaitable.h"  // first: see there
 #include <boost/asio/ip/tcp.hpp>
 
+#include "runtime/netproxy/proxy_awaitable.h"
 #include "runtime/netproxy/proxy_context.h"
 
 namespace corral::runtime::net {
 
 inline constexpr auto kSocksHandshakeTimeout = std::chrono::seconds(30);
 
-boost::asio::awaitable<void> ServeSocksClient(ProxyContext& ctx, boost::asio::ip::tcp::socket client);
+boost::asio::awaitable<void> ServeSocksClient(ProxyContext& ctx,
+                                              boost::asio::ip::tcp::socket client);
 
 }  // namespace corral::runtime::net

@@ -21,7 +21,8 @@ std::string AddressText(int family, const uint8_t* bytes) {
 }  // namespace
 
 SocksParse ParseSocksGreeting(std::span<const uint8_t> data, SocksGreeting* out) {
-  if (data.size() < 2) return data.empty() || data[0] == kVersion ? SocksParse::kNeedMore : SocksParse::kBad;
+  if (data.size() < 2)
+    return data.empty() || data[0] == kVersion ? SocksParse::kNeedMore : SocksParse::kBad;
   if (data[0] != kVersion || data[1] == 0) return SocksParse::kBad;
   const size_t methods = data[1];
   if (data.size() < 2 + methods) return SocksParse::kNeedMore;
@@ -41,8 +42,12 @@ SocksParse ParseSocksRequest(std::span<const uint8_t> data, SocksRequest* out) {
   out->address_type = data[3];
   size_t address_length = 0;
   switch (out->address_type) {
-    case kIpv4: address_length = 4; break;
-    case kIpv6: address_length = 16; break;
+    case kIpv4:
+      address_length = 4;
+      break;
+    case kIpv6:
+      address_length = 16;
+      break;
     case kDomain:
       if (data.size() < 5) return SocksParse::kNeedMore;
       if (data[4] == 0) return SocksParse::kBad;

@@ -16,7 +16,7 @@ namespace corral::runtime::net {
 enum class SocksReply : uint8_t {
   kSucceeded = 0x00,
   kGeneralFailure = 0x01,
-  kNotAllowed = 0x02,          // "connection not allowed by ruleset"
+  kNotAllowed = 0x02,  // "connection not allowed by ruleset"
   kHostUnreachable = 0x04,
   kConnectionRefused = 0x05,
   kCommandNotSupported = 0x07,
@@ -36,9 +36,9 @@ struct SocksGreeting {
 SocksParse ParseSocksGreeting(std::span<const uint8_t> data, SocksGreeting* out);
 
 struct SocksRequest {
-  uint8_t command = 0;        // 1 CONNECT, 2 BIND, 3 UDP ASSOCIATE
-  uint8_t address_type = 0;   // 1 IPv4, 3 domain name, 4 IPv6
-  std::string host;           // the domain name as sent, or the address as text
+  uint8_t command = 0;       // 1 CONNECT, 2 BIND, 3 UDP ASSOCIATE
+  uint8_t address_type = 0;  // 1 IPv4, 3 domain name, 4 IPv6
+  std::string host;          // the domain name as sent, or the address as text
   uint16_t port = 0;
   size_t consumed = 0;
 };

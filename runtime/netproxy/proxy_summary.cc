@@ -50,13 +50,14 @@ nlohmann::json ProxyStats::ToJson() const {
   for (const Decision& d : denied_) {
     denied.push_back({{"host", d.host}, {"port", d.port}, {"reason", d.reason}, {"via", d.via}});
   }
-  return {{"mode", "allowlist"},       {"connections", connections_}, {"allowed", allowed_},
-          {"denied_count", denied_count_}, {"denied", std::move(denied)},  {"bytes_out", bytes_out_},
+  return {{"mode", "allowlist"},           {"connections", connections_}, {"allowed", allowed_},
+          {"denied_count", denied_count_}, {"denied", std::move(denied)}, {"bytes_out", bytes_out_},
           {"bytes_in", bytes_in_}};
 }
 
 Status ProxyStats::WriteTo(const std::string& path) {
-  const std::string text = ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  const std::string text =
+      ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   const std::string temp = path + ".tmp";
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640));
   if (!fd) return Error::FromErrno(errno, "writing the summary " + temp);

@@ -11,10 +11,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "base/result.h"
 #include "runtime/netproxy/proxy_log.h"

@@ -6,12 +6,15 @@
 namespace corral::runtime::net {
 namespace {
 
-Error Invalid(std::string message) { return Error(ErrorCode::kInvalidArgument, std::move(message)); }
+Error Invalid(std::string message) {
+  return Error(ErrorCode::kInvalidArgument, std::move(message));
+}
 
 bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() &&
          std::equal(prefix.begin(), prefix.end(), text.begin(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+           return std::tolower(static_cast<unsigned char>(a)) ==
+                  std::tolower(static_cast<unsigned char>(b));
          });
 }
 
@@ -29,15 +32,18 @@ std::optional<uint16_t> ParsePort(std::string_view digits) {
 }  // namespace
 
 Result<HostPort> ParseAuthority(std::string_view authority, std::optional<uint16_t> default_port) {
-  if (authority.find('@') != std::string_view::npos) return Invalid("userinfo ('@') is not accepted");
+  if (authority.find('@') != std::string_view::npos)
+    return Invalid("userinfo ('@') is not accepted");
   HostPort out;
   std::string_view rest;
   if (!authority.empty() && authority.front() == '[') {
     const size_t close = authority.find(']');
-    if (close == std::string_view::npos) return Invalid("'[' without ']' in '" + std::string(authority) + "'");
+    if (close == std::string_view::npos)
+      return Invalid("'[' without ']' in '" + std::string(authority) + "'");
     out.host = std::string(authority.substr(1, close - 1));
     rest = authority.substr(close + 1);
-    if (!rest.empty() && rest.front() != ':') return Invalid("junk after ']' in '" + std::string(authority) + "'");
+    if (!rest.empty() && rest.front() != ':')
+      return Invalid("junk after ']' in '" + std::string(authority) + "'");
   } else {
     const size_t colon = authority.rfind(':');
     out.host = std::string(authority.substr(0, colon));
@@ -67,7 +73,8 @@ Result<ForwardTarget> ParseForwardTarget(std::string_view target) {
   ForwardTarget out;
   out.authority = std::string(rest.substr(0, path_start));
   ASSIGN_OR_RETURN(out.endpoint, ParseAuthority(out.authority, 80));
-  out.origin_form = path_start == std::string_view::npos ? "/" : std::string(rest.substr(path_start));
+  out.origin_form =
+      path_start == std::string_view::npos ? "/" : std::string(rest.substr(path_start));
   if (out.origin_form.front() == '?') out.origin_form.insert(0, "/");
   return out;
 }

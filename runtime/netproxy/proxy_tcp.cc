@@ -1,8 +1,8 @@
 #include "runtime/netproxy/proxy_tcp.h"
-#include "runtime/netproxy/proxy_awaitable.h"
 
 #include <boost/asio/ip/tcp.hpp>
 
+#include "runtime/netproxy/proxy_awaitable.h"
 #include "runtime/netproxy/proxy_listen.h"
 #include "runtime/netproxy/proxy_relay.h"
 #include "runtime/netproxy/proxy_upstream.h"
@@ -14,7 +14,8 @@ using asio::ip::tcp;
 
 namespace {
 
-asio::awaitable<void> ServeCapturedClient(ProxyContext& ctx, tcp::socket client, std::string name, uint16_t port) {
+asio::awaitable<void> ServeCapturedClient(ProxyContext& ctx, tcp::socket client, std::string name,
+                                          uint16_t port) {
   Upstream up = co_await OpenUpstream(ctx, "tcp", name, port);
   if (up.outcome != Upstream::Outcome::kConnected) co_return;  // closing is the only answer
   RelaySettings settings;
@@ -28,8 +29,9 @@ asio::awaitable<void> ServeCapturedClient(ProxyContext& ctx, tcp::socket client,
 Result<IpAddress> EnsureCaptureListeners(ProxyContext& ctx, const std::string& name) {
   std::optional<IpAddress> address = ctx.captures.AddressFor(name);
   if (!address) {
-    return Error(ErrorCode::kPermissionDenied,
-                 "no capture address left (" + std::to_string(kMaxCaptureNames) + " names have one)");
+    return Error(
+        ErrorCode::kPermissionDenied,
+        "no capture address left (" + std::to_string(kMaxCaptureNames) + " names have one)");
   }
   if (ctx.captures.Listening(name)) return *address;
   const std::vector<uint16_t> ports = ctx.policy.CapturePorts(name);
@@ -42,7 +44,8 @@ Result<IpAddress> EnsureCaptureListeners(ProxyContext& ctx, const std::string& n
     ClientHandler handler = [name, port](ProxyContext& c, tcp::socket s) {
       return ServeCapturedClient(c, std::move(s), name, port);
     };
-    const std::string what = "capture " + address->ToString() + ":" + std::to_string(port) + " (" + name + ")";
+    const std::string what =
+        "capture " + address->ToString() + ":" + std::to_string(port) + " (" + name + ")";
     RETURN_IF_ERROR(StartAcceptLoop(ctx, std::move(fds[i]), std::move(handler), what));
   }
   ctx.captures.SetListening(name);

@@ -1,10 +1,10 @@
 #include "runtime/netproxy/proxy_upstream.h"
-#include "runtime/netproxy/proxy_awaitable.h"
 
 #include <boost/beast/core/tcp_stream.hpp>
 #include <vector>
 
 #include "base/result.h"
+#include "runtime/netproxy/proxy_awaitable.h"
 
 namespace corral::runtime::net {
 
@@ -46,12 +46,14 @@ std::string DecisionHost(const ProxyContext& ctx, const std::string& requested) 
 // in the host's network namespace (this thread's).
 asio::awaitable<Result<std::vector<IpAddress>>> Resolve(const ProxyContext& ctx, std::string host,
                                                         uint16_t port) {
-  if (std::optional<IpAddress> literal = IpAddress::Parse(host)) co_return std::vector<IpAddress>{*literal};
+  if (std::optional<IpAddress> literal = IpAddress::Parse(host))
+    co_return std::vector<IpAddress>{*literal};
   if (auto fixed = ctx.policy.Override(host)) co_return *fixed;
   tcp::resolver resolver(co_await asio::this_coro::executor);
   boost::system::error_code ec;
-  auto results = co_await resolver.async_resolve(host, std::to_string(port), tcp::resolver::numeric_service,
-                                                 asio::redirect_error(asio::use_awaitable, ec));
+  auto results =
+      co_await resolver.async_resolve(host, std::to_string(port), tcp::resolver::numeric_service,
+                                      asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return Error(ErrorCode::kNotFound, "cannot resolve " + host + ": " + ec.message());
   std::vector<IpAddress> addresses;
   for (const auto& entry : results) {
@@ -71,8 +73,9 @@ tcp::endpoint Endpoint(const IpAddress& a, uint16_t port) {
 }
 
 // Connects to the first address that answers within kConnectTimeout.
-asio::awaitable<std::optional<tcp::socket>> ConnectAny(std::vector<IpAddress> addresses, uint16_t port,
-                                                       IpAddress* connected, std::string* error) {
+asio::awaitable<std::optional<tcp::socket>> ConnectAny(std::vector<IpAddress> addresses,
+                                                       uint16_t port, IpAddress* connected,
+                                                       std::string* error) {
   for (const IpAddress& a : addresses) {
     beast::tcp_stream stream(co_await asio::this_coro::executor);
     stream.expires_after(kConnectTimeout);
@@ -83,7 +86,8 @@ asio::awaitable<std::optional<tcp::socket>> ConnectAny(std::vector<IpAddress> ad
       stream.expires_never();
       co_return stream.release_socket();
     }
-    *error = a.ToString() + ": " + (ec == beast::error::timeout ? "connect timed out" : ec.message());
+    *error =
+        a.ToString() + ": " + (ec == beast::error::timeout ? "connect timed out" : ec.message());
   }
   co_return std::nullopt;
 }
@@ -92,7 +96,8 @@ asio::awaitable<std::optional<tcp::socket>> ConnectAny(std::vector<IpAddress> ad
 
 bool IsIpLiteral(const std::string& host) { return IpAddress::Parse(host).has_value(); }
 
-asio::awaitable<Upstream> OpenUpstream(ProxyContext& ctx, std::string via, std::string host_as_sent, uint16_t port) {
+asio::awaitable<Upstream> OpenUpstream(ProxyContext& ctx, std::string via, std::string host_as_sent,
+                                       uint16_t port) {
   const UpstreamRequest request{std::move(via), std::move(host_as_sent), port};
   const std::string host = DecisionHost(ctx, request.host);
   if (host.empty()) co_return Refuse(ctx, request, host, Outcome::kDenied, "invalid host name");
@@ -106,7 +111,8 @@ asio::awaitable<Upstream> OpenUpstream(ProxyContext& ctx, std::string via, std::
   auto record = std::make_shared<ConnectionRecord>(ctx, request.via, host, request.port);
 
   Result<std::vector<IpAddress>> resolved = co_await Resolve(ctx, host, request.port);
-  if (!resolved) co_return Refuse(ctx, request, host, Outcome::kUnreachable, resolved.error().message());
+  if (!resolved)
+    co_return Refuse(ctx, request, host, Outcome::kUnreachable, resolved.error().message());
   std::vector<IpAddress> allowed;
   std::string first_refusal;
   for (const IpAddress& a : *resolved) {
@@ -121,7 +127,8 @@ asio::awaitable<Upstream> OpenUpstream(ProxyContext& ctx, std::string via, std::
 
   IpAddress connected;
   std::string error;
-  std::optional<tcp::socket> socket = co_await ConnectAny(std::move(allowed), request.port, &connected, &error);
+  std::optional<tcp::socket> socket =
+      co_await ConnectAny(std::move(allowed), request.port, &connected, &error);
   if (!socket) co_return Refuse(ctx, request, host, Outcome::kUnreachable, "unreachable: " + error);
   record->MarkConnected(connected.ToString());
   ctx.Record({request.via, host, request.port, true, "", connected.ToString()});

@@ -10,13 +10,13 @@
 // Every outcome is logged and counted (one decision line). Runs on the I/O thread.
 #pragma once
 
-#include "runtime/netproxy/proxy_awaitable.h"  // first: see there
 #include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "runtime/netproxy/proxy_awaitable.h"
 #include "runtime/netproxy/proxy_context.h"
 
 namespace corral::runtime::net {
@@ -29,8 +29,8 @@ struct Upstream {
     kUnreachable,  // no address, or none answered (HTTP 502, SOCKS 0x04)
   };
   Outcome outcome = Outcome::kDenied;
-  std::string reason;  // for a refusal, as logged
-  std::string host;    // the normalized name the decision was about
+  std::string reason;                                  // for a refusal, as logged
+  std::string host;                                    // the normalized name the decision was about
   std::optional<boost::asio::ip::tcp::socket> socket;  // kConnected
   std::shared_ptr<ConnectionRecord> record;            // kConnected
 };
@@ -39,7 +39,8 @@ struct Upstream {
 inline constexpr auto kConnectTimeout = std::chrono::seconds(10);
 
 // `via`: "http", "connect", "socks", "tcp"; `host` as the client sent it.
-boost::asio::awaitable<Upstream> OpenUpstream(ProxyContext& ctx, std::string via, std::string host, uint16_t port);
+boost::asio::awaitable<Upstream> OpenUpstream(ProxyContext& ctx, std::string via, std::string host,
+                                              uint16_t port);
 
 // Whether a host is an IP literal (no name to compare a TLS server name with).
 bool IsIpLiteral(const std::string& host);

@@ -117,7 +117,9 @@ bool DrainOnce(UniqueFd& fd, OutputCapture& capture) {
 class ContainerCleanup {
  public:
   ContainerCleanup(OciRuntime rt, std::string id, std::string bundle, std::string cgroups_path)
-      : rt_(std::move(rt)), id_(std::move(id)), bundle_(std::move(bundle)),
+      : rt_(std::move(rt)),
+        id_(std::move(id)),
+        bundle_(std::move(bundle)),
         cgroups_path_(std::move(cgroups_path)) {}
   ~ContainerCleanup() { Run(); }
 
@@ -220,9 +222,8 @@ struct ContainerPipes {
   Pipe init_report;              // corral-init's InitReport, from inside the container
   KeeperFds KeeperSide(const RunOptions& options) const {
     return {options.pass_stdin ? options.stdin_fd : devnull.get(),
-            out ? out->write.get() : options.stdout_fd,
-            err ? err->write.get() : options.stderr_fd, init_report.write.get(),
-            keeper_report.write.get()};
+            out ? out->write.get() : options.stdout_fd, err ? err->write.get() : options.stderr_fd,
+            init_report.write.get(), keeper_report.write.get()};
   }
   // Once the keeper has its copies: EOF on a read end must mean the writer is done.
   void CloseKeeperSide() {
@@ -250,10 +251,14 @@ Result<ContainerPipes> MakeContainerPipes(const RunOptions& options) {
 // under the caps and turns the wall clock and corral's stop signals into runtime kills.
 class ContainerWatch {
  public:
-  ContainerWatch(const OciRuntime& rt, const JailSpec& spec, const std::string& id,
-                 int stop_fd, bool stop_fd_is_interrupt_pipe)
-      : rt_(rt), limits_(spec.limits), id_(id), pid_namespace_(spec.namespaces.pid),
-        stop_fd_(stop_fd), stop_fd_is_interrupt_pipe_(stop_fd_is_interrupt_pipe) {}
+  ContainerWatch(const OciRuntime& rt, const JailSpec& spec, const std::string& id, int stop_fd,
+                 bool stop_fd_is_interrupt_pipe)
+      : rt_(rt),
+        limits_(spec.limits),
+        id_(id),
+        pid_namespace_(spec.namespaces.pid),
+        stop_fd_(stop_fd),
+        stop_fd_is_interrupt_pipe_(stop_fd_is_interrupt_pipe) {}
 
   Result<KeeperRecord> Run(ContainerPipes& pipes, OutputCapture& out, OutputCapture& err) {
     UniqueFd* out_r = pipes.out ? &pipes.out->read : nullptr;
@@ -388,8 +393,7 @@ void DrainRest(ContainerPipes& pipes, OutputCapture& out, OutputCapture& err) {
 // The outcome from the keeper's record, corral-init's report and the cgroup's figures.
 Result<RunOutcome> FinishOutcome(const JailSpec& spec, const OciRuntime& rt,
                                  const KeeperRecord& record, bool timed_out,
-                                 const ContainerStats& stats, int init_report,
-                                 RunOutcome outcome) {
+                                 const ContainerStats& stats, int init_report, RunOutcome outcome) {
   outcome.memory_peak_bytes = stats.memory_peak;
   outcome.cpu_user_ms = stats.cpu_user_ms.value_or(0);
   outcome.cpu_system_ms = stats.cpu_system_ms.value_or(0);
@@ -478,8 +482,8 @@ Result<RunOutcome> RunContainer(const JailSpec& spec, const RunOptions& options)
   RunOutcome outcome;
   outcome.oci_runtime = rt.name;
   outcome.captured = options.capture_output;
-  outcome.landlock = LandlockOutcome{false, 0, false,
-                                     "mode container: the OCI runtime applies no Landlock"};
+  outcome.landlock =
+      LandlockOutcome{false, 0, false, "mode container: the OCI runtime applies no Landlock"};
   outcome.warnings = WeakenedIsolation(spec);
   OutputCapture out(spec.limits.output_limit_bytes), err(spec.limits.output_limit_bytes);
   ASSIGN_OR_RETURN(KeeperRecord record, watch.Run(pipes, out, err));
@@ -498,8 +502,8 @@ Result<RunOutcome> RunContainer(const JailSpec& spec, const RunOptions& options)
   int keeper_status = 0;
   while (::waitpid(keeper, &keeper_status, 0) < 0 && errno == EINTR) {
   }
-  return FinishOutcome(spec, rt, record, watch.timed_out(), stats,
-                       pipes.init_report.read.get(), std::move(outcome));
+  return FinishOutcome(spec, rt, record, watch.timed_out(), stats, pipes.init_report.read.get(),
+                       std::move(outcome));
 }
 
 }  // namespace corral::runtime::oci

@@ -22,7 +22,8 @@ using jail::MountOp;
 using nlohmann::json;
 
 bool Under(const std::string& path, const std::string& dir) {
-  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
+  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+         path[dir.size()] == '/';
 }
 
 std::vector<std::string> SplitOptions(const std::string& data) {
@@ -112,8 +113,8 @@ class Translator {
 
   // corral-init, bound read-only over an empty file of the (read-only) rootfs.
   Status AddInit(const std::string& host_path) {
-    const std::string dir = std::string(kContainerInitPath).substr(
-        0, std::string(kContainerInitPath).rfind('/'));
+    const std::string dir =
+        std::string(kContainerInitPath).substr(0, std::string(kContainerInitPath).rfind('/'));
     if (::mkdir((rootfs_ + dir).c_str(), 0755) != 0 && errno != EEXIST) {
       return Error::FromErrno(errno, "bundle rootfs: mkdir " + dir);
     }
@@ -158,8 +159,8 @@ class Translator {
   Status Bind(const MountOp& op) {
     const std::string& path = op.path;
     if (op.source_path.empty()) {
-      return Error(ErrorCode::kInternal, "mode container: bind without a source path: " +
-                                             op.description);
+      return Error(ErrorCode::kInternal,
+                   "mode container: bind without a source path: " + op.description);
     }
     if (Under(path, "/proc")) {
       masked_.push_back(path);  // a /dev/null mask: the runtime binds /dev/null there too
@@ -231,7 +232,8 @@ json Resources(const LimitsSpec& l) {
       // = swap - limit = 0), as process mode.
       {"memory", {{"limit", l.memory_bytes}, {"swap", l.memory_bytes}}},
       {"pids", {{"limit", l.pids}}},
-      {"cpu", {{"quota", static_cast<int64_t>(std::llround(l.cpus * kPeriod))}, {"period", kPeriod}}},
+      {"cpu",
+       {{"quota", static_cast<int64_t>(std::llround(l.cpus * kPeriod))}, {"period", kPeriod}}},
   };
 }
 
@@ -349,7 +351,9 @@ std::string MinimalOciConfigJson(const std::string& rootfs, const std::vector<st
         {"cwd", "/"},
         {"noNewPrivileges", true},
         {"capabilities",
-         {{"bounding", json::array()}, {"effective", json::array()}, {"permitted", json::array()}}}}},
+         {{"bounding", json::array()},
+          {"effective", json::array()},
+          {"permitted", json::array()}}}}},
       {"root", {{"path", rootfs}, {"readonly", true}}},
       {"hostname", "sandbox"},
       {"mounts", mounts},

@@ -48,8 +48,7 @@ Status WriteBundle(const JailSpec& spec, const std::string& bundle_dir,
 // The config.json object WriteBundle writes, making the rootfs entries under
 // `rootfs_dir` (which must exist) as it goes.
 Result<nlohmann::json> OciConfig(const JailSpec& spec, const std::string& rootfs_dir,
-                                 const std::string& cgroups_path,
-                                 const std::string& init_program);
+                                 const std::string& cgroups_path, const std::string& init_program);
 
 // A minimal config for `corral bench`'s crun/runc peers: `args` in pid, network, ipc, uts
 // and mount namespaces over the read-only `rootfs` (absolute), /proc, /dev and /tmp

@@ -11,7 +11,8 @@ namespace corral::runtime::oci {
 
 namespace {
 
-constexpr const char* kFallbackPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+constexpr const char* kFallbackPath =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 std::string Lookup(const std::string& name) {
   const char* env = std::getenv("PATH");

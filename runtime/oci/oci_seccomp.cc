@@ -39,7 +39,8 @@ Result<nlohmann::json> OciSeccomp(const std::string& profile) {
   if (raw.contains("defaultErrnoRet")) out["defaultErrnoRet"] = raw["defaultErrnoRet"];
   out["architectures"] = nlohmann::json::array({"SCMP_ARCH_X86_64"});
   nlohmann::json syscalls = nlohmann::json::array();
-  const nlohmann::json& rules = raw.contains("syscalls") ? raw["syscalls"] : nlohmann::json::array();
+  const nlohmann::json& rules =
+      raw.contains("syscalls") ? raw["syscalls"] : nlohmann::json::array();
   for (size_t i = 0; i < parsed->rules.size() && i < rules.size(); ++i) {
     if (!jail::SeccompRuleApplies(parsed->rules[i], kernel)) continue;
     nlohmann::json rule;

@@ -2,10 +2,10 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -180,9 +180,9 @@ void ExecSlotKeeper::Loop(std::stop_token stop) {
       } else {
         if (update && update->id == (*slot)->record.id) (*slot)->record = *update;
         if (ready_.size() >= options_.max_slots) {
-          auto oldest = std::min_element(ready_.begin(), ready_.end(), [](const auto& a, const auto& b) {
-            return a.second.made < b.second.made;
-          });
+          auto oldest = std::min_element(
+              ready_.begin(), ready_.end(),
+              [](const auto& a, const auto& b) { return a.second.made < b.second.made; });
           unwanted.push_back(std::move(oldest->second.slot));
           ready_.erase(oldest);
           ++counts_.evicted;

@@ -84,15 +84,15 @@ class ExecSlotKeeper {
 
   const ExecSlotKeeperOptions options_;
   mutable std::mutex mu_;
-  std::map<std::string, Ready> ready_;  // by sandbox id
-  std::deque<std::string> queue_;      // sandbox names or ids to prepare for
+  std::map<std::string, Ready> ready_;   // by sandbox id
+  std::deque<std::string> queue_;        // sandbox names or ids to prepare for
   uint64_t started_ = 0, finished_ = 0;  // preparations begun and ended; one runs if they differ
   std::optional<SandboxRecord> update_while_busy_;  // an Update for the slot being made
   Counts counts_;
   UniqueFd wake_;  // an eventfd: Request and the destructor wake the thread through it
   std::condition_variable idle_;
   std::condition_variable finished_cv_;  // a preparation ended
-  std::jthread thread_;  // last: started once the rest exists, stopped first
+  std::jthread thread_;                  // last: started once the rest exists, stopped first
 };
 
 }  // namespace corral::runtime

@@ -7,9 +7,9 @@
 
 #include "base/scope_guard.h"
 #include "jail/command.h"
-#include "runtime/spec/config.h"
 #include "runtime/run/jail_spawner.h"
 #include "runtime/run/planner.h"
+#include "runtime/spec/config.h"
 #include "runtime/spec/spec_json.h"
 
 namespace corral::runtime {

@@ -10,9 +10,9 @@
 // while nobody waits. In network.mode allowlist each jail also gets its own corral-netproxy
 // before it is cloned (PrepareJail): its decisions are logged under that jail's name
 // ("pool-<pid>-<n>"), its summary becomes the run's `network` outcome, and it ends with
-// the run, or with the jail when the pool goes. A background thread (started with every signal blocked) keeps
-// `size` jails ready, refilling only while no Run() is in progress; a Run() that finds
-// none ready prepares one itself.
+// the run, or with the jail when the pool goes. A background thread (started with every signal
+// blocked) keeps `size` jails ready, refilling only while no Run() is in progress; a Run() that
+// finds none ready prepares one itself.
 //
 // Jails are cloned by a spawner process (runtime/run/jail_spawner.h) as children of the thread
 // that created the pool (their parent-death signal is tied to it): create the pool on a
@@ -61,7 +61,7 @@ class JailPool {
   void RefillLoop(std::stop_token stop);
 
   const JailBlueprint blueprint_;  // every jail is prepared from this
-  const JailSpec base_key_;  // its spec without the late fields: Fits() compares against this
+  const JailSpec base_key_;        // its spec without the late fields: Fits() compares against this
   const size_t size_;
   std::unique_ptr<JailSpawner> spawner_;  // clones the jails (runtime/run/jail_spawner.h)
   std::mutex mu_;

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_input.h"
-#include "runtime/run/phase_trace.h"
 #include "runtime/pool/pool_protocol.h"
 #include "runtime/pool/pool_socket.h"
+#include "runtime/run/phase_trace.h"
 #include "runtime/run/signal_guard.h"
 #include "runtime/spec/spec_json.h"
 
@@ -108,14 +108,13 @@ Result<PoolAnswer> RunInPool(const std::string& socket_path, const JailSpec& spe
 }
 
 Result<PoolAnswer> ExecInPool(const std::string& socket_path, const ExecRequest& request) {
-  nlohmann::json body = {{"sandbox", request.sandbox},
-                         {"argv", request.argv},
-                         {"env", request.env},
-                         {"workdir", request.workdir ? nlohmann::json(*request.workdir)
-                                                     : nlohmann::json(nullptr)},
-                         {"timeout", request.timeout_seconds
-                                         ? nlohmann::json(*request.timeout_seconds)
-                                         : nlohmann::json(nullptr)}};
+  nlohmann::json body = {
+      {"sandbox", request.sandbox},
+      {"argv", request.argv},
+      {"env", request.env},
+      {"workdir", request.workdir ? nlohmann::json(*request.workdir) : nlohmann::json(nullptr)},
+      {"timeout", request.timeout_seconds ? nlohmann::json(*request.timeout_seconds)
+                                          : nlohmann::json(nullptr)}};
   return Ask(socket_path, "exec", request.io, body.dump());
 }
 

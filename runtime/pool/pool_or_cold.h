@@ -6,9 +6,9 @@
 
 #include "base/result.h"
 #include "runtime/run/outcome.h"
+#include "runtime/run/supervisor.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/spec.h"
-#include "runtime/run/supervisor.h"
 
 namespace corral::runtime {
 

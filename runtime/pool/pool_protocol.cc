@@ -122,8 +122,8 @@ Result<RunOutcome> OutcomeFromWire(const std::string& text) {
         std::vector<uint8_t> raw;
         for (const nlohmann::json& byte : s.at("raw")) {
           if (!byte.is_number_unsigned() || byte.get<uint64_t>() > 255) {
-            throw nlohmann::json::type_error::create(
-                302, std::string(key) + ".raw: expected bytes", nullptr);
+            throw nlohmann::json::type_error::create(302, std::string(key) + ".raw: expected bytes",
+                                                     nullptr);
           }
           raw.push_back(static_cast<uint8_t>(byte.get<uint64_t>()));
         }

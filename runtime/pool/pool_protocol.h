@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include "base/result.h"
 #include "base/frames.h"
+#include "base/result.h"
 #include "base/unique_fd.h"
 #include "runtime/run/outcome.h"
 

@@ -87,7 +87,8 @@ Result<std::unique_ptr<PoolServer>> PoolServer::Start(const JailSpec& spec,
     return pool.error();
   }
   server->pool_ = std::move(*pool);
-  server->slots_ = std::make_unique<ExecSlotKeeper>(ExecSlotKeeperOptions{.max_slots = kMaxExecSlots, .slot = {}});
+  server->slots_ = std::make_unique<ExecSlotKeeper>(
+      ExecSlotKeeperOptions{.max_slots = kMaxExecSlots, .slot = {}});
   return server;
 }
 

@@ -19,18 +19,18 @@
 
 #include <condition_variable>
 #include <cstddef>
-#include <memory>
-#include <mutex>
 #include <deque>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
-#include <thread>
 #include <string>
+#include <thread>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
-#include "runtime/pool/jail_pool.h"
 #include "runtime/pool/exec_slot_keeper.h"
+#include "runtime/pool/jail_pool.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/spec.h"
 
@@ -72,8 +72,8 @@ class PoolServer {
 
   std::string socket_path_;
   ino_t socket_ino_ = 0;  // removed on exit only if it is still ours
-  UniqueFd listener_;    // non-blocking: several threads wait on it
-  UniqueFd stop_event_;  // an eventfd: readable once the server stops
+  UniqueFd listener_;     // non-blocking: several threads wait on it
+  UniqueFd stop_event_;   // an eventfd: readable once the server stops
   std::unique_ptr<JailPool> pool_;
   std::mutex mu_;
   std::condition_variable idle_;  // threads_ went down

@@ -52,23 +52,28 @@ std::string ThreadlessSpecText(JailSpec spec) {
 struct Overmount {
   std::string host_path;  // for messages
   const char* jail_path;
-  UniqueFd tree;          // detached, configured (jail::PrepareBindTree)
+  UniqueFd tree;  // detached, configured (jail::PrepareBindTree)
 };
 
 // What the child of SwitchMounts reports when a step fails.
 struct ChildFailure {
-  int step = 0;   // 1 setns, 2 chroot, 3 umount, 4 move_mount, 5 verify
-  int err = 0;    // errno
+  int step = 0;    // 1 setns, 2 chroot, 3 umount, 4 move_mount, 5 verify
+  int err = 0;     // errno
   int index = -1;  // into the overmounts
 };
 
 const char* StepName(int step) {
   switch (step) {
-    case 1: return "setns into the sandbox's mount namespace";
-    case 2: return "chroot into the sandbox's root";
-    case 3: return "unmount the placeholder";
-    case 4: return "move_mount";
-    case 5: return "check the new mount (another file system is there)";
+    case 1:
+      return "setns into the sandbox's mount namespace";
+    case 2:
+      return "chroot into the sandbox's root";
+    case 3:
+      return "unmount the placeholder";
+    case 4:
+      return "move_mount";
+    case 5:
+      return "check the new mount (another file system is there)";
   }
   return "unknown step";
 }
@@ -98,7 +103,8 @@ const char* StepName(int step) {
       fail(4, static_cast<int>(i));
     }
     struct stat want, got;
-    if (::fstat(m.tree.get(), &want) != 0 || ::stat(m.jail_path, &got) != 0) fail(5, static_cast<int>(i));
+    if (::fstat(m.tree.get(), &want) != 0 || ::stat(m.jail_path, &got) != 0)
+      fail(5, static_cast<int>(i));
     if (want.st_dev != got.st_dev || want.st_ino != got.st_ino) {
       errno = EXDEV;
       fail(5, static_cast<int>(i));
@@ -206,7 +212,8 @@ Result<SandboxRecord> ClaimWarmSandbox(const std::string& from_name, const std::
     return fail(Error(ErrorCode::kInvalidArgument, "sandbox name '" + to_name + "' is not valid"));
   }
   if (store.Find(to_name)) {
-    return fail(Error(ErrorCode::kAlreadyExists, "a sandbox named '" + to_name + "' already exists"));
+    return fail(
+        Error(ErrorCode::kAlreadyExists, "a sandbox named '" + to_name + "' already exists"));
   }
   auto warm = store.Find(from_name);
   if (!warm) return fail(warm.error());
@@ -240,7 +247,8 @@ Result<SandboxRecord> ClaimWarmSandbox(const std::string& from_name, const std::
   claimed.idle_timeout_seconds = idle_timeout_seconds;
   if (Status st = store.Rename(from_name, claimed); !st) {
     // A name taken meanwhile is someone else's; any other failure left `to_name` ours.
-    renamed = st.error().code() != ErrorCode::kAlreadyExists && static_cast<bool>(store.Find(to_name));
+    renamed =
+        st.error().code() != ErrorCode::kAlreadyExists && static_cast<bool>(store.Find(to_name));
     return fail(st.error());
   }
   RemovePlaceholders(WarmDirOf(store, from_name));

@@ -12,11 +12,11 @@
 #include <cstring>
 #include <filesystem>
 
+#include "runtime/pool/exec_slot_keeper.h"
+#include "runtime/pool/warm_claim.h"
 #include "runtime/run/identity.h"
 #include "runtime/run/planner.h"
-#include "runtime/pool/exec_slot_keeper.h"
 #include "runtime/sandboxes/sandbox_store.h"
-#include "runtime/pool/warm_claim.h"
 
 namespace corral::runtime {
 namespace {
@@ -52,8 +52,7 @@ std::optional<std::string> WarmPool::WhyNot(const JailSpec& spec) {
     return "network.mode allowlist starts a proxy per sandbox name; creates stay cold";
   }
   for (const auto& m : spec.mounts) {
-    if (Below(m.container_path, kUserDataPath) ||
-        Below(m.container_path, kAcpWorkspacePath)) {
+    if (Below(m.container_path, kUserDataPath) || Below(m.container_path, kAcpWorkspacePath)) {
       return "mount " + m.container_path + " lies below a per-thread directory";
     }
   }
@@ -86,8 +85,8 @@ std::vector<std::string> WarmPool::RemoveStale(const CgroupSpec& cgroups) {
     const std::string name = e.path().filename();
     if (name.rfind(kWarmNamePrefix, 0) == 0 && !store->Find(name)) {
       if (Status st = RemoveUnrecordedCgroups(name, cgroups); !st) {
-        lines.push_back("cgroups of warm sandbox " + name + " (never recorded): removing failed: " +
-                        st.error().message());
+        lines.push_back("cgroups of warm sandbox " + name +
+                        " (never recorded): removing failed: " + st.error().message());
       }
       std::filesystem::remove_all(e.path(), ec);
     }
@@ -143,8 +142,8 @@ void WarmPool::Refill() {
     lock.lock();
     if (!record) {
       ++counts_.failed;
-      spdlog::warn("warm pool: creating {}: {}; retrying in {} s", name,
-                   record.error().message(), backoff.count());
+      spdlog::warn("warm pool: creating {}: {}; retrying in {} s", name, record.error().message(),
+                   backoff.count());
       retry_at = Clock::now() + backoff;
       backoff = std::min(backoff * 2, std::chrono::seconds(60));
       continue;

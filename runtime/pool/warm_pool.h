@@ -43,7 +43,7 @@ struct WarmSandbox {
 };
 
 struct WarmCounts {
-  size_t ready = 0;      // the pool depth
+  size_t ready = 0;  // the pool depth
   uint64_t made = 0, taken = 0, failed = 0;
 };
 

@@ -12,8 +12,9 @@
 // (a running jail may still have one bound); each is a few hundred KiB under /run.
 #pragma once
 
-#include <string>
 #include <sys/types.h>
+
+#include <string>
 #include <vector>
 
 #include "base/result.h"

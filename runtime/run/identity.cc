@@ -77,9 +77,8 @@ Status CheckDatabase(const std::string& path, size_t index, const jail::Subordin
     uint32_t id = 0;
     if (f.size() <= index || !ParseU32(f[index], &id) || !Inside(id, range)) continue;
     return Error(ErrorCode::kInvalidArgument,
-                 Refusal(std::string(kind) + " " + std::string(f[0]) + " (" +
-                         id_label + " " + std::to_string(id) + " in " +
-                         path + ")"));
+                 Refusal(std::string(kind) + " " + std::string(f[0]) + " (" + id_label + " " +
+                         std::to_string(id) + " in " + path + ")"));
   }
   return Ok();
 }
@@ -177,8 +176,7 @@ Result<HostIdentity> ResolveIdentity(const JailSpec& spec, const IdFiles& files)
   const bool required = spec.identity == IdentityMode::kReserved;
   auto unavailable = [&](const std::string& why) -> Result<HostIdentity> {
     if (required) {
-      return Error(ErrorCode::kUnsupported,
-                   "identity: reserved: " + why);
+      return Error(ErrorCode::kUnsupported, "identity: reserved: " + why);
     }
     return HostUid(spec, why);
   };
@@ -284,7 +282,9 @@ class ShadowLock {
     return Error(ErrorCode::kIo, lock.path_ + " is held; retry");
   }
   ShadowLock() = default;
-  ShadowLock(ShadowLock&& o) noexcept : path_(std::move(o.path_)), held_(o.held_) { o.held_ = false; }
+  ShadowLock(ShadowLock&& o) noexcept : path_(std::move(o.path_)), held_(o.held_) {
+    o.held_ = false;
+  }
   ShadowLock& operator=(ShadowLock&& o) noexcept {
     std::swap(path_, o.path_);
     std::swap(held_, o.held_);
@@ -365,11 +365,12 @@ Result<std::string> ReserveRange(std::optional<uint32_t> start, std::optional<ui
   jail::SubordinateRange want{start.value_or(existing ? existing->start : kDefaultReservedStart),
                               count.value_or(existing ? existing->count : kDefaultReservedCount)};
   if (want.count < 2 || uint64_t{want.start} + want.count > kNoId) {
-    return Error(ErrorCode::kInvalidArgument,
-                 "setup ids: a range of at least 2 ids below 4294967295 is needed, got " +
-                     RangeText(want));
+    return Error(
+        ErrorCode::kInvalidArgument,
+        "setup ids: a range of at least 2 ids below 4294967295 is needed, got " + RangeText(want));
   }
-  for (const auto& [found, file] : {std::pair{&uids, &files.subuid}, std::pair{&gids, &files.subgid}}) {
+  for (const auto& [found, file] :
+       {std::pair{&uids, &files.subuid}, std::pair{&gids, &files.subgid}}) {
     if (*found && ((*found)->start != want.start || (*found)->count != want.count)) {
       return Error(ErrorCode::kInvalidArgument,
                    *file + " already reserves corral:" + RangeText(**found) +

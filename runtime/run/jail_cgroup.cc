@@ -1,8 +1,7 @@
 #include "runtime/run/jail_cgroup.h"
 
-#include <unistd.h>
-
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "runtime/run/user_cgroup.h"
 

@@ -16,7 +16,7 @@ namespace corral::runtime {
 
 struct JailCgroup {
   std::shared_ptr<cgroups::CgroupManager> manager;  // null when running without cgroups
-  std::unique_ptr<cgroups::Cgroup> cgroup;           // null when running without cgroups
+  std::unique_ptr<cgroups::Cgroup> cgroup;          // null when running without cgroups
   std::vector<std::string> warnings;
   std::jthread attach_warmup;  // see CgroupManager::WarmUpAttach; joined on destruction
 };

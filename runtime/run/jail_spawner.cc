@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/fd_pair.h"
+#include "base/frames.h"
 #include "base/json_input.h"
 #include "jail/process_title.h"
 #include "jail/syscalls.h"
-#include "base/frames.h"
 #include "runtime/run/supervisor.h"
 
 namespace corral::runtime {
@@ -22,8 +22,8 @@ namespace {
 
 // Request: {"clone_into": bool, "attach": n, "netns": bool} with the cgroup's fds (the
 // clone3 target first, if any, then n cgroup.procs files) and, last, the network namespace
-// the jail joins (an allow-list jail's: its proxy listens there). Reply: {"pid": N} with the init's pidfd,
-// setup channel and status channel, or {"error": message, "code": ErrorCode, "errno": e}.
+// the jail joins (an allow-list jail's: its proxy listens there). Reply: {"pid": N} with the init's
+// pidfd, setup channel and status channel, or {"error": message, "code": ErrorCode, "errno": e}.
 
 void Answer(int socket, const JailBlueprint& blueprint, const std::string& frame,
             const std::vector<UniqueFd>& fds) {
@@ -32,8 +32,8 @@ void Answer(int socket, const JailBlueprint& blueprint, const std::string& frame
   bool clone_into = j.is_object() && j.value("clone_into", false);
   bool netns = j.is_object() && j.value("netns", false);
   if (fds.size() != attach + (clone_into ? 1 : 0) + (netns ? 1 : 0)) {
-    (void)SendFrame(socket, nlohmann::json({{"error", "spawner: malformed request"},
-                                            {"errno", 0}}).dump());
+    (void)SendFrame(socket,
+                    nlohmann::json({{"error", "spawner: malformed request"}, {"errno", 0}}).dump());
     return;
   }
   CgroupFds cgroup;

@@ -15,10 +15,9 @@
 // Parent side: runs in the planner; the child only applies the result (jail/landlock.h).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 #include "jail/landlock.h"

@@ -4,8 +4,8 @@
 
 #include <cerrno>
 #include <csignal>
-#include <string_view>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 namespace corral::runtime {
 
@@ -165,8 +165,10 @@ std::string OutcomeToJson(const RunOutcome& o) {
   }
   if (o.identity) {
     const IdentityOutcome& id = *o.identity;
-    j["identity"] = {{"mode", id.mode},         {"uid", id.uid},
-                     {"gid", id.gid},           {"host_uid", id.host_uid},
+    j["identity"] = {{"mode", id.mode},
+                     {"uid", id.uid},
+                     {"gid", id.gid},
+                     {"host_uid", id.host_uid},
                      {"host_gid", id.host_gid}};
     if (!id.note.empty()) j["identity"]["note"] = id.note;
   }

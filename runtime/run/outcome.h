@@ -20,22 +20,22 @@ enum class LimitKind { kMemory, kPids, kWallTime, kCpuTime, kOutput, kFileSize }
 const char* LimitName(LimitKind limit);  // "memory", "wall_time", ...
 
 struct StreamOutcome {
-  std::string text;         // captured bytes (head + marker + tail when truncated)
-  int64_t bytes = 0;        // everything the command wrote
+  std::string text;   // captured bytes (head + marker + tail when truncated)
+  int64_t bytes = 0;  // everything the command wrote
   int64_t dropped_bytes = 0;
 };
 
 // Whether the command ran under Landlock (runtime/run/landlock_plan.h).
 struct LandlockOutcome {
   bool enforced = false;
-  int abi = 0;          // the kernel's Landlock ABI (0: none)
-  bool tcp = false;     // TCP bind/connect fenced too
-  std::string reason;   // why not enforced
+  int abi = 0;         // the kernel's Landlock ABI (0: none)
+  bool tcp = false;    // TCP bind/connect fenced too
+  std::string reason;  // why not enforced
 };
 
 // Who the command's uid/gid are on the host (runtime/run/identity.h).
 struct IdentityOutcome {
-  std::string mode;  // reserved | host-uid | rootless
+  std::string mode;                     // reserved | host-uid | rootless
   uint32_t uid = 0, gid = 0;            // in the jail
   uint32_t host_uid = 0, host_gid = 0;  // what they are on the host
   std::string note;                     // why host-uid under identity: auto
@@ -43,8 +43,8 @@ struct IdentityOutcome {
 
 struct RunOutcome {
   RunStatus status = RunStatus::kExited;
-  int exit_code = 0;              // the command's exit status when status == kExited
-  std::optional<int> signal;      // the signal that ended the command
+  int exit_code = 0;          // the command's exit status when status == kExited
+  std::optional<int> signal;  // the signal that ended the command
   std::optional<LimitKind> limit;
   double wall_ms = 0;
   double cpu_user_ms = 0;
@@ -56,7 +56,7 @@ struct RunOutcome {
   StreamOutcome stderr_stream;
   std::optional<jail::SetupFailure> setup_error;
   std::optional<int> interrupted_by;  // SIGINT/SIGTERM/SIGHUP received by corral itself
-  bool pooled = false;  // ran in a jail prepared before it was asked for (a pool)
+  bool pooled = false;                // ran in a jail prepared before it was asked for (a pool)
   std::vector<std::string> warnings;  // e.g. limits skipped under unsafe.allow_missing_limits
   // network.mode allowlist: the proxy's summary (runtime/net/netproxy_launch.h), a JSON
   // object as text: connections, bytes, what was refused and why. Empty otherwise.
@@ -70,9 +70,9 @@ struct RunOutcome {
 
 // What the supervisor saw of a command's end besides its wait status.
 struct EndEvidence {
-  bool timed_out = false;       // the wall-clock limit fired
-  int64_t oom_kills = 0;        // OOM kills in the command's cgroup
-  bool pids_limit_hit = false;  // the pids limit refused a fork
+  bool timed_out = false;                         // the wall-clock limit fired
+  int64_t oom_kills = 0;                          // OOM kills in the command's cgroup
+  bool pids_limit_hit = false;                    // the pids limit refused a fork
   std::optional<int64_t> cpu_time_limit_seconds;  // limits.cpu_time_seconds
 };
 

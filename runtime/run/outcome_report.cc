@@ -50,8 +50,8 @@ std::string OutcomeReport(const RunOutcome& outcome, const LimitsSpec& limits, b
   } else if (outcome.status == RunStatus::kTimedOut) {
     out += "corral: command timed out after " + Seconds(limits.timeout_seconds) + " s\n";
   } else if (outcome.status == RunStatus::kOomKilled) {
-    out += "corral: command killed: out of memory (limit " + FormatSize(limits.memory_bytes) +
-           ")\n";
+    out +=
+        "corral: command killed: out of memory (limit " + FormatSize(limits.memory_bytes) + ")\n";
   } else {
     out += LimitReason(outcome, limits);
   }

@@ -26,7 +26,7 @@ class OutputCapture {
   size_t head_limit_;
   size_t tail_limit_;
   std::string head_;
-  std::string tail_;   // ring buffer of the last tail_limit_ bytes once full
+  std::string tail_;     // ring buffer of the last tail_limit_ bytes once full
   size_t tail_pos_ = 0;  // next write position in the ring once full
   int64_t total_ = 0;
 };

@@ -12,10 +12,10 @@
 
 #include "base/files.h"
 #include "jail/seccomp.h"
+#include "runtime/net/in_jail.h"
 #include "runtime/run/identity.h"
 #include "runtime/run/landlock_plan.h"
 #include "runtime/run/root_layout.h"
-#include "runtime/net/in_jail.h"
 #include "runtime/run/seccomp_cache.h"
 #include "runtime/run/user_ns_plan.h"
 
@@ -134,10 +134,10 @@ Status PrepareHostDirs(const JailSpec& spec) {
   if (!searchable) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
-    return Error(ErrorCode::kPermissionDenied,
-                 "user_data_dir " + dir + ": the jail's uid " + std::to_string(uid) +
-                     " cannot enter it (mode " + mode + ", owner " + std::to_string(st.st_uid) +
-                     "); chmod o+x it or chown it to that uid");
+    return Error(ErrorCode::kPermissionDenied, "user_data_dir " + dir + ": the jail's uid " +
+                                                   std::to_string(uid) + " cannot enter it (mode " +
+                                                   mode + ", owner " + std::to_string(st.st_uid) +
+                                                   "); chmod o+x it or chown it to that uid");
   }
   return Ok();
 }

@@ -88,7 +88,7 @@ Status AcceptTerminal(Stdio& io, int pidfd, bool raw) {
     if (!session->winch) ::sigprocmask(SIG_SETMASK, &session->old_mask, nullptr);
   }
   ::fcntl(master.get(), F_SETFL, O_NONBLOCK);  // our own file description: the command's
-                                                // is the slave
+                                               // is the slave
   if (raw && ::isatty(io.caller_stdin)) {
     termios t;
     if (::tcgetattr(io.caller_stdin, &t) == 0) {

@@ -26,11 +26,11 @@
 namespace corral::runtime {
 
 struct PtySession {
-  int master = -1;           // Stdio::out.read
-  int size_from = -1;        // the caller's terminal whose size the pty follows, or -1
-  int raw_fd = -1;           // the caller's terminal put in raw mode, or -1
+  int master = -1;     // Stdio::out.read
+  int size_from = -1;  // the caller's terminal whose size the pty follows, or -1
+  int raw_fd = -1;     // the caller's terminal put in raw mode, or -1
   std::optional<termios> saved;
-  UniqueFd winch;            // signalfd of SIGWINCH
+  UniqueFd winch;  // signalfd of SIGWINCH
   sigset_t old_mask;
 
   PtySession() = default;

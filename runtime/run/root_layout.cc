@@ -1,17 +1,16 @@
 #include "runtime/run/root_layout.h"
 
 #include <dirent.h>
+#include <spdlog/spdlog.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <cerrno>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -229,10 +228,10 @@ class RootBuilder {
       struct stat st;
       if (::stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode) ||
           st.st_rdev != makedev(major, minor)) {
-        return Error(ErrorCode::kUnsupported,
-                     "rootless: the host's " + path + " is not the device " +
-                         std::to_string(major) + ":" + std::to_string(minor) +
-                         ", so it cannot be bound into the jail");
+        return Error(ErrorCode::kUnsupported, "rootless: the host's " + path +
+                                                  " is not the device " + std::to_string(major) +
+                                                  ":" + std::to_string(minor) +
+                                                  ", so it cannot be bound into the jail");
       }
       op.source_is_dir = false;
       op.description = "bind-mount the host's " + path;

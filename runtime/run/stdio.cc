@@ -1,9 +1,9 @@
 #include "runtime/run/stdio.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <signal.h>
-#include <linux/magic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>

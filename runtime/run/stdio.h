@@ -19,8 +19,8 @@
 #include <optional>
 #include <string>
 
-#include "base/result.h"
 #include "base/fd_pair.h"
+#include "base/result.h"
 #include "base/unique_fd.h"
 #include "runtime/run/run_types.h"
 #include "runtime/run/terminal_filter.h"
@@ -74,7 +74,7 @@ struct Stdio {
   bool capture = false;
   bool pass_stdin = false;
   bool shared_pipe = false;  // stdout and stderr are one file: one relay keeps their order
-  int caller_stdin = 0;  // RunOptions::stdin_fd ...
+  int caller_stdin = 0;      // RunOptions::stdin_fd ...
   int caller_stdout = 1;
   int caller_stderr = 2;
   std::optional<OutputRelay> out_relay;

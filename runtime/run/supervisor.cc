@@ -1,12 +1,11 @@
 #include "runtime/run/supervisor.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
+#include <sched.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
-
-#include <sched.h>
 
 #include <atomic>
 #include <cerrno>
@@ -15,17 +14,17 @@
 #include "jail/command.h"
 #include "jail/spawn.h"
 #include "runtime/net/netproxy_launch.h"
-#include "runtime/spec/config.h"
 #include "runtime/run/identity.h"
 #include "runtime/run/jail_cgroup.h"
 #include "runtime/run/jail_spawner.h"
-#include "runtime/run/phase_trace.h"
 #include "runtime/run/landlock_plan.h"
+#include "runtime/run/phase_trace.h"
 #include "runtime/run/planner.h"
 #include "runtime/run/pty.h"
 #include "runtime/run/runtime_dir.h"
 #include "runtime/run/user_ns_plan.h"
 #include "runtime/run/watch.h"
+#include "runtime/spec/config.h"
 
 namespace corral::runtime {
 
@@ -101,9 +100,8 @@ bool EndEarly(jail::JailProcess& process, JailCgroup& cg, Watch& watch, int wait
 // outcome is delivered at the init's report and the teardown follows.
 Result<RunOutcome> Supervise(jail::JailProcess& process, JailCgroup& cg, Stdio& io,
                              const JailSpec& spec, const RunOptions& options,
-                             const StopSources& stops, Clock::time_point start,
-                             RunOutcome outcome, PhaseTrace& trace,
-                             net::NetworkService* network = nullptr) {
+                             const StopSources& stops, Clock::time_point start, RunOutcome outcome,
+                             PhaseTrace& trace, net::NetworkService* network = nullptr) {
   const LimitsSpec& limits = spec.limits;
   // The command is over: its proxy's summary (what it reached, what was refused) belongs
   // to the outcome.
@@ -184,8 +182,8 @@ Result<net::NetworkService> StartRunNetwork(const JailSpec& spec, const char* ki
   if (::mkdir(launch.runtime_dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return Error::FromErrno(errno, "mkdir " + launch.runtime_dir);
   }
-  launch.sandbox = std::string(kind) + "-" + std::to_string(::getpid()) + "-" +
-                   std::to_string(++counter);
+  launch.sandbox =
+      std::string(kind) + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
   launch.summary_path = launch.runtime_dir + "/" + launch.sandbox + ".network.json";
   return net::NetworkService::StartInNewNamespace(spec, launch);
 }
@@ -226,9 +224,8 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   RunOutcome outcome = NewOutcome(spec, cg, options);
   outcome.landlock = LandlockOutcomeOf(plan.landlock);
   StopSources stops(options);
-  ASSIGN_OR_RETURN(jail::JailProcess process,
-                   SpawnJail(plan, io.child_stdin(), io.child_stdout(), io.child_stderr(),
-                             FdsOf(cg.cgroup.get())));
+  ASSIGN_OR_RETURN(jail::JailProcess process, SpawnJail(plan, io.child_stdin(), io.child_stdout(),
+                                                        io.child_stderr(), FdsOf(cg.cgroup.get())));
   io.CloseChildEnds();
   trace.Mark("clone");
   if (options.tty) RETURN_IF_ERROR(AcceptTerminal(io, process.pidfd(), options.pass_stdin));
@@ -303,8 +300,7 @@ Result<PreparedJail> PrepareJail(const JailBlueprint& blueprint, JailSpawner* sp
   return jail;
 }
 
-Result<RunOutcome> RunPrepared(PreparedJail jail, const JailSpec& spec,
-                               const RunOptions& options) {
+Result<RunOutcome> RunPrepared(PreparedJail jail, const JailSpec& spec, const RunOptions& options) {
   PhaseTrace trace;
   // The jail was built from an already validated spec; only what this run adds is new.
   RETURN_IF_ERROR(ValidateLateFieldsSpec(spec));

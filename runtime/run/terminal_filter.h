@@ -41,11 +41,11 @@ class TerminalFilter {
  private:
   enum class State : uint8_t {
     kGround,
-    kEscape,        // after ESC
+    kEscape,           // after ESC
     kEscIntermediate,  // ESC then 0x20..0x2F: a two-byte (or longer) escape
-    kCsi,           // after ESC [ or U+009B
-    kString,        // inside OSC/DCS/SOS/PM/APC, up to its terminator
-    kStringEscape,  // ESC inside a string: ST (ESC \) or the start of another sequence
+    kCsi,              // after ESC [ or U+009B
+    kString,           // inside OSC/DCS/SOS/PM/APC, up to its terminator
+    kStringEscape,     // ESC inside a string: ST (ESC \) or the start of another sequence
   };
   void Byte(unsigned char c, std::string* out);
   void Ground(unsigned char c, std::string* out);
@@ -60,10 +60,10 @@ class TerminalFilter {
   char utf8_[4] = {};
   uint8_t utf8_have_ = 0;
   uint8_t utf8_need_ = 0;
-  std::string csi_;         // a CSI's parameter bytes so far
-  bool csi_plain_ = true;   // still only digits ; : (could be SGR)
-  size_t string_bytes_ = 0; // bytes swallowed in the current string sequence
-  bool string_c2_ = false;  // the last of them was 0xC2 (U+009C, ST, may follow)
+  std::string csi_;          // a CSI's parameter bytes so far
+  bool csi_plain_ = true;    // still only digits ; : (could be SGR)
+  size_t string_bytes_ = 0;  // bytes swallowed in the current string sequence
+  bool string_c2_ = false;   // the last of them was 0xC2 (U+009C, ST, may follow)
 };
 
 }  // namespace corral::runtime

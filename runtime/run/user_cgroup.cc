@@ -60,8 +60,8 @@ std::string MissingLimitsWarning(const JailSpec& spec, const std::string& why) {
 
 std::string SkippedLimits(const LimitsSpec& l) {
   return "limits.memory (" + std::to_string(l.memory_bytes / (1024 * 1024)) +
-         " MiB), limits.cpus (" + Number(l.cpus) + ") and limits.pids (" +
-         std::to_string(l.pids) + ")";
+         " MiB), limits.cpus (" + Number(l.cpus) + ") and limits.pids (" + std::to_string(l.pids) +
+         ")";
 }
 
 }  // namespace corral::runtime

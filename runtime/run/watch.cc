@@ -132,12 +132,10 @@ void WaitForExit(Watch& w) {
     int n = ::poll(fds, 9, timeout_ms);
     if (n < 0 && errno != EINTR) return;
     if (n <= 0) continue;
-    if (fds[2].revents != 0 &&
-        !DrainOnce(w.io->out.read.get(), *w.out, RelayOf(w.io->out_relay))) {
+    if (fds[2].revents != 0 && !DrainOnce(w.io->out.read.get(), *w.out, RelayOf(w.io->out_relay))) {
       w.io->out.read.Reset();
     }
-    if (fds[3].revents != 0 &&
-        !DrainOnce(w.io->err.read.get(), *w.err, RelayOf(w.io->err_relay))) {
+    if (fds[3].revents != 0 && !DrainOnce(w.io->err.read.get(), *w.err, RelayOf(w.io->err_relay))) {
       w.io->err.read.Reset();
     }
     PumpInput(w, fds[6], fds[7], fds[8]);
@@ -162,9 +160,8 @@ void WaitForExit(Watch& w) {
 
 void DrainToEof(Watch& w) {
   Clock::time_point until = Clock::now() + std::chrono::seconds(2);
-  for (auto [fd, capture, relay] :
-       {std::tuple{&w.io->out.read, w.out, RelayOf(w.io->out_relay)},
-        {&w.io->err.read, w.err, RelayOf(w.io->err_relay)}}) {
+  for (auto [fd, capture, relay] : {std::tuple{&w.io->out.read, w.out, RelayOf(w.io->out_relay)},
+                                    {&w.io->err.read, w.err, RelayOf(w.io->err_relay)}}) {
     while (fd->valid() && Clock::now() < until) {
       pollfd p{fd->get(), POLLIN, 0};
       if (::poll(&p, 1, 100) <= 0) continue;
@@ -182,9 +179,8 @@ void DrainAvailable(Watch& w) {
     DrainToEof(w);
     return;
   }
-  for (auto [fd, capture, relay] :
-       {std::tuple{&w.io->out.read, w.out, RelayOf(w.io->out_relay)},
-        {&w.io->err.read, w.err, RelayOf(w.io->err_relay)}}) {
+  for (auto [fd, capture, relay] : {std::tuple{&w.io->out.read, w.out, RelayOf(w.io->out_relay)},
+                                    {&w.io->err.read, w.err, RelayOf(w.io->err_relay)}}) {
     while (fd->valid()) {
       pollfd p{fd->get(), POLLIN, 0};
       if (::poll(&p, 1, 0) <= 0 || !DrainOnce(fd->get(), *capture, relay)) break;
@@ -208,10 +204,9 @@ void FillOutcome(const LimitsSpec& limits, int wait_status, const Watch& w,
   o->interrupted_by = w.interrupted_by;
   if (o->status == RunStatus::kSetupFailed) return;
 
-  ClassifyEnd(wait_status,
-              EndEvidence{w.timed_out, stats.oom_kills, stats.pids_limit_hit,
-                          limits.cpu_time_seconds},
-              o);
+  ClassifyEnd(
+      wait_status,
+      EndEvidence{w.timed_out, stats.oom_kills, stats.pids_limit_hit, limits.cpu_time_seconds}, o);
 }
 
 }  // namespace corral::runtime

@@ -1,8 +1,8 @@
 // Watching a running command: the wait loop with the wall-clock deadline and the
 // SIGTERM-then-SIGKILL grace, output drained into bounded captures, corral's own stop
 // signals, and turning what was observed into a RunOutcome. Shared by one-shot runs
-// (runtime/run/supervisor.cc) and execs into persistent sandboxes (runtime/sandboxes/persistent.cc).
-// Parent side.
+// (runtime/run/supervisor.cc) and execs into persistent sandboxes
+// (runtime/sandboxes/persistent.cc). Parent side.
 #pragma once
 
 #include <signal.h>
@@ -17,10 +17,10 @@
 #include "jail/spawn.h"
 #include "runtime/run/outcome.h"
 #include "runtime/run/output_capture.h"
+#include "runtime/run/run_types.h"
 #include "runtime/run/signal_guard.h"
 #include "runtime/run/stdio.h"
 #include "runtime/spec/spec.h"
-#include "runtime/run/run_types.h"
 
 namespace corral::runtime {
 
@@ -36,7 +36,6 @@ struct StopSources {
   std::optional<SignalGuard> signals;
   int interrupt_fd;
 };
-
 
 struct Watch {
   jail::JailProcess* process = nullptr;  // the init (one-shot) or the command (exec)

@@ -22,10 +22,8 @@
 #include "jail/enter.h"
 #include "jail/spawn.h"
 #include "runtime/net/netproxy_launch.h"
-#include "runtime/spec/config.h"
-#include "runtime/sandboxes/init_program.h"
-#include "runtime/run/jail_cgroup.h"
 #include "runtime/run/identity.h"
+#include "runtime/run/jail_cgroup.h"
 #include "runtime/run/landlock_plan.h"
 #include "runtime/run/phase_trace.h"
 #include "runtime/run/planner.h"
@@ -33,6 +31,8 @@
 #include "runtime/run/runtime_dir.h"
 #include "runtime/run/user_cgroup.h"
 #include "runtime/run/watch.h"
+#include "runtime/sandboxes/init_program.h"
+#include "runtime/spec/config.h"
 
 namespace corral::runtime {
 
@@ -338,7 +338,8 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
       return Error::FromErrno(errno, "mkdir " + launch.runtime_dir + "/network");
     }
     launch.never = request.network_never;
-    ASSIGN_OR_RETURN(network, net::NetworkService::StartForSandbox(record.spec, init.pid(), launch));
+    ASSIGN_OR_RETURN(network,
+                     net::NetworkService::StartForSandbox(record.spec, init.pid(), launch));
   }
   // With a user namespace (a reserved identity), an exec joins it too: its uid 1000 is
   // then the sandbox's host id, not the host's uid 1000.
@@ -494,10 +495,10 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   outcome.landlock = LandlockOutcomeOf(plan.landlock);
   outcome.identity = IdentityOutcomeFor(spec);
   StopSources stops(request.io);
-  ASSIGN_OR_RETURN(jail::JailProcess command,
-                   SpawnExec(record, init_pidfd.get(), plan, exec_cg.get(), io.child_stdin(),
-                             io.child_stdout(), io.child_stderr(), /*deferred=*/false,
-                             request.child_subreaper));
+  ASSIGN_OR_RETURN(
+      jail::JailProcess command,
+      SpawnExec(record, init_pidfd.get(), plan, exec_cg.get(), io.child_stdin(), io.child_stdout(),
+                io.child_stderr(), /*deferred=*/false, request.child_subreaper));
   io.CloseChildEnds();
   trace.Mark("clone");
   if (request.io.tty) {
@@ -626,8 +627,8 @@ Status RemoveUnreadable(SandboxStore& store, const std::string& name, const Erro
   if (!IsValidSandboxName(name) || !has_dir) return why;
   if (::geteuid() == 0) RETURN_IF_ERROR(RemoveUnrecordedCgroups(name, CgroupSpec{}));
   RETURN_IF_ERROR(store.Forget(name));
-  spdlog::warn("sandbox {}: its record could not be read ({}); removed what was left of it",
-               name, why.message());
+  spdlog::warn("sandbox {}: its record could not be read ({}); removed what was left of it", name,
+               why.message());
   return Ok();
 }
 }  // namespace

@@ -6,8 +6,9 @@
 // "sbx-<name>/exec-<pid>-<n>", so an exec's timeout can kill exactly that exec's tree. On
 // cgroup v2 the init lives in the leaf "sbx-<name>/init" (v2 allows processes only in
 // leaves once controllers are enabled below a cgroup); on v1, which has no such rule, in
-// "sbx-<name>" itself (each v1 memory cgroup costs ~0.5 MiB of kernel memory). The init survives the corral that created it; the record in
-// runtime/sandboxes/sandbox_store.h lets later invocations find it.
+// "sbx-<name>" itself (each v1 memory cgroup costs ~0.5 MiB of kernel memory). The init survives
+// the corral that created it; the record in runtime/sandboxes/sandbox_store.h lets later
+// invocations find it.
 //
 // Idle timeouts are enforced lazily: every create/exec/ps/rm (and `corral reap`) removes
 // sandboxes whose last exec is older than their idle timeout. There is no daemon to do it
@@ -26,15 +27,15 @@
 #include "jail/spawn.h"
 #include "runtime/net/policy.h"
 #include "runtime/run/outcome.h"
+#include "runtime/run/supervisor.h"
 #include "runtime/sandboxes/sandbox_store.h"
 #include "runtime/spec/spec.h"
-#include "runtime/run/supervisor.h"
 
 namespace corral::runtime {
 
 struct CreateRequest {
-  JailSpec spec;               // argv is ignored
-  std::string name;            // empty: the generated id is the name
+  JailSpec spec;                    // argv is ignored
+  std::string name;                 // empty: the generated id is the name
   double idle_timeout_seconds = 0;  // 0 = never
   // network.mode allowlist: endpoints the proxy never reaches (the daemon's own API).
   std::vector<std::pair<net::IpAddress, uint16_t>> network_never;
@@ -50,7 +51,7 @@ struct ExecRequest {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;  // this exec only
   std::optional<std::string> workdir;
-  std::optional<double> timeout_seconds;  // default: the sandbox's limits.timeout
+  std::optional<double> timeout_seconds;      // default: the sandbox's limits.timeout
   std::optional<int64_t> output_limit_bytes;  // captured stdout/stderr, each; default: the
                                               // sandbox's limits.output
   RunOptions io;
@@ -90,7 +91,7 @@ struct ExecSlot {
                                              // background processes in it
   jail::JailPlan plan;
   bool child_subreaper = false;  // set at the slot's entry: only such an exec may use it
-  jail::JailProcess process;  // destroyed first: killed and reaped if still waiting
+  jail::JailProcess process;     // destroyed first: killed and reaped if still waiting
 };
 struct ExecSlotOptions {
   // The command becomes a child subreaper (ExecRequest::child_subreaper). Set when the

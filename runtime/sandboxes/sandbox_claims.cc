@@ -3,10 +3,10 @@
 //
 // <root>/sandboxes/<name>/creating is the claim: flock'ed LOCK_EX by the maker from the
 // moment the directory appears until the record is saved. Beside it, pending.json holds
-// the maker's notes (the record in progress), replaced whole at each step. The kernel drops the flock when the maker dies, so
-// "creating exists, its lock is free, no state.json" means a dead maker, with no pid that
-// could be reused. The directory is made as .claim-<random> with the lock already held
-// and renamed into place, so no one can see the name claimed before it is locked.
+// the maker's notes (the record in progress), replaced whole at each step. The kernel drops the
+// flock when the maker dies, so "creating exists, its lock is free, no state.json" means a dead
+// maker, with no pid that could be reused. The directory is made as .claim-<random> with the lock
+// already held and renamed into place, so no one can see the name claimed before it is locked.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>

@@ -15,8 +15,8 @@
 #include "base/json_input.h"
 #include "runtime/run/landlock_plan.h"
 #include "runtime/run/runtime_dir.h"
-#include "runtime/spec/spec_json.h"
 #include "runtime/sandboxes/record_json.h"
+#include "runtime/spec/spec_json.h"
 
 namespace corral::runtime {
 
@@ -46,7 +46,8 @@ std::string RecordToJson(const SandboxRecord& r) {
 
 Result<SandboxRecord> RecordFromJson(const std::string& text, const std::string& origin) {
   auto parsed = ParseJsonInputOrError(text);
-  if (!parsed) return Error(ErrorCode::kIo, origin + ": corrupt state: " + parsed.error().message());
+  if (!parsed)
+    return Error(ErrorCode::kIo, origin + ": corrupt state: " + parsed.error().message());
   try {
     const nlohmann::json& j = *parsed;
     SandboxRecord r;
@@ -89,8 +90,8 @@ bool IsValidSandboxName(const std::string& name) {
 Result<SandboxStore> SandboxStore::Open() {
   const char* env = std::getenv("CORRAL_RUNTIME_DIR");
   if (env != nullptr && *env != '\0' && *env != '/') {
-    return Error(ErrorCode::kInvalidArgument, "CORRAL_RUNTIME_DIR must be absolute: " +
-                                                  std::string(env));
+    return Error(ErrorCode::kInvalidArgument,
+                 "CORRAL_RUNTIME_DIR must be absolute: " + std::string(env));
   }
   // /run/corral for root; a non-root caller's own (rootless mode), or why it has none.
   ASSIGN_OR_RETURN(std::string root, UsableRuntimeDir());
@@ -133,10 +134,11 @@ Status SandboxStore::Save(const SandboxRecord& record) {
   if (record.idle_timeout_seconds > 0) {
     RETURN_IF_ERROR(MkdirPrivate(root_ + "/idle"));
     // Written before it can matter: the sweep skips a sandbox whose entry reads as 0.
-    UniqueFd idle(::open(IdlePath(record.name).c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC,
-                         0600));
+    UniqueFd idle(
+        ::open(IdlePath(record.name).c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600));
     std::string text = std::to_string(record.idle_timeout_seconds) + "\n";
-    if (!idle || ::write(idle.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    if (!idle ||
+        ::write(idle.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
       return Error::FromErrno(errno, "write " + IdlePath(record.name));
     }
   }
@@ -347,8 +349,8 @@ int64_t SandboxStore::RemovedOomKills(const std::string& name) const {
 namespace {
 
 struct ProcStat {
-  char state = '?';        // field 3
-  uint64_t flags = 0;      // field 9
+  char state = '?';          // field 3
+  uint64_t flags = 0;        // field 9
   uint64_t start_ticks = 0;  // field 22
 };
 

@@ -36,16 +36,16 @@ namespace corral::runtime {
 bool IsValidSandboxName(const std::string& name);
 
 struct SandboxRecord {
-  int version = 1;            // of this format; an upgraded corral can still read old ones
-  std::string id;             // 12 hex digits
-  std::string name;           // unique; the directory name
+  int version = 1;   // of this format; an upgraded corral can still read old ones
+  std::string id;    // 12 hex digits
+  std::string name;  // unique; the directory name
   pid_t init_pid = -1;
-  uint64_t init_start_ticks = 0;  // /proc/<pid>/stat starttime: guards against pid reuse
-  std::string cgroup_name;    // under the cgroup parent, e.g. "sbx-t1"
-  unsigned ns_flags = 0;      // CLONE_NEW* the init holds
-  double created_at = 0;      // unix seconds
+  uint64_t init_start_ticks = 0;    // /proc/<pid>/stat starttime: guards against pid reuse
+  std::string cgroup_name;          // under the cgroup parent, e.g. "sbx-t1"
+  unsigned ns_flags = 0;            // CLONE_NEW* the init holds
+  double created_at = 0;            // unix seconds
   double idle_timeout_seconds = 0;  // 0 = never idle out
-  JailSpec spec;              // as created; exec overrides argv/env/workdir/timeout
+  JailSpec spec;                    // as created; exec overrides argv/env/workdir/timeout
   // The Landlock rules of the create's plan (its mount list): every exec gets the same.
   jail::LandlockPlan landlock;
 };

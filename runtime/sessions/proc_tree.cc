@@ -87,8 +87,8 @@ Result<SandboxProcs> SandboxProcs::Open(pid_t init_pid, uint64_t init_ticks) {
                        O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) return Error::FromErrno(errno, "root of the sandbox");
   // The init must still be the one recorded (its pid may have been reused).
-  UniqueFd host_dir(::open(("/proc/" + std::to_string(init_pid)).c_str(),
-                           O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd host_dir(
+      ::open(("/proc/" + std::to_string(init_pid)).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   auto st = host_dir ? ReadStat(host_dir.get()) : std::nullopt;
   if (!st || st->start != init_ticks) {
     return Error(ErrorCode::kNotFound, "the sandbox's init is gone");

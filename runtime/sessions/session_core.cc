@@ -156,7 +156,8 @@ void SessionCore::ShellLoop() {
     req.io.stdin_fd = channels->command.other.get();
     req.io.stdout_fd = channels->output.write.get();
     req.io.stderr_fd = channels->errors ? channels->errors->write.get() : req.io.stdout_fd;
-    req.io.interrupt_fd = channels->interrupt.other.get();  // also keeps corral's signal handling out of the daemon
+    req.io.interrupt_fd =
+        channels->interrupt.other.get();  // also keeps corral's signal handling out of the daemon
     // The shell is a child subreaper: what a command orphans (a double fork, `setsid cmd &`)
     // is reparented to the shell, not to the sandbox's init, so a timeout finds it among the
     // shell's new children (proc_tree.h) and kills it with the rest of the call. A
@@ -176,7 +177,7 @@ void SessionCore::ShellLoop() {
       shell_exit_code = outcome->signal ? 128 + *outcome->signal : outcome->exit_code;
     } else {
       shell_exit_code.reset();
-      std::string why = !outcome ? outcome.error().message()
+      std::string why = !outcome               ? outcome.error().message()
                         : outcome->setup_error ? outcome->setup_error->message
                                                : "the shell could not start";
       if (!ready && !workdir.empty() && !retried_default_dir) {
@@ -442,7 +443,8 @@ void SessionCore::ControlLoop() {
     now = Clock::now();
     CheckTimers(now);
     while (!write_buf.empty() && cmd_w) {
-      ssize_t n = ::send(cmd_w.get(), write_buf.data(), write_buf.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      ssize_t n =
+          ::send(cmd_w.get(), write_buf.data(), write_buf.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
       if (n > 0) {
         write_buf.erase(0, static_cast<size_t>(n));
         continue;

@@ -21,7 +21,7 @@
 namespace corral::runtime::sessions {
 
 extern const char* const kSessionScript;
-inline constexpr size_t kHistoryMax = 100;  // commands remembered per session
+inline constexpr size_t kHistoryMax = 100;          // commands remembered per session
 inline constexpr size_t kExportedEnvMax = 1 << 20;  // larger environments are not carried over
 std::string ShellQuote(const std::string& s);
 // The text handed to the shell's eval for `r` (exec_dir and env folded in).
@@ -30,7 +30,7 @@ std::string BuildScript(const CommandRequest& r);
 struct SessionCore {
   explicit SessionCore(SessionOptions o);
 
-  void ShellLoop();    // the shell thread
+  void ShellLoop();  // the shell thread
   // The shell's exec: in a slot of opt.slots when one is ready, else the normal way.
   Result<runtime::RunOutcome> StartShell(const runtime::ExecRequest& req);
   void ControlLoop();  // the control thread
@@ -56,7 +56,8 @@ struct SessionCore {
   void HandleShellExit();
   void FailQueued(const std::string& why);
   int PollTimeoutMs(SteadyTime now) const;
-  void CollectDue(SteadyTime now, std::vector<std::pair<ShellSession::Callback, CommandState>>* due);
+  void CollectDue(SteadyTime now,
+                  std::vector<std::pair<ShellSession::Callback, CommandState>>* due);
 
   struct Pending {
     std::string id;
@@ -106,15 +107,15 @@ struct SessionCore {
   UniqueFd cmd_w, out_r, err_r;  // our ends
   UniqueFd interrupt_w;          // one byte = a stop request for the whole exec
   std::string out_buf, err_buf, write_buf;
-  bool shell_exited = false;     // set by the shell thread
+  bool shell_exited = false;  // set by the shell thread
   std::optional<int> shell_exit_code;
-  bool exit_handled = true;      // the control thread has dealt with the last exit
+  bool exit_handled = true;  // the control thread has dealt with the last exit
 
   bool closing = false;
   bool hard_close = false;
   bool shell_done = false;    // the shell thread has returned for good
   bool control_done = false;  // the control thread has answered everyone and returns
-  std::string dead_reason;  // why no shell can run (then Submit fails)
+  std::string dead_reason;    // why no shell can run (then Submit fails)
 
   UniqueFd wake;  // eventfd: wakes the control thread
   std::thread shell_thread, control_thread;

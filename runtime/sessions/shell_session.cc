@@ -128,8 +128,8 @@ Result<std::string> SessionCore::Submit(CommandRequest request) {
 void SessionCore::Await(const std::string& command_id, SteadyTime deadline,
                         ShellSession::Callback cb) {
   std::unique_lock lock(mu);
-  CommandState* s = command_id.empty() ? (history.empty() ? nullptr : &history.back())
-                                       : Find(command_id);
+  CommandState* s =
+      command_id.empty() ? (history.empty() ? nullptr : &history.back()) : Find(command_id);
   if (s == nullptr || s->status != CmdStatus::kRunning || shell_done ||
       deadline <= std::chrono::steady_clock::now()) {
     CommandState snap = s != nullptr ? *s : CommandState{};
@@ -213,7 +213,6 @@ void SessionCore::CloseLocked(bool hard) {
   Wake();
 }
 
-
 // ---- ShellSession: the public face over Impl ------------------------------------------
 
 ShellSession::ShellSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -256,9 +255,7 @@ std::vector<CommandState> ShellSession::History() const {
   return {impl_->core->history.begin(), impl_->core->history.end()};
 }
 bool ShellSession::KillRunning() { return impl_->core->KillRunning(); }
-void ShellSession::SetNoChangeTimeout(double seconds) {
-  impl_->core->SetNoChangeTimeout(seconds);
-}
+void ShellSession::SetNoChangeTimeout(double seconds) { impl_->core->SetNoChangeTimeout(seconds); }
 double ShellSession::no_change_timeout() const {
   std::lock_guard lock(impl_->core->mu);
   return impl_->core->opt.no_change_timeout;

@@ -53,16 +53,16 @@ struct CommandState {
   std::string output;  // stdout (and stderr when they share a pipe)
   std::string errors;  // stderr, when separate
   std::optional<int> exit_code;
-  std::string cwd;  // the shell's working directory when the command started
+  std::string cwd;      // the shell's working directory when the command started
   bool exists = false;  // false: the session has run no command yet
 };
 
 struct CommandRequest {
   std::string command;
-  std::optional<std::string> exec_dir;                    // cd there first (if it exists)
+  std::optional<std::string> exec_dir;                   // cd there first (if it exists)
   std::vector<std::pair<std::string, std::string>> env;  // for this command only
-  std::optional<double> no_change_timeout;                // seconds; else the session's
-  std::optional<double> hard_timeout;                     // seconds; none by default
+  std::optional<double> no_change_timeout;               // seconds; else the session's
+  std::optional<double> hard_timeout;                    // seconds; none by default
 };
 
 struct SessionOptions {

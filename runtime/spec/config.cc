@@ -85,7 +85,8 @@ const Table<UnsafeSpec>& UnsafeTable() {
       BoolKey("host_network", &UnsafeSpec::host_network),
       NetworkResolveKey(),
       // `corral serve` without an API key; checked here, read by LoadServerConfigFile.
-      {"no_auth", [](const YAML::Node& n, const Where& w, Reader& r, UnsafeSpec&) {
+      {"no_auth",
+       [](const YAML::Node& n, const Where& w, Reader& r, UnsafeSpec&) {
          bool v;
          (void)r.Bool(n, w, &v);
        }},

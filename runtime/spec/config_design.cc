@@ -21,8 +21,8 @@ namespace corral::runtime::config_schema {
 namespace {
 
 // The design's keys directly under `sandbox:` that DeerFlow's section never has.
-constexpr const char* kDesignOnlyKeys[] = {"mode", "timeout", "limits", "filesystem", "python",
-                                           "env"};
+constexpr const char* kDesignOnlyKeys[] = {"mode",       "timeout", "limits",
+                                           "filesystem", "python",  "env"};
 
 // The design's defaults (its own numbers, not corral's).
 constexpr int64_t kDesignMemoryMiB = 256;
@@ -92,8 +92,8 @@ Rule<JailSpec> TimeoutKey() {
             const std::string s = n.IsScalar() && !IsQuoted(n) ? n.Scalar() : "";
             double v = 0;
             auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-            if (s.empty() || ec != std::errc() || end != s.data() + s.size() ||
-                !std::isfinite(v) || v <= 0) {
+            if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) ||
+                v <= 0) {
               r.Report(w, "must be a positive number of seconds, got " + Describe(n));
               return;
             }
@@ -134,12 +134,12 @@ Rule<JailSpec> EnvKey() {
   return {"env",
           [](const YAML::Node& n, const Where& w, Reader& r, JailSpec& spec) {
             if (n.IsNull()) return;
-            auto entries = ReadNamedStrings(
-                n, w, r, "value",
-                [](const YAML::Node& v, const Where& at, Reader& rd, std::vector<std::string>* out) {
-                  out->resize(1);
-                  return rd.String(v, at, &(*out)[0]);
-                });
+            auto entries = ReadNamedStrings(n, w, r, "value",
+                                            [](const YAML::Node& v, const Where& at, Reader& rd,
+                                               std::vector<std::string>* out) {
+                                              out->resize(1);
+                                              return rd.String(v, at, &(*out)[0]);
+                                            });
             if (!entries) return;
             bool ok = true;
             for (const auto& [name, value] : *entries) {
@@ -248,9 +248,9 @@ void CheckRoot(const Where& at, Reader& r, const std::string& root) {
   if (root.empty() || root[0] != '/') {
     r.Report(at, "must be an absolute host path (got " + Quote(root) + ")");
   } else if (::stat(root.c_str(), &st) != 0) {
-    r.Report(at, std::string(errno == ENOENT ? "does not exist on the host"
-                                             : std::strerror(errno)) +
-                     " (got " + Quote(root) + ")");
+    r.Report(at,
+             std::string(errno == ENOENT ? "does not exist on the host" : std::strerror(errno)) +
+                 " (got " + Quote(root) + ")");
   } else if (!S_ISDIR(st.st_mode)) {
     r.Report(at, "must be a directory (got " + Quote(root) + ")");
   }
@@ -327,8 +327,7 @@ void FinishDesignSandbox(const YAML::Node& doc, Reader& r, JailSpec& spec) {
   // The host is looked at only for a file that is otherwise right: a mount missing its
   // guest was reported once already, not again as an empty path.
   if (!r.problems().empty()) return;
-  if (auto root = Locate(sandbox, "filesystem.root", sandbox_at);
-      root && spec.user_data_dir) {
+  if (auto root = Locate(sandbox, "filesystem.root", sandbox_at); root && spec.user_data_dir) {
     CheckRoot(root->second, r, *spec.user_data_dir);
   }
   if (auto mounts = Locate(sandbox, "filesystem.mounts", sandbox_at);

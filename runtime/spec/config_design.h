@@ -13,8 +13,8 @@
 //       root: /srv/work                        user_data_dir           (rw at /mnt/user-data)
 //       mounts: [{host, guest, readonly}]      mounts[] {host_path, container_path, read_only}
 //     network: {enabled, allow_domains}        network                 (config_network.h)
-//     python: {version: "3", allowlist: [..]}  python (version 3.N -> interpreter /usr/bin/python3.N)
-//     env: {OMP_NUM_THREADS: 2}                env
+//     python: {version: "3", allowlist: [..]}  python (version 3.N -> interpreter
+//     /usr/bin/python3.N) env: {OMP_NUM_THREADS: 2}                env
 //
 // Which `sandbox:` is which: the top-level `sandbox:` is also DeerFlow's tool-layer section
 // (provider_config.h). It is read in the design's shape when it has one of the design's own

@@ -95,8 +95,9 @@ Json SpecJson(const JailSpec& s) {
   for (const auto& [name, value] : s.env) env[name] = value;
   Json mounts = Json::array();
   for (const MountSpec& m : s.mounts) {
-    mounts.push_back(
-        {{"host_path", m.host_path}, {"container_path", m.container_path}, {"read_only", m.read_only}});
+    mounts.push_back({{"host_path", m.host_path},
+                      {"container_path", m.container_path},
+                      {"read_only", m.read_only}});
   }
   const LandlockSpec& l = s.landlock;
   // A YAML boolean where the file would write one (LandlockEnabledKey reads it back).
@@ -144,8 +145,7 @@ Json Differences(const Json& full, const Json& defaults) {
   for (const auto& [key, value] : full.items()) {
     const Json& base = defaults.at(key);
     if (value == base) continue;
-    out[key] = value.is_object() && !kWhole.count(key) && key != "env" &&
-                       key != "network_resolve"
+    out[key] = value.is_object() && !kWhole.count(key) && key != "env" && key != "network_resolve"
                    ? Differences(value, base)
                    : value;
   }
@@ -209,9 +209,8 @@ void EmitJson(YAML::Emitter& out, const Json& v) {
     }
     out << YAML::EndMap;
   } else if (v.is_array()) {
-    const bool scalars = std::all_of(v.begin(), v.end(), [](const Json& e) {
-      return !e.is_object() && !e.is_array();
-    });
+    const bool scalars = std::all_of(v.begin(), v.end(),
+                                     [](const Json& e) { return !e.is_object() && !e.is_array(); });
     out << (scalars ? YAML::Flow : YAML::Block) << YAML::BeginSeq;
     for (const Json& item : v) EmitJson(out, item);
     out << YAML::EndSeq;

@@ -119,13 +119,13 @@ Rule<UnsafeSpec> NetworkResolveKey() {
           [](const YAML::Node& n, const Where& w, Reader& r, UnsafeSpec& u) {
             if (n.IsNull()) return;
             // NAME: address, or NAME: [address, ...] for a name with IPv4 and IPv6.
-            auto entries = ReadNamedStrings(
-                n, w, r, "address",
-                [](const YAML::Node& v, const Where& at, Reader& rd, std::vector<std::string>* out) {
-                  if (v.IsSequence()) return rd.StringList(v, at, out);
-                  out->resize(1);
-                  return rd.String(v, at, &(*out)[0]);
-                });
+            auto entries = ReadNamedStrings(n, w, r, "address",
+                                            [](const YAML::Node& v, const Where& at, Reader& rd,
+                                               std::vector<std::string>* out) {
+                                              if (v.IsSequence()) return rd.StringList(v, at, out);
+                                              out->resize(1);
+                                              return rd.String(v, at, &(*out)[0]);
+                                            });
             if (entries) u.network_resolve = std::move(*entries);
           },
           {".*"}};
@@ -136,8 +136,8 @@ void ReconcileHostNetwork(const YAML::Node& doc, Reader& r, JailSpec& spec) {
   ReconcileHostNetwork(doc, doc["network"], KeyWhere(doc, Where{}, "network"), r, spec);
 }
 
-void ReconcileHostNetwork(const YAML::Node& doc, const YAML::Node& network,
-                          const Where& network_at, Reader& r, JailSpec& spec) {
+void ReconcileHostNetwork(const YAML::Node& doc, const YAML::Node& network, const Where& network_at,
+                          Reader& r, JailSpec& spec) {
   if (!doc.IsMap() || !r.problems().empty()) return;
   const YAML::Node namespaces = doc["namespaces"];
   const bool net_set = namespaces && namespaces.IsMap() && namespaces["net"];

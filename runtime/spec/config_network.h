@@ -25,7 +25,7 @@ Rule<UnsafeSpec> NetworkResolveKey();
 void ReconcileHostNetwork(const YAML::Node& doc, Reader& r, JailSpec& spec);
 // The same with the network section found elsewhere than doc["network"] (the design's
 // sandbox.network, config_design.h), at `network_at`.
-void ReconcileHostNetwork(const YAML::Node& doc, const YAML::Node& network,
-                          const Where& network_at, Reader& r, JailSpec& spec);
+void ReconcileHostNetwork(const YAML::Node& doc, const YAML::Node& network, const Where& network_at,
+                          Reader& r, JailSpec& spec);
 
 }  // namespace corral::runtime::config_schema

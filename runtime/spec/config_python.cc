@@ -199,8 +199,9 @@ Rule<JailSpec> DesignPythonSectionKey() {
   return {"python",
           [](const YAML::Node& n, const Where& w, Reader& r, JailSpec& spec) {
             if (n.IsMap() && n["version"] && n["interpreter"]) {
-              r.Report(w, "give version or interpreter, not both (version 3.N is the "
-                          "interpreter /usr/bin/python3.N)");
+              r.Report(w,
+                       "give version or interpreter, not both (version 3.N is the "
+                       "interpreter /usr/bin/python3.N)");
             }
             ApplyTable(DesignPythonTable(), n, w, r, spec.python);
           },

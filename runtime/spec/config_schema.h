@@ -433,14 +433,14 @@ Rule<T> ListKey(const char* key, std::vector<E> T::*member, const Table<E>& tabl
 
 using NamedStrings = std::vector<std::pair<std::string, std::string>>;
 // Reads one mapping value into one or more strings (false: it reported why not).
-using ValueStrings = std::function<bool(const YAML::Node&, const Where&, Reader&,
-                                        std::vector<std::string>*)>;
+using ValueStrings =
+    std::function<bool(const YAML::Node&, const Where&, Reader&, std::vector<std::string>*)>;
 
 // A mapping of NAME: value into (name, string) pairs, in order; a duplicate name is
 // reported, and a value may give several strings (one pair each). Not a mapping: reported
 // ("expected a mapping of NAME: <what>"), nullopt.
-inline std::optional<NamedStrings> ReadNamedStrings(const YAML::Node& n, const Where& w,
-                                                    Reader& r, const char* what,
+inline std::optional<NamedStrings> ReadNamedStrings(const YAML::Node& n, const Where& w, Reader& r,
+                                                    const char* what,
                                                     const ValueStrings& read_value) {
   if (!n.IsMap()) {
     r.Report(w, std::string("expected a mapping of NAME: ") + what + ", got " + Describe(n));
@@ -468,12 +468,12 @@ Rule<T> StringMapKey(const char* key, NamedStrings T::*member) {
   return {key,
           [member](const YAML::Node& n, const Where& w, Reader& r, T& t) {
             if (n.IsNull()) return;
-            auto entries = ReadNamedStrings(
-                n, w, r, "value",
-                [](const YAML::Node& v, const Where& at, Reader& rd, std::vector<std::string>* out) {
-                  out->resize(1);
-                  return rd.String(v, at, &(*out)[0]);
-                });
+            auto entries = ReadNamedStrings(n, w, r, "value",
+                                            [](const YAML::Node& v, const Where& at, Reader& rd,
+                                               std::vector<std::string>* out) {
+                                              out->resize(1);
+                                              return rd.String(v, at, &(*out)[0]);
+                                            });
             if (entries) t.*member = std::move(*entries);
           },
           {".*"}};

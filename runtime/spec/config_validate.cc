@@ -223,8 +223,7 @@ void CheckMounts(Problems& p, const std::vector<MountSpec>& mounts) {
   for (size_t i = 0; i < mounts.size(); ++i) {
     const std::string field = "mounts[" + std::to_string(i) + "]";
     CheckHostPath(p, field + ".host_path", mounts[i].host_path, HostKind::kAny);
-    CheckContainerPath(p, field + ".container_path", mounts[i].container_path,
-                       mounts[i].read_only);
+    CheckContainerPath(p, field + ".container_path", mounts[i].container_path, mounts[i].read_only);
     auto [it, inserted] = first_use.emplace(mounts[i].container_path, i);
     if (!inserted) {
       p.Add(field + ".container_path",
@@ -328,8 +327,8 @@ void CheckNetworkMode(Problems& p, const JailSpec& spec) {
 // that every bad one is reported. (The policy itself is built from these same rules by
 // ParseRule alone, so a spec that passes here also builds a policy.)
 void CheckNetworkRules(Problems& p, const NetworkSpec& network) {
-  for (const auto& [list, name] : {std::pair{&network.allow, "network.allow"},
-                                   std::pair{&network.deny, "network.deny"}}) {
+  for (const auto& [list, name] :
+       {std::pair{&network.allow, "network.allow"}, std::pair{&network.deny, "network.deny"}}) {
     for (size_t i = 0; i < list->size(); ++i) {
       const std::string field = std::string(name) + "[" + std::to_string(i) + "]";
       if (RefusedNul(p, field, (*list)[i])) continue;
@@ -342,8 +341,7 @@ void CheckNetworkRules(Problems& p, const NetworkSpec& network) {
 
 void CheckNetworkLimits(Problems& p, const NetworkSpec& network) {
   if (network.max_connections < 1 || network.max_connections > 10000) {
-    p.Add("network.max_connections", "must be 1 to 10000",
-          std::to_string(network.max_connections));
+    p.Add("network.max_connections", "must be 1 to 10000", std::to_string(network.max_connections));
   }
   if (network.max_bytes && *network.max_bytes <= 0) {
     p.Add("network.max_bytes", "must be greater than 0 (leave it unset for no cap)",

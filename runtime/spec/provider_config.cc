@@ -8,11 +8,11 @@
 #include <type_traits>
 
 #include "base/files.h"
-#include "runtime/spec/yaml_read.h"
-#include "runtime/spec/utf8_text.h"
-#include "runtime/spec/yaml_documents.h"
 #include "runtime/spec/config.h"
 #include "runtime/spec/config_design.h"
+#include "runtime/spec/utf8_text.h"
+#include "runtime/spec/yaml_documents.h"
+#include "runtime/spec/yaml_read.h"
 
 namespace corral::runtime {
 
@@ -57,7 +57,8 @@ ProviderKind ParseUse(const std::string& use, Problems* p, ProviderKind fallback
     return ProviderKind::kLocal;
   }
   if (use == "jail" || use.find("corral") != std::string::npos) return ProviderKind::kJail;
-  if (use == "aio" || use.find("AioSandboxProvider") != std::string::npos) return ProviderKind::kAio;
+  if (use == "aio" || use.find("AioSandboxProvider") != std::string::npos)
+    return ProviderKind::kAio;
   p->Add("sandbox.use", "unsupported provider \"" + use + "\" (corral serves local, jail and aio)");
   return fallback;
 }

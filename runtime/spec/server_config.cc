@@ -6,10 +6,10 @@
 #include <map>
 
 #include "base/files.h"
-#include "runtime/spec/yaml_read.h"
 #include "runtime/spec/sizes.h"
 #include "runtime/spec/utf8_text.h"
 #include "runtime/spec/yaml_documents.h"
+#include "runtime/spec/yaml_read.h"
 
 namespace corral::runtime {
 namespace {
@@ -51,9 +51,12 @@ const std::map<std::string, KeyReader>& Keys() {
       {"api_key", [](auto& n, auto* p, auto* c) { Read(n, "api_key", p, &c->api_key); }},
       {"api_key_file",
        [](auto& n, auto* p, auto* c) { Read(n, "api_key_file", p, &c->api_key_file); }},
-      {"io_threads", [](auto& n, auto* p, auto* c) { Positive(n, "io_threads", p, &c->io_threads); }},
+      {"io_threads",
+       [](auto& n, auto* p, auto* c) { Positive(n, "io_threads", p, &c->io_threads); }},
       {"max_header_bytes",
-       [](auto& n, auto* p, auto* c) { Size(n, "max_header_bytes", p, &c->max_header_bytes, 1024); }},
+       [](auto& n, auto* p, auto* c) {
+         Size(n, "max_header_bytes", p, &c->max_header_bytes, 1024);
+       }},
       {"max_body_bytes",
        [](auto& n, auto* p, auto* c) { Size(n, "max_body_bytes", p, &c->max_body_bytes, 1024); }},
       {"header_timeout",
@@ -61,7 +64,9 @@ const std::map<std::string, KeyReader>& Keys() {
       {"body_timeout",
        [](auto& n, auto* p, auto* c) { Seconds(n, "body_timeout", p, &c->body_timeout); }},
       {"keepalive_timeout",
-       [](auto& n, auto* p, auto* c) { Seconds(n, "keepalive_timeout", p, &c->keepalive_timeout); }},
+       [](auto& n, auto* p, auto* c) {
+         Seconds(n, "keepalive_timeout", p, &c->keepalive_timeout);
+       }},
       {"max_connections",
        [](auto& n, auto* p, auto* c) { Positive(n, "max_connections", p, &c->max_connections); }},
       {"max_connections_per_client",
@@ -72,8 +77,7 @@ const std::map<std::string, KeyReader>& Keys() {
        [](auto& n, auto* p, auto* c) { Positive(n, "max_in_flight", p, &c->max_in_flight); }},
       {"max_sandboxes",
        [](auto& n, auto* p, auto* c) { Positive(n, "max_sandboxes", p, &c->max_sandboxes); }},
-      {"max_execs",
-       [](auto& n, auto* p, auto* c) { Positive(n, "max_execs", p, &c->max_execs); }},
+      {"max_execs", [](auto& n, auto* p, auto* c) { Positive(n, "max_execs", p, &c->max_execs); }},
       {"session_slots",
        [](auto& n, auto* p, auto* c) { NonNegative(n, "session_slots", p, &c->session_slots); }},
       {"shutdown_grace",
@@ -105,8 +109,7 @@ Status LoadServerConfig(const YAML::Node& server, ServerConfig* config) {
     }
     it->second(kv.second, &p, config);
   }
-  if (!config->access_log.empty() && config->access_log != "off" &&
-      config->access_log[0] != '/') {
+  if (!config->access_log.empty() && config->access_log != "off" && config->access_log[0] != '/') {
     p.Add("access_log", "must be \"\" (stderr), \"off\" or an absolute path");
   }
   return p.ToStatus();

@@ -42,9 +42,9 @@ struct ServerConfig {
   // Warm sandboxes whose first shell session finds an exec slot ready (a process already in
   // the sandbox, its cgroup joined; runtime/pool/exec_slot_keeper.h), at most; 0: none.
   int session_slots = 32;
-  double shutdown_grace = 10;            // SIGTERM: seconds in-flight calls may finish
-  std::string access_log;                // "" = stderr, "off", or a file path (appended)
-  bool metrics_need_key = true;          // GET /metrics requires X-API-Key
+  double shutdown_grace = 10;    // SIGTERM: seconds in-flight calls may finish
+  std::string access_log;        // "" = stderr, "off", or a file path (appended)
+  bool metrics_need_key = true;  // GET /metrics requires X-API-Key
   bool no_auth = false;  // from `unsafe.no_auth`: serve /api/* without a key (logged loudly)
 };
 

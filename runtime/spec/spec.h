@@ -43,10 +43,10 @@ struct MountSpec {
 };
 
 struct LimitsSpec {
-  int64_t memory_bytes = 512 * kMiB;  // cgroup memory limit; swap is always off
-  double cpus = 1.0;                  // cgroup CPU bandwidth, in cores
-  int64_t pids = 256;                 // cgroup pids limit
-  double timeout_seconds = 600;       // wall clock; 0 = none
+  int64_t memory_bytes = 512 * kMiB;        // cgroup memory limit; swap is always off
+  double cpus = 1.0;                        // cgroup CPU bandwidth, in cores
+  int64_t pids = 256;                       // cgroup pids limit
+  double timeout_seconds = 600;             // wall clock; 0 = none
   std::optional<int64_t> cpu_time_seconds;  // RLIMIT_CPU; unset = none
   int64_t output_limit_bytes = 10 * kMiB;   // per stream, captured mode
   int64_t tmp_size_bytes = 256 * kMiB;      // size of the /tmp tmpfs
@@ -66,10 +66,10 @@ struct CgroupSpec {
 
 // Everything that weakens isolation lives here and is logged when used.
 struct UnsafeSpec {
-  bool allow_root = false;            // permits uid 0 / gid 0 in the jail
-  bool allow_missing_limits = false;  // run even if a cgroup limit cannot be applied
+  bool allow_root = false;                // permits uid 0 / gid 0 in the jail
+  bool allow_missing_limits = false;      // run even if a cgroup limit cannot be applied
   bool allow_unconfined_seccomp = false;  // permits seccomp profile "unconfined"
-  bool host_network = false;          // no network namespace (namespaces.net: false needs it)
+  bool host_network = false;              // no network namespace (namespaces.net: false needs it)
   // Test fixtures only: these names resolve to these addresses for the allow-list proxy,
   // and such an address may be loopback or private (otherwise always refused). name -> IP.
   std::vector<std::pair<std::string, std::string>> network_resolve;
@@ -88,8 +88,8 @@ struct NetworkSpec {
   // "*" (any public address), "10.1.0.0/16:5432". Deny wins over allow.
   std::vector<std::string> allow;
   std::vector<std::string> deny;
-  int64_t max_connections = 64;        // open proxied connections at once, per sandbox
-  std::optional<int64_t> max_bytes;    // total bytes through the proxy; unset = no cap
+  int64_t max_connections = 64;      // open proxied connections at once, per sandbox
+  std::optional<int64_t> max_bytes;  // total bytes through the proxy; unset = no cap
 
   bool operator==(const NetworkSpec&) const = default;
 };
@@ -117,10 +117,13 @@ struct PythonScanSpec {
   ScanMode mode = ScanMode::kDeny;  // deny: a finding refuses the run | warn: run, report | off
   // Globs over dotted names as the code writes them (after import aliases): a reference to
   // a matching name is a finding; "M.*" also makes `import M` one.
-  std::vector<std::string> deny_calls = {
-      "os.system",   "os.popen",     "os.exec*", "os.spawn*", "subprocess.*",
-      "pty.spawn",   "pickle.loads", "pickle.load", "marshal.loads", "eval",
-      "exec",        "compile",      "__import__", "importlib.import_module"};
+  std::vector<std::string> deny_calls = {"os.system",     "os.popen",
+                                         "os.exec*",      "os.spawn*",
+                                         "subprocess.*",  "pty.spawn",
+                                         "pickle.loads",  "pickle.load",
+                                         "marshal.loads", "eval",
+                                         "exec",          "compile",
+                                         "__import__",    "importlib.import_module"};
   std::vector<std::string> deny_modules;  // `import M` / `from M import` of M or M.sub
   // String literals naming these paths or anything under them.
   std::vector<std::string> deny_paths = {"/etc/shadow", "/etc/gshadow", "/etc/sudoers",
@@ -153,7 +156,7 @@ struct JailSpec {
   std::vector<std::string> argv;  // the command; argv[0] looked up in PATH if no '/'
   std::vector<std::pair<std::string, std::string>> env;  // added to the default env
 
-  std::optional<std::string> rootfs;  // directory tree used as / instead of host dirs
+  std::optional<std::string> rootfs;             // directory tree used as / instead of host dirs
   std::optional<std::string> skills_dir;         // -> /mnt/skills (ro)
   std::optional<std::string> user_data_dir;      // -> /mnt/user-data (rw)
   std::optional<std::string> acp_workspace_dir;  // -> /mnt/acp-workspace (ro)

@@ -3,11 +3,11 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
-#include "runtime/spec/utf8_text.h"
-
 #include <cctype>
 #include <optional>
 #include <sstream>
+
+#include "runtime/spec/utf8_text.h"
 
 namespace corral::runtime {
 
@@ -21,7 +21,8 @@ class DocumentStarts : public YAML::EventHandler {
     // A document always consumes at least one token, so a new one starting at the same
     // place means the parser made no progress and would repeat this forever.
     if (last_ && last_->pos == mark.pos) {
-      throw YAML::ParserException(mark, "unexpected " + TokenAt(mark) + " where a node should start");
+      throw YAML::ParserException(mark,
+                                  "unexpected " + TokenAt(mark) + " where a node should start");
     }
     last_ = mark;
     ++count_;

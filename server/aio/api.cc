@@ -4,7 +4,6 @@
 #include "server/aio/api.h"
 
 #include <sched.h>
-
 #include <sys/socket.h>
 #include <sys/utsname.h>
 
@@ -84,34 +83,38 @@ void AioApi::Impl::SandboxInfo(Call& call, Reply reply) {
   files.Post([ref = call.ref, reply = std::move(reply)] {
     auto hold = runtime::HoldSandbox(ref.corral_name);
     if (!hold) {
-      reply(HttpResponse::Json(503, {{"detail", "sandbox is not running: " + hold.error().message()}}));
+      reply(HttpResponse::Json(503,
+                               {{"detail", "sandbox is not running: " + hold.error().message()}}));
       return;
     }
     const auto& spec = hold->record.spec;
-    std::string workspace = spec.workdir ? *spec.workdir
+    std::string workspace = spec.workdir         ? *spec.workdir
                             : spec.user_data_dir ? "/mnt/user-data/workspace"
                                                  : "/";
     utsname u{};
     ::uname(&u);
     const std::string home = "/home/sandbox";
-    nlohmann::json system = {{"os", "linux"},        {"os_version", u.release},
-                             {"arch", u.machine},     {"user", "sandbox"},
-                             {"home_dir", home},      {"workspace", workspace},
-                             {"timezone", "UTC"},
-                             {"occupied_ports", aio::ListeningPorts(hold->record.init_pid,
-                                                                    (hold->record.ns_flags & CLONE_NEWNET) != 0)}};
-    nlohmann::json body = {
-        {"success", true},
-        {"message", "Sandbox context"},
-        {"data", nullptr},
-        {"hint", nullptr},
+    nlohmann::json system = {
+        {"os", "linux"},
+        {"os_version", u.release},
+        {"arch", u.machine},
+        {"user", "sandbox"},
         {"home_dir", home},
         {"workspace", workspace},
-        {"version", kVersion},
-        {"detail",
-         {{"system", system},
-          {"runtime", aio::SandboxRuntimes(hold->record.init_pid)},
-          {"utils", nlohmann::json::array()}}}};
+        {"timezone", "UTC"},
+        {"occupied_ports",
+         aio::ListeningPorts(hold->record.init_pid, (hold->record.ns_flags & CLONE_NEWNET) != 0)}};
+    nlohmann::json body = {{"success", true},
+                           {"message", "Sandbox context"},
+                           {"data", nullptr},
+                           {"hint", nullptr},
+                           {"home_dir", home},
+                           {"workspace", workspace},
+                           {"version", kVersion},
+                           {"detail",
+                            {{"system", system},
+                             {"runtime", aio::SandboxRuntimes(hold->record.init_pid)},
+                             {"utils", nlohmann::json::array()}}}};
     reply(HttpResponse::Json(200, body));
   });
 }
@@ -217,7 +220,7 @@ bool AioApi::Impl::Remove(const std::string& sandbox_id, SessionKind kind, const
 }
 
 std::vector<std::shared_ptr<aio::ShellSession>> AioApi::Impl::List(const std::string& sandbox_id,
-                                                                  SessionKind kind) {
+                                                                   SessionKind kind) {
   std::lock_guard lock(mu);
   std::vector<std::shared_ptr<aio::ShellSession>> out;
   auto it = sandboxes.find(sandbox_id);

@@ -32,9 +32,9 @@ struct AioSandboxRef {
 };
 
 struct AioApiOptions {
-  size_t max_sessions_per_sandbox = 64;   // beyond: 429-free refusal in the envelope
+  size_t max_sessions_per_sandbox = 64;    // beyond: 429-free refusal in the envelope
   double default_no_change_timeout = 120;  // seconds, AIO's session default
-  size_t shell_output_limit = 30000;        // chars kept when `truncate` is true
+  size_t shell_output_limit = 30000;       // chars kept when `truncate` is true
   // Exec slots for the sessions' shells (server.session_slots); null: every shell starts
   // the normal way. Must outlive the AioApi.
   runtime::ExecSlotKeeper* session_slots = nullptr;

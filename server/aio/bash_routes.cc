@@ -91,8 +91,7 @@ void CheckSessionId(aio::Fields& f, const std::optional<std::string>& id) {
 }  // namespace
 
 void AioApi::Impl::OneShotBash(const AioSandboxRef& ref, aio::CommandRequest request,
-                               std::optional<double> hard_timeout, size_t max_output,
-                               Reply reply) {
+                               std::optional<double> hard_timeout, size_t max_output, Reply reply) {
   // `one` stays here for Shutdown to send a stop byte on; `other` is the exec's interrupt_fd.
   auto stop = MakeSocketPair();
   if (!stop) return reply(aio::Fail("cannot start the command: " + stop.error().message()));
@@ -122,7 +121,7 @@ void AioApi::Impl::OneShotBash(const AioSandboxRef& ref, aio::CommandRequest req
     if (!outcome || outcome->status == runtime::RunStatus::kSetupFailed) {
       ok = false;
       st.status = CmdStatus::kTerminated;
-      st.errors = !outcome ? outcome.error().message()
+      st.errors = !outcome               ? outcome.error().message()
                   : outcome->setup_error ? outcome->setup_error->message
                                          : "the command could not start";
     } else {
@@ -175,16 +174,20 @@ void AioApi::Impl::BashExec(Call& call, Reply reply) {
       f.Invalid("env", "value_error", "Value error, invalid environment variable name: " + name);
     }
   }
-  if (timeout && !(*timeout > 0)) f.Invalid("timeout", "greater_than", "Input should be greater than 0");
-  if (hard && !(*hard > 0)) f.Invalid("hard_timeout", "greater_than", "Input should be greater than 0");
-  if (max_output && *max_output < 1) f.Invalid("max_output_length", "greater_than", "Input should be greater than 0");
+  if (timeout && !(*timeout > 0))
+    f.Invalid("timeout", "greater_than", "Input should be greater than 0");
+  if (hard && !(*hard > 0))
+    f.Invalid("hard_timeout", "greater_than", "Input should be greater than 0");
+  if (max_output && *max_output < 1)
+    f.Invalid("max_output_length", "greater_than", "Input should be greater than 0");
   CheckExecDir(f, exec_dir);
   CheckSessionId(f, session_id);
   if (!f.ok()) return reply(f.Error());
   aio::CommandRequest cr;
   cr.command = *command;
   cr.exec_dir = exec_dir;
-  for (const auto& [k, v] : env.value_or(std::map<std::string, std::string>{})) cr.env.emplace_back(k, v);
+  for (const auto& [k, v] : env.value_or(std::map<std::string, std::string>{}))
+    cr.env.emplace_back(k, v);
   cr.no_change_timeout = kNever;
   cr.hard_timeout = hard;
   size_t limit = static_cast<size_t>(max_output.value_or(kDefaultMaxOutput));
@@ -196,7 +199,8 @@ void AioApi::Impl::BashExec(Call& call, Reply reply) {
     }
     return OneShotBash(call.ref, std::move(cr), hard, limit, std::move(reply));
   }
-  auto opened = Open(call.ref, SessionKind::kBash, has_id ? *session_id : "", aio::SessionOptions{});
+  auto opened =
+      Open(call.ref, SessionKind::kBash, has_id ? *session_id : "", aio::SessionOptions{});
   if (!opened) return reply(aio::Fail(opened.error().message()));
   auto session = *opened;
   auto cid = session->Submit(std::move(cr));
@@ -225,7 +229,8 @@ void AioApi::Impl::BashCreateSession(Call& call, Reply reply) {
   aio::SessionOptions so;
   so.workdir = exec_dir;
   so.no_change_timeout = kNever;
-  auto opened = Open(call.ref, SessionKind::kBash, id && !id->empty() ? *id : aio::RandomUuid(), so);
+  auto opened =
+      Open(call.ref, SessionKind::kBash, id && !id->empty() ? *id : aio::RandomUuid(), so);
   if (!opened) return reply(aio::Fail(opened.error().message()));
   reply(Ok(BashSessionInfo(**opened), "Session created"));
 }
@@ -246,19 +251,20 @@ void AioApi::Impl::BashOutput(Call& call, Reply reply) {
   std::string sid = s->id();
   size_t out_from = static_cast<size_t>(std::max<int64_t>(0, offset.value_or(0)));
   size_t err_from = static_cast<size_t>(std::max<int64_t>(0, err_offset.value_or(0)));
-  s->Await(command_id.value_or(""), deadline, [reply, sid, out_from, err_from](const CommandState& st) {
-    json cmd = st.exists ? json{{"command_id", st.command_id},
-                                {"command", st.command},
-                                {"status", BashStatus(st.status)},
-                                {"exit_code", OptInt(st.exit_code)}}
-                         : json(nullptr);
-    reply(Ok(json{{"session_id", sid},
-                  {"stdout", out_from < st.output.size() ? st.output.substr(out_from) : ""},
-                  {"stderr", err_from < st.errors.size() ? st.errors.substr(err_from) : ""},
-                  {"offset", st.output.size()},
-                  {"stderr_offset", st.errors.size()},
-                  {"command", cmd}}));
-  });
+  s->Await(
+      command_id.value_or(""), deadline, [reply, sid, out_from, err_from](const CommandState& st) {
+        json cmd = st.exists ? json{{"command_id", st.command_id},
+                                    {"command", st.command},
+                                    {"status", BashStatus(st.status)},
+                                    {"exit_code", OptInt(st.exit_code)}}
+                             : json(nullptr);
+        reply(Ok(json{{"session_id", sid},
+                      {"stdout", out_from < st.output.size() ? st.output.substr(out_from) : ""},
+                      {"stderr", err_from < st.errors.size() ? st.errors.substr(err_from) : ""},
+                      {"offset", st.output.size()},
+                      {"stderr_offset", st.errors.size()},
+                      {"command", cmd}}));
+      });
 }
 
 void AioApi::Impl::BashKill(Call& call, Reply reply) {

@@ -37,7 +37,8 @@ std::string ReadSmall(int fd, size_t max) {
   std::string out;
   char buf[4096];
   ssize_t n;
-  while (out.size() < max && (n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  while (out.size() < max && (n = ::read(fd, buf, sizeof buf)) > 0)
+    out.append(buf, static_cast<size_t>(n));
   return out;
 }
 
@@ -83,10 +84,12 @@ json Specs(const std::vector<Entry>& entries, const std::map<std::string, std::s
   for (const Entry& e : entries) {
     if (!e.link.empty()) continue;
     json spec = {{"bin", e.dir + "/" + e.name}};
-    if (auto v = versions.find(e.name); v != versions.end() && !v->second.empty()) spec["ver"] = v->second;
+    if (auto v = versions.find(e.name); v != versions.end() && !v->second.empty())
+      spec["ver"] = v->second;
     json alias = json::array();
     for (const Entry& a : entries) {
-      if (a.dir == e.dir && (a.link == e.name || a.link == e.dir + "/" + e.name)) alias.push_back(a.name);
+      if (a.dir == e.dir && (a.link == e.name || a.link == e.dir + "/" + e.name))
+        alias.push_back(a.name);
     }
     if (!alias.empty()) spec["alias"] = alias;
     list.push_back(std::move(spec));
@@ -102,7 +105,8 @@ std::string NodeVersion(int root) {
   const char* names[3] = {"NODE_MAJOR_VERSION", "NODE_MINOR_VERSION", "NODE_PATCH_VERSION"};
   for (int i = 0; i < 3; ++i) {
     std::smatch m;
-    if (!std::regex_search(text, m, std::regex(std::string("#define ") + names[i] + " (\\d+)"))) return "";
+    if (!std::regex_search(text, m, std::regex(std::string("#define ") + names[i] + " (\\d+)")))
+      return "";
     parts[i] = m[1];
   }
   return parts[0] + "." + parts[1] + "." + parts[2];

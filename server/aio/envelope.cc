@@ -73,7 +73,8 @@ HttpResponse Fail(const std::string& message, json data, int status) {
 
 HttpResponse SessionNotFound() {
   // Exactly the body DeerFlow matches (contract §5, issue #1768).
-  return HttpResponse::Json(404, {{"success", false}, {"message", "Session not found"}, {"data", nullptr}});
+  return HttpResponse::Json(
+      404, {{"success", false}, {"message", "Session not found"}, {"data", nullptr}});
 }
 HttpResponse RouteNotFound() { return HttpResponse::Json(404, {{"detail", "Not Found"}}); }
 HttpResponse MethodNotAllowed() {
@@ -119,10 +120,11 @@ Fields::Fields(const std::string& body) {
   }
   body_ = std::get<json>(std::move(parsed));
   if (!body_.is_object()) {
-    errors_.push_back({{"type", "model_attributes_type"},
-                       {"loc", {"body"}},
-                       {"msg", "Input should be a valid dictionary or object to extract fields from"},
-                       {"input", body_}});
+    errors_.push_back(
+        {{"type", "model_attributes_type"},
+         {"loc", {"body"}},
+         {"msg", "Input should be a valid dictionary or object to extract fields from"},
+         {"input", body_}});
   }
 }
 
@@ -145,8 +147,7 @@ void Fields::Invalid(const std::string& name, const std::string& type, const std
   errors_.push_back({{"type", type}, {"loc", {"body", name}}, {"msg", msg}, {"input", input}});
 }
 
-std::optional<std::string> Fields::String(const std::string& name, bool required,
-                                          bool allow_nul) {
+std::optional<std::string> Fields::String(const std::string& name, bool required, bool allow_nul) {
   const json* v = Find(name, required);
   if (v == nullptr) return std::nullopt;
   if (!v->is_string()) {
@@ -180,7 +181,8 @@ std::optional<int64_t> Fields::Integer(const std::string& name, bool required) {
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) {
       return static_cast<int64_t>(d);
     }
-    Wrong(name, "int_from_float", "Input should be a valid integer, got a number with a fractional part", *v);
+    Wrong(name, "int_from_float",
+          "Input should be a valid integer, got a number with a fractional part", *v);
     return std::nullopt;
   }
   Wrong(name, "int_type", "Input should be a valid integer", *v);
@@ -227,8 +229,6 @@ std::optional<std::map<std::string, std::string>> Fields::StringMap(const std::s
   return out;
 }
 
-HttpResponse Fields::Error() const {
-  return HttpResponse::Json(status_, {{"detail", errors_}});
-}
+HttpResponse Fields::Error() const { return HttpResponse::Json(status_, {{"detail", errors_}}); }
 
 }  // namespace corral::server::aio

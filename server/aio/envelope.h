@@ -7,10 +7,9 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "server/http/message.h"
 #include "tools/providers/sandbox.h"

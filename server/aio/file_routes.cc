@@ -3,9 +3,8 @@
 // the sandbox user. Validation happens on the caller's thread (a 422 needs no sandbox);
 // the operation itself on the file worker pool.
 #include <algorithm>
-#include <functional>
-
 #include <boost/beast/core/detail/base64.hpp>
+#include <functional>
 
 #include "base/json_input.h"
 #include "runtime/sandboxes/persistent.h"
@@ -33,7 +32,8 @@ void WithSandbox(aio::WorkPool& pool, const AioSandboxRef& ref, std::string path
              reply = std::move(reply)] {
     auto hold = runtime::HoldSandbox(ref.corral_name);
     if (!hold) {
-      reply(FileFail({SandboxErrc::kUnavailable, "the sandbox is not running", 0}, path, operation));
+      reply(
+          FileFail({SandboxErrc::kUnavailable, "the sandbox is not running", 0}, path, operation));
       return;
     }
     runtime::JailSandbox sandbox(std::move(*hold));
@@ -165,7 +165,7 @@ struct ListView {
   std::string root;
   bool hidden = false;  // show_hidden: names starting with '.' below root too
   std::optional<std::vector<std::string>> types;  // file_types: extensions kept (files only)
-  std::string sort_by;  // name | size | modified | modified_time
+  std::string sort_by;                            // name | size | modified | modified_time
   bool desc = false;
 };
 
@@ -252,20 +252,25 @@ void AioApi::Impl::FileRead(Call& call, Reply reply) {
   auto file = f.String("file", true);
   auto start = f.Integer("start_line");
   auto end = f.Integer("end_line");
-  if (start && *start < 0) f.Invalid("start_line", "greater_than_equal", "Input should be greater than or equal to 0");
-  if (end && *end < 0) f.Invalid("end_line", "greater_than_equal", "Input should be greater than or equal to 0");
+  if (start && *start < 0)
+    f.Invalid("start_line", "greater_than_equal", "Input should be greater than or equal to 0");
+  if (end && *end < 0)
+    f.Invalid("end_line", "greater_than_equal", "Input should be greater than or equal to 0");
   if (!f.ok()) return reply(f.Error());
   // AIO: start_line 0-based inclusive, end_line exclusive = ReadFile's 1-based inclusive.
   std::optional<int> first, last;
   if (start) first = static_cast<int>(std::min<int64_t>(*start, 1 << 30)) + 1;
   if (end) last = static_cast<int>(std::min<int64_t>(*end, 1 << 30));
   std::string path = *file;
-  return WithSandbox(files, ref, path, "read", [path, first, last](runtime::JailSandbox& sb) {
-    if (first && last && *last < *first) return Ok(json{{"content", ""}, {"file", path}});
-    auto text = sb.ReadFile(path, first, last);
-    if (!text) return FileFail(text.error(), path, "read");
-    return Ok(json{{"content", *text}, {"file", path}});
-  }, std::move(reply));
+  return WithSandbox(
+      files, ref, path, "read",
+      [path, first, last](runtime::JailSandbox& sb) {
+        if (first && last && *last < *first) return Ok(json{{"content", ""}, {"file", path}});
+        auto text = sb.ReadFile(path, first, last);
+        if (!text) return FileFail(text.error(), path, "read");
+        return Ok(json{{"content", *text}, {"file", path}});
+      },
+      std::move(reply));
 }
 
 void AioApi::Impl::FileWrite(Call& call, Reply reply) {
@@ -288,18 +293,22 @@ void AioApi::Impl::FileWrite(Call& call, Reply reply) {
   std::string data = *content;
   if (enc == "base64") {
     if (!IsBase64(data)) {
-      return reply(FileFail({SandboxErrc::kBinary, "content is not valid base64", 0}, path, "write"));
+      return reply(
+          FileFail({SandboxErrc::kBinary, "content is not valid base64", 0}, path, "write"));
     }
     data = DecodeBase64(data);
   }
   if (leading.value_or(false)) data = "\n" + data;
   if (trailing.value_or(false)) data += "\n";
   bool app = append.value_or(false);
-  return WithSandbox(files, ref, path, "write", [path, data = std::move(data), app](runtime::JailSandbox& sb) {
-    auto st = sb.WriteFile(path, data, app);
-    if (!st) return FileFail(st.error(), path, "write");
-    return Ok(json{{"file", path}, {"bytes_written", data.size()}});
-  }, std::move(reply));
+  return WithSandbox(
+      files, ref, path, "write",
+      [path, data = std::move(data), app](runtime::JailSandbox& sb) {
+        auto st = sb.WriteFile(path, data, app);
+        if (!st) return FileFail(st.error(), path, "write");
+        return Ok(json{{"file", path}, {"bytes_written", data.size()}});
+      },
+      std::move(reply));
 }
 
 void AioApi::Impl::FileList(Call& call, Reply reply) {
@@ -315,16 +324,21 @@ void AioApi::Impl::FileList(Call& call, Reply reply) {
   auto types = StringList(f, ParsedBody(request.body), "file_types");
   (void)f.Bool("include_size");
   (void)f.Bool("include_permissions");
-  if (depth && *depth < 1) f.Invalid("max_depth", "greater_than_equal", "Input should be greater than or equal to 1");
+  if (depth && *depth < 1)
+    f.Invalid("max_depth", "greater_than_equal", "Input should be greater than or equal to 1");
   if (!f.ok()) return reply(f.Error());
-  int max_depth = recursive ? static_cast<int>(std::min<int64_t>(depth.value_or(1 << 20), 1 << 20)) : 1;
+  int max_depth =
+      recursive ? static_cast<int>(std::min<int64_t>(depth.value_or(1 << 20), 1 << 20)) : 1;
   std::string root = *path;
   ListView view{root, hidden, types, sort_by.value_or("name"), desc};
-  return WithSandbox(files, ref, root, "list", [view, max_depth](runtime::JailSandbox& sb) {
-    auto entries = sb.ListEntries(view.root, max_depth);
-    if (!entries) return FileFail(entries.error(), view.root, "list");
-    return Ok(ListJson(view, *entries));
-  }, std::move(reply));
+  return WithSandbox(
+      files, ref, root, "list",
+      [view, max_depth](runtime::JailSandbox& sb) {
+        auto entries = sb.ListEntries(view.root, max_depth);
+        if (!entries) return FileFail(entries.error(), view.root, "list");
+        return Ok(ListJson(view, *entries));
+      },
+      std::move(reply));
 }
 
 void AioApi::Impl::FileFind(Call& call, Reply reply) {
@@ -335,11 +349,14 @@ void AioApi::Impl::FileFind(Call& call, Reply reply) {
   auto glob = f.String("glob", true);
   if (!f.ok()) return reply(f.Error());
   std::string root = *path, pattern = *glob;
-  return WithSandbox(files, ref, root, "find", [root, pattern](runtime::JailSandbox& sb) {
-    auto r = sb.Glob(root, pattern, /*include_dirs=*/false, 10000);
-    if (!r) return FileFail(r.error(), root, "find");
-    return Ok(json{{"path", root}, {"files", r->matches}});
-  }, std::move(reply));
+  return WithSandbox(
+      files, ref, root, "find",
+      [root, pattern](runtime::JailSandbox& sb) {
+        auto r = sb.Glob(root, pattern, /*include_dirs=*/false, 10000);
+        if (!r) return FileFail(r.error(), root, "find");
+        return Ok(json{{"path", root}, {"files", r->matches}});
+      },
+      std::move(reply));
 }
 
 void AioApi::Impl::FileGrep(Call& call, Reply reply) {
@@ -377,39 +394,44 @@ void AioApi::Impl::FileGrep(Call& call, Reply reply) {
   std::string root = *path, pat = *pattern;
   auto includes = include.value_or(std::vector<std::string>{});
   auto excludes = exclude.value_or(std::vector<std::string>{});
-  return WithSandbox(files, ref, root, "grep", [=](runtime::JailSandbox& sb) {
-    runtime::GrepOptions o = opts;
-    if (includes.size() > 1 || !excludes.empty() || !recursive) o.max_results = 10000;  // filtered below
-    auto r = sb.Grep(root, pat, o);
-    if (!r) return FileFail(r.error(), root, "grep");
-    json matches = json::array();
-    std::set<std::string> files_matched;
-    bool truncated = r->truncated || r->stopped_by.has_value();
-    for (const auto& m : r->matches) {
-      std::string rel = Below(root, m.path);
-      if (rel.empty()) rel = Basename(m.path);
-      bool in = includes.size() <= 1;
-      for (const auto& g : includes) in = in || runtime::GlobMatches(g, rel);
-      bool out = false;
-      for (const auto& g : excludes) out = out || runtime::GlobMatches(g, rel);
-      if (!in || out) continue;
-      if (!recursive && rel.find('/') != std::string::npos) continue;  // files right in `path`
-      if (static_cast<int>(matches.size()) >= opts.max_results) {
-        truncated = true;
-        break;
-      }
-      files_matched.insert(m.path);
-      matches.push_back({{"file", m.path}, {"line_number", m.line_number}, {"line_content", m.line}});
-    }
-    auto resp = Ok(json{{"path", root},
-                        {"pattern", pat},
-                        {"matches", matches},
-                        {"match_count", matches.size()},
-                        {"files_searched", nullptr},
-                        {"files_matched", files_matched.size()},
-                        {"truncated", truncated}});
-    return resp;
-  }, std::move(reply));
+  return WithSandbox(
+      files, ref, root, "grep",
+      [=](runtime::JailSandbox& sb) {
+        runtime::GrepOptions o = opts;
+        if (includes.size() > 1 || !excludes.empty() || !recursive)
+          o.max_results = 10000;  // filtered below
+        auto r = sb.Grep(root, pat, o);
+        if (!r) return FileFail(r.error(), root, "grep");
+        json matches = json::array();
+        std::set<std::string> files_matched;
+        bool truncated = r->truncated || r->stopped_by.has_value();
+        for (const auto& m : r->matches) {
+          std::string rel = Below(root, m.path);
+          if (rel.empty()) rel = Basename(m.path);
+          bool in = includes.size() <= 1;
+          for (const auto& g : includes) in = in || runtime::GlobMatches(g, rel);
+          bool out = false;
+          for (const auto& g : excludes) out = out || runtime::GlobMatches(g, rel);
+          if (!in || out) continue;
+          if (!recursive && rel.find('/') != std::string::npos) continue;  // files right in `path`
+          if (static_cast<int>(matches.size()) >= opts.max_results) {
+            truncated = true;
+            break;
+          }
+          files_matched.insert(m.path);
+          matches.push_back(
+              {{"file", m.path}, {"line_number", m.line_number}, {"line_content", m.line}});
+        }
+        auto resp = Ok(json{{"path", root},
+                            {"pattern", pat},
+                            {"matches", matches},
+                            {"match_count", matches.size()},
+                            {"files_searched", nullptr},
+                            {"files_matched", files_matched.size()},
+                            {"truncated", truncated}});
+        return resp;
+      },
+      std::move(reply));
 }
 
 void AioApi::Impl::FileSearch(Call& call, Reply reply) {
@@ -421,19 +443,22 @@ void AioApi::Impl::FileSearch(Call& call, Reply reply) {
   (void)f.Bool("sudo");
   if (!f.ok()) return reply(f.Error());
   std::string path = *file, pat = *regex;
-  return WithSandbox(files, ref, path, "search", [path, pat](runtime::JailSandbox& sb) {
-    runtime::GrepOptions o;
-    o.case_sensitive = true;
-    o.max_results = 10000;
-    auto r = sb.Grep(path, pat, o);
-    if (!r) return FileFail(r.error(), path, "search");
-    json lines = json::array(), numbers = json::array();
-    for (const auto& m : r->matches) {
-      lines.push_back(m.line);
-      numbers.push_back(m.line_number);
-    }
-    return Ok(json{{"file", path}, {"matches", lines}, {"line_numbers", numbers}});
-  }, std::move(reply));
+  return WithSandbox(
+      files, ref, path, "search",
+      [path, pat](runtime::JailSandbox& sb) {
+        runtime::GrepOptions o;
+        o.case_sensitive = true;
+        o.max_results = 10000;
+        auto r = sb.Grep(path, pat, o);
+        if (!r) return FileFail(r.error(), path, "search");
+        json lines = json::array(), numbers = json::array();
+        for (const auto& m : r->matches) {
+          lines.push_back(m.line);
+          numbers.push_back(m.line_number);
+        }
+        return Ok(json{{"file", path}, {"matches", lines}, {"line_numbers", numbers}});
+      },
+      std::move(reply));
 }
 
 }  // namespace corral::server

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "base/result.h"
+#include "runtime/sessions/shell_session.h"
 #include "server/aio/api.h"
 #include "server/aio/envelope.h"
-#include "runtime/sessions/shell_session.h"
 #include "server/aio/workers.h"
 #include "server/http/route_table.h"
 
@@ -63,7 +63,7 @@ struct AioApi::Impl {
     std::shared_ptr<aio::ShellSession> spare;
   };
   mutable std::mutex mu;
-  std::map<std::string, SandboxSessions> sandboxes;  // by sandbox_id
+  std::map<std::string, SandboxSessions> sandboxes;         // by sandbox_id
   std::vector<std::shared_ptr<aio::ShellSession>> retired;  // closing; destroyed when finished
   bool shutting_down = false;
   std::chrono::steady_clock::time_point last_sweep{};
@@ -84,10 +84,10 @@ struct AioApi::Impl {
   // Closes (soft) and forgets one session; false if unknown.
   bool Remove(const std::string& sandbox_id, SessionKind kind, const std::string& id);
   std::vector<std::shared_ptr<aio::ShellSession>> List(const std::string& sandbox_id,
-                                                      SessionKind kind);
+                                                       SessionKind kind);
   void Retire(std::shared_ptr<aio::ShellSession> s);  // mu held
-  void DropFinished();                               // mu held
-  void CloseIdleImplicit();                          // mu held
+  void DropFinished();                                // mu held
+  void CloseIdleImplicit();                           // mu held
 
   // --- routes: routes.cc declares them all in one table (method + path -> handler) ---
   // One call below a sandbox's URL as its handler sees it.

@@ -68,8 +68,11 @@ json SessionInfo(aio::ShellSession& s) {
   return {{"working_dir", wd.empty() ? "/mnt/user-data/workspace" : wd},
           {"created_at", aio::IsoTime(s.created_at())},
           {"last_used_at", aio::IsoTime(s.last_used_at())},
-          {"age_seconds", std::chrono::duration_cast<std::chrono::seconds>(now - s.created_at()).count()},
-          {"status", s.closed() ? "closed" : running ? "running" : "idle"},
+          {"age_seconds",
+           std::chrono::duration_cast<std::chrono::seconds>(now - s.created_at()).count()},
+          {"status", s.closed() ? "closed"
+                     : running  ? "running"
+                                : "idle"},
           {"current_command", running ? json(latest.command) : json(nullptr)}};
 }
 
@@ -101,7 +104,8 @@ std::optional<std::string> SessionIdField(aio::Fields& f) {
 
 void AioApi::Impl::ShellListSessions(Call& call, Reply reply) {
   json sessions = json::object();
-  for (auto& s : List(call.ref.sandbox_id, SessionKind::kShell)) sessions[s->id()] = SessionInfo(*s);
+  for (auto& s : List(call.ref.sandbox_id, SessionKind::kShell))
+    sessions[s->id()] = SessionInfo(*s);
   reply(Ok(json{{"sessions", sessions}}));
 }
 
@@ -176,8 +180,8 @@ void AioApi::Impl::ShellExec(Call& call, Reply reply) {
     r["output"] = nullptr;
     return reply(Ok(r, "Command started"));
   }
-  auto deadline = timeout ? Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(
-                                               std::min(*timeout, 1e9) * 1000))
+  auto deadline = timeout ? Clock::now() + std::chrono::milliseconds(
+                                               static_cast<int64_t>(std::min(*timeout, 1e9) * 1000))
                           : aio::SteadyTime::max();
   session->Await(*cid, deadline, [reply, sid, truncate, limit](const CommandState& st) {
     reply(Ok(CommandResult(sid, st, truncate, limit)));

@@ -59,13 +59,13 @@ CorralApi::~CorralApi() {
 }
 
 void CorralApi::OnWorker(Reply reply, std::function<HttpResponse()> work) {
-  boost::asio::post(workers_, [this, gate = gate_, reply = std::move(reply),
-                               work = std::move(work)] {
-    ReapChildren();
-    HttpResponse response = work();
-    std::lock_guard<std::mutex> lock(gate->mu);
-    if (!gate->closed) reply(std::move(response));
-  });
+  boost::asio::post(workers_,
+                    [this, gate = gate_, reply = std::move(reply), work = std::move(work)] {
+                      ReapChildren();
+                      HttpResponse response = work();
+                      std::lock_guard<std::mutex> lock(gate->mu);
+                      if (!gate->closed) reply(std::move(response));
+                    });
 }
 
 void CorralApi::ReapChildren() {
@@ -129,7 +129,8 @@ void CorralApi::Exec(const std::string& name, const HttpRequest& request, Reply 
   bool stream = accept && accept->find("text/event-stream") != std::string::npos;
   auto parsed = ParseExecRequest(request.body, name, &stream);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply(error->ToResponse());
-  if (stream) return ExecStreamed(std::get<runtime::ExecRequest>(std::move(parsed)), std::move(reply));
+  if (stream)
+    return ExecStreamed(std::get<runtime::ExecRequest>(std::move(parsed)), std::move(reply));
   OnExecThread(std::move(reply), [exec = std::get<runtime::ExecRequest>(std::move(parsed))] {
     HttpResponse response;
     auto outcome = runtime::ExecInSandbox(exec);
@@ -144,8 +145,8 @@ void CorralApi::Exec(const std::string& name, const HttpRequest& request, Reply 
 
 void CorralApi::ExecStreamed(runtime::ExecRequest exec, Reply reply) {
   if (!options_.io) {
-    return reply(ApiError{501, "not_implemented", "streamed exec needs the daemon's I/O context",
-                          "stream", {}}
+    return reply(ApiError{
+        501, "not_implemented", "streamed exec needs the daemon's I/O context", "stream", {}}
                      .ToResponse());
   }
   if (!AdmitExec(reply)) return;
@@ -156,11 +157,12 @@ void CorralApi::ExecStreamed(runtime::ExecRequest exec, Reply reply) {
     auto info = runtime::InspectSandbox(exec.sandbox);
     if (!info || !info->alive) {
       release();
-      return RuntimeError(info ? Error(ErrorCode::kNotFound, "sandbox " + exec.sandbox + " is dead")
-                               : info.error(),
-                          "name");
+      return RuntimeError(
+          info ? Error(ErrorCode::kNotFound, "sandbox " + exec.sandbox + " is dead") : info.error(),
+          "name");
     }
-    const int64_t cap = exec.output_limit_bytes.value_or(info->record.spec.limits.output_limit_bytes);
+    const int64_t cap =
+        exec.output_limit_bytes.value_or(info->record.spec.limits.output_limit_bytes);
     ExecThread exec_thread = [gate = gate_](std::function<std::function<void()>()> blocking) {
       // A thread per exec that ends after it, as OnExecThread's (see the header).
       std::thread([gate, blocking = std::move(blocking)]() mutable {
@@ -181,27 +183,28 @@ void CorralApi::ExecStreamed(runtime::ExecRequest exec, Reply reply) {
 void CorralApi::Code(const std::string& name, const HttpRequest& request, Reply reply) {
   auto parsed = ParseCodeRequest(request.body, name, options_.base_spec.python);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply(error->ToResponse());
-  OnExecThread(std::move(reply),
-               [spec = options_.base_spec, code = std::get<runtime::code::CodeRequest>(std::move(parsed))] {
-                 HttpResponse response;
-                 auto result = runtime::code::RunCode(spec, code);
-                 if (!result) {
-                   response = RuntimeError(result.error(), "");
-                 } else {
-                   response.body = runtime::code::CodeResultToJson(*result);
-                 }
-                 return response;
-               });
+  OnExecThread(std::move(reply), [spec = options_.base_spec,
+                                  code = std::get<runtime::code::CodeRequest>(std::move(parsed))] {
+    HttpResponse response;
+    auto result = runtime::code::RunCode(spec, code);
+    if (!result) {
+      response = RuntimeError(result.error(), "");
+    } else {
+      response.body = runtime::code::CodeResultToJson(*result);
+    }
+    return response;
+  });
 }
 
 bool CorralApi::AdmitExec(const Reply& reply) {
   if (gate_->running.fetch_add(1) < options_.max_execs) return true;
   gate_->running.fetch_sub(1);
-  HttpResponse busy = ApiError{429, "too_many_execs",
-                               "more than " + std::to_string(options_.max_execs) +
-                                   " execs are running; retry later",
-                               "", {}}
-                          .ToResponse();
+  HttpResponse busy = ApiError{
+      429,
+      "too_many_execs",
+      "more than " + std::to_string(options_.max_execs) + " execs are running; retry later",
+      "",
+      {}}.ToResponse();
   busy.headers.emplace_back("Retry-After", "1");
   reply(std::move(busy));
   return false;

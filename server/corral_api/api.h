@@ -21,6 +21,8 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -31,9 +33,6 @@
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/spec.h"
@@ -46,10 +45,10 @@ inline constexpr const char* kCorralApiPrefix = "/api/corral/v1/";
 inline constexpr int64_t kFileMaxBytes = 100ll << 20;  // file read and write cap
 
 struct CorralApiOptions {
-  runtime::JailSpec base_spec;  // the daemon's config: what a request's spec overrides
-  std::string base_dir;         // sandbox.base_dir: host mounts must lie below it
-  int max_execs = 64;           // execs running at once
-  int workers = 4;              // threads for creates, removals, stats, files
+  runtime::JailSpec base_spec;      // the daemon's config: what a request's spec overrides
+  std::string base_dir;             // sandbox.base_dir: host mounts must lie below it
+  int max_execs = 64;               // execs running at once
+  int workers = 4;                  // threads for creates, removals, stats, files
   double reap_period_seconds = 10;  // how often sandboxes past their idle_timeout go
   // The daemon's I/O context: streamed exec output (server/corral_api/stream.h) is read
   // and written on it. nullptr: a streamed exec is refused (501).

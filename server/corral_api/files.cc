@@ -2,10 +2,10 @@
 // sandbox's root, as its user; no path logic here), and the JSON and error helpers.
 #include <boost/asio/post.hpp>
 
+#include "runtime/sandboxes/sandbox_info_json.h"
 #include "server/corral_api/api.h"
 #include "server/corral_api/internal.h"
 #include "server/corral_api/request.h"
-#include "runtime/sandboxes/sandbox_info_json.h"
 #include "tools/providers/jail_sandbox.h"
 
 namespace corral::server {
@@ -129,7 +129,9 @@ void CorralApi::ListDir(const std::string& name, const HttpRequest& request, Rep
     json list = json::array();
     for (const auto& e : *entries) {
       list.push_back({{"path", e.path},
-                      {"type", e.is_symlink ? "symlink" : e.is_dir ? "directory" : "file"},
+                      {"type", e.is_symlink ? "symlink"
+                               : e.is_dir   ? "directory"
+                                            : "file"},
                       {"size", e.size},
                       {"mtime", e.mtime},
                       {"mode", e.mode}});

@@ -3,9 +3,8 @@
 // runtime and provider errors to HTTP answers. Not for other callers.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "base/result.h"
 #include "runtime/sandboxes/persistent.h"

@@ -72,8 +72,8 @@ std::vector<std::string> Lines(const std::string& text) {
 std::string HostPathProblem(const std::string& path, const std::string& base_dir) {
   if (path.empty() || path[0] != '/') return "must be an absolute path";
   if (path.find("//") != std::string::npos || path.find("/./") != std::string::npos ||
-      path.find("/../") != std::string::npos || path.ends_with("/..") ||
-      path.ends_with("/.") || (path.size() > 1 && path.back() == '/')) {
+      path.find("/../") != std::string::npos || path.ends_with("/..") || path.ends_with("/.") ||
+      (path.size() > 1 && path.back() == '/')) {
     return "must be normalized (no '.', '..', '//' or trailing '/')";
   }
   char real[PATH_MAX];
@@ -93,9 +93,10 @@ std::optional<ApiError> CheckSpecObject(const json& spec, const std::string& bas
   const std::set<std::string> allowed(std::begin(kSpecKeys), std::end(kSpecKeys));
   for (const auto& [key, value] : spec.items()) {
     if (allowed.count(key) == 0) {
-      return Invalid("spec." + key,
-                     "cannot be set over the API (allowed: hostname, user, workdir, env, "
-                     "namespaces, mounts, seccomp, limits, network; the rest is the daemon's config)");
+      return Invalid(
+          "spec." + key,
+          "cannot be set over the API (allowed: hostname, user, workdir, env, "
+          "namespaces, mounts, seccomp, limits, network; the rest is the daemon's config)");
     }
   }
   if (spec.contains("seccomp") && spec["seccomp"].is_object() &&
@@ -123,8 +124,8 @@ std::optional<ApiError> CheckSpecObject(const json& spec, const std::string& bas
 std::variant<json, ApiError> ParseBodyObject(const std::string& body) {
   auto parsed = ParseJsonInput(body, kHttpBodyJsonLimits);
   if (auto* error = std::get_if<JsonInputError>(&parsed)) {
-    return ApiError{400, "invalid_json", "the body is not JSON that corral reads: " +
-                                             error->message, "", {}};
+    return ApiError{
+        400, "invalid_json", "the body is not JSON that corral reads: " + error->message, "", {}};
   }
   json& j = std::get<json>(parsed);
   if (!j.is_object()) {
@@ -248,8 +249,9 @@ std::variant<runtime::ExecRequest, ApiError> ParseExecRequest(const std::string&
                                               "workdir", "timeout", "output_limit"};
   for (const auto& [key, value] : j.items()) {
     if (kKeys.count(key) == 0 && !(stream && key == "stream")) {
-      return Invalid(key, "unknown field (expected argv or command, env, workdir, timeout, "
-                          "output_limit, stream)");
+      return Invalid(key,
+                     "unknown field (expected argv or command, env, workdir, timeout, "
+                     "output_limit, stream)");
     }
   }
   if (stream && j.contains("stream") && !j["stream"].is_null()) {

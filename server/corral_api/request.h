@@ -6,13 +6,12 @@
 // Pure apart from the host look-ups Validate() and the mount checks make; unit-tested.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "runtime/code/code_run.h"
 #include "runtime/sandboxes/persistent.h"
@@ -23,9 +22,9 @@ namespace corral::server {
 
 struct ApiError {
   int status = 400;
-  std::string code;     // "invalid_json", "invalid_field", "not_found", ...
-  std::string message;  // names the field
-  std::string field;    // "" when not about one field
+  std::string code;                   // "invalid_json", "invalid_field", "not_found", ...
+  std::string message;                // names the field
+  std::string field;                  // "" when not about one field
   std::vector<std::string> problems;  // every problem found, when there are several
 
   HttpResponse ToResponse() const;
@@ -35,9 +34,8 @@ struct ApiError {
 // choices (rootfs, the thread directories, cgroups, unsafe.*) are refused; mounts must
 // name host directories under sandbox.base_dir (absolute, normalized, no symlink); a
 // seccomp profile must be a built-in name, never a host file.
-inline constexpr const char* kSpecKeys[] = {"hostname",   "user",   "workdir", "env",
-                                            "namespaces", "mounts", "seccomp", "limits",
-                                            "network"};
+inline constexpr const char* kSpecKeys[] = {
+    "hostname", "user", "workdir", "env", "namespaces", "mounts", "seccomp", "limits", "network"};
 
 struct SandboxCreate {
   std::string name;  // "" = a generated id

@@ -17,8 +17,8 @@ HttpResponse MethodNotAllowed(const std::string& method, const std::string& allo
 }
 
 HttpResponse Unknown(const std::string& path) {
-  return ApiError{404, "not_found", "no route " + path + " (see /api/corral/v1/openapi.json)",
-                  "", {}}
+  return ApiError{
+      404, "not_found", "no route " + path + " (see /api/corral/v1/openapi.json)", "", {}}
       .ToResponse();
 }
 
@@ -34,27 +34,39 @@ const RouteTable<CorralApi::Handler>& CorralApi::Table() {
             r.body = std::string(OpenApiDocument());
             reply(std::move(r));
           })
-        .Add("GET", "sandboxes", [](CorralApi& api, Call&, Reply reply) { api.List(std::move(reply)); })
+        .Add("GET", "sandboxes",
+             [](CorralApi& api, Call&, Reply reply) { api.List(std::move(reply)); })
         .Add("POST", "sandboxes",
              [](CorralApi& api, Call& c, Reply reply) { api.Create(c.request, std::move(reply)); })
         .Add("GET", "sandboxes/{name}",
-             [](CorralApi& api, Call& c, Reply reply) { api.Inspect(c.name, std::move(reply), false); })
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.Inspect(c.name, std::move(reply), false);
+             })
         .Add("DELETE", "sandboxes/{name}",
              [](CorralApi& api, Call& c, Reply reply) { api.Remove(c.name, std::move(reply)); })
         .Add("POST", "sandboxes/{name}/exec",
-             [](CorralApi& api, Call& c, Reply reply) { api.Exec(c.name, c.request, std::move(reply)); })
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.Exec(c.name, c.request, std::move(reply));
+             })
         .Add("POST", "sandboxes/{name}/code",
-             [](CorralApi& api, Call& c, Reply reply) { api.Code(c.name, c.request, std::move(reply)); })
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.Code(c.name, c.request, std::move(reply));
+             })
         .Add("GET", "sandboxes/{name}/stats",
-             [](CorralApi& api, Call& c, Reply reply) { api.Inspect(c.name, std::move(reply), true); })
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.Inspect(c.name, std::move(reply), true);
+             })
         .Add("GET", "sandboxes/{name}/files",
-             [](CorralApi& api, Call& c, Reply reply) { api.ReadFile(c.name, c.request, std::move(reply)); })
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.ReadFile(c.name, c.request, std::move(reply));
+             })
         .Add("PUT", "sandboxes/{name}/files",
              [](CorralApi& api, Call& c, Reply reply) {
                api.WriteFile(c.name, std::move(c.request), std::move(reply));
              })
-        .Add("GET", "sandboxes/{name}/ls",
-             [](CorralApi& api, Call& c, Reply reply) { api.ListDir(c.name, c.request, std::move(reply)); });
+        .Add("GET", "sandboxes/{name}/ls", [](CorralApi& api, Call& c, Reply reply) {
+          api.ListDir(c.name, c.request, std::move(reply));
+        });
     return t;
   }();
   return table;

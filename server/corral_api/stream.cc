@@ -33,9 +33,7 @@ std::string Event(const char* name, const std::string& data_json) {
   return std::string("event: ") + name + "\ndata: " + data_json + "\n\n";
 }
 
-std::string Dump(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 class ExecStream : public std::enable_shared_from_this<ExecStream> {
  public:
@@ -71,7 +69,7 @@ class ExecStream : public std::enable_shared_from_this<ExecStream> {
     const char* name;
     asio::posix::stream_descriptor fd;
     std::array<char, 16384> buf;
-    std::string held;  // an incomplete UTF-8 sequence at the end of what was forwarded
+    std::string held;       // an incomplete UTF-8 sequence at the end of what was forwarded
     int64_t bytes = 0;      // everything the command wrote here
     int64_t forwarded = 0;  // of which sent (at most the cap)
     bool eof = false;
@@ -114,18 +112,18 @@ class ExecStream : public std::enable_shared_from_this<ExecStream> {
   }
 
   void Read(Output& o) {
-    o.fd.async_read_some(asio::buffer(o.buf), [self = shared_from_this(), &o](
-                                                  boost::system::error_code ec, size_t n) {
-      if (self->finished_) return;
-      if (n > 0) self->Forward(o, std::string_view(o.buf.data(), n));
-      if (ec) {
-        o.eof = true;
-        self->Flush(o);
-        if (self->outcome_ && self->out_.eof && self->err_.eof) self->Finish();
-        return;
-      }
-      self->Read(o);
-    });
+    o.fd.async_read_some(asio::buffer(o.buf),
+                         [self = shared_from_this(), &o](boost::system::error_code ec, size_t n) {
+                           if (self->finished_) return;
+                           if (n > 0) self->Forward(o, std::string_view(o.buf.data(), n));
+                           if (ec) {
+                             o.eof = true;
+                             self->Flush(o);
+                             if (self->outcome_ && self->out_.eof && self->err_.eof) self->Finish();
+                             return;
+                           }
+                           self->Read(o);
+                         });
   }
 
   // Counts everything; sends what fits under the cap, whole UTF-8 characters only.
@@ -211,8 +209,11 @@ size_t CompleteUtf8Prefix(std::string_view bytes) {
   for (size_t back = 1; back <= 4 && back <= n; ++back) {
     const auto c = static_cast<unsigned char>(bytes[n - back]);
     if ((c & 0xC0) == 0x80) continue;  // a continuation byte: keep looking
-    size_t need = (c & 0x80) == 0 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3
-                  : (c & 0xF8) == 0xF0 ? 4 : 1;  // an invalid lead byte stands alone
+    size_t need = (c & 0x80) == 0      ? 1
+                  : (c & 0xE0) == 0xC0 ? 2
+                  : (c & 0xF0) == 0xE0 ? 3
+                  : (c & 0xF8) == 0xF0 ? 4
+                                       : 1;  // an invalid lead byte stands alone
     return back < need ? n - back : n;
   }
   return n;  // only continuation bytes: invalid, nothing to wait for
@@ -227,7 +228,9 @@ HttpResponse StreamExec(asio::io_context& io, runtime::ExecRequest exec, int64_t
   r.content_type = "text/event-stream";
   r.headers.emplace_back("Cache-Control", "no-store");
   r.stream = std::make_shared<StreamBody>();
-  r.stream->start = [stream](std::shared_ptr<ResponseStream> sink) { stream->Start(std::move(sink)); };
+  r.stream->start = [stream](std::shared_ptr<ResponseStream> sink) {
+    stream->Start(std::move(sink));
+  };
   // Weak: the server keeps the StreamBody until the end; the stream must not keep itself.
   r.stream->client_gone = [weak = std::weak_ptr<ExecStream>(stream)] {
     if (auto s = weak.lock()) s->ClientGone();

@@ -22,12 +22,11 @@
 // runtime::ExecInSandbox: the jail it clones has a parent-death signal tied to it.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string_view>
-
-#include <boost/asio/io_context.hpp>
 
 #include "runtime/sandboxes/persistent.h"
 #include "server/http/message.h"
@@ -37,16 +36,14 @@ namespace corral::server {
 // Runs `blocking` on a thread of its own that ends after it, then the function it
 // returned — unless the API is being destroyed (then that is dropped: the io_context may be
 // gone by the time a long exec returns).
-using ExecThread =
-    std::function<void(std::function<std::function<void()>()> blocking)>;
+using ExecThread = std::function<void(std::function<std::function<void()>()> blocking)>;
 
 // The 200 event-stream response for `exec` (its output cap in `output_cap`). The command
 // starts once the response's header is written, on a thread from `exec_thread`.
 // `released` is called once when the stream is done with (the command ended, or never
 // started): the caller's exec slot.
-HttpResponse StreamExec(boost::asio::io_context& io, runtime::ExecRequest exec,
-                        int64_t output_cap, ExecThread exec_thread,
-                        std::function<void()> released);
+HttpResponse StreamExec(boost::asio::io_context& io, runtime::ExecRequest exec, int64_t output_cap,
+                        ExecThread exec_thread, std::function<void()> released);
 
 // The index where `bytes` ends with an incomplete UTF-8 sequence (bytes.size() when it
 // does not): what a chunk may send now, the rest waits for the next read.

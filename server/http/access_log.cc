@@ -48,8 +48,12 @@ AccessLog::~AccessLog() {
 
 void AccessLog::Write(const AccessRecord& r) {
   if (file_ == nullptr) return;
-  nlohmann::json line = {{"time", UtcNow()}, {"client", r.client}, {"method", r.method},
-                         {"route", r.route}, {"status", r.status}, {"bytes", r.bytes},
+  nlohmann::json line = {{"time", UtcNow()},
+                         {"client", r.client},
+                         {"method", r.method},
+                         {"route", r.route},
+                         {"status", r.status},
+                         {"bytes", r.bytes},
                          {"ms", static_cast<double>(static_cast<int64_t>(r.ms * 1000)) / 1000}};
   if (!r.sandbox_id.empty()) line["sandbox_id"] = r.sandbox_id;
   std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

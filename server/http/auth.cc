@@ -19,8 +19,7 @@ bool ConstantTimeEquals(std::string_view given, std::string_view secret) {
   // loop runs the same way either way. volatile keeps the compiler from stopping early.
   volatile unsigned char diff = given.size() == secret.size() ? 0 : 1;
   for (size_t i = 0; i < secret.size(); ++i) {
-    const unsigned char g =
-        given.empty() ? 0 : static_cast<unsigned char>(given[i % given.size()]);
+    const unsigned char g = given.empty() ? 0 : static_cast<unsigned char>(given[i % given.size()]);
     diff = diff | (g ^ static_cast<unsigned char>(secret[i]));
   }
   return diff == 0 && !secret.empty();
@@ -61,9 +60,8 @@ Result<std::string> ReadKeyFile(const std::string& path, const std::string& what
   if ((st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return Error(ErrorCode::kPermissionDenied,
-                 what + " " + path + ": mode " + mode +
-                     " lets others read the key; chmod 600 " + path);
+    return Error(ErrorCode::kPermissionDenied, what + " " + path + ": mode " + mode +
+                                                   " lets others read the key; chmod 600 " + path);
   }
   std::string key(4097, '\0');
   ssize_t n = ::read(fd.get(), key.data(), key.size());

@@ -9,8 +9,18 @@ namespace {
 bool IsAttrChar(unsigned char c) {
   if (std::isalnum(c) != 0 && c < 0x80) return true;
   switch (c) {
-    case '!': case '#': case '$': case '&': case '+': case '-': case '.':
-    case '^': case '_': case '`': case '|': case '~':
+    case '!':
+    case '#':
+    case '$':
+    case '&':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
       return true;
     default:
       return false;

@@ -71,7 +71,8 @@ HostCheck::HostCheck(const ListenAddress& address, uint16_t bound_port,
                      const std::vector<std::string>& allowed_hosts) {
   auto add = [&](const std::string& host, uint16_t port) {
     accepted_.insert(ToLower(Authority(host, port)));
-    if (port == 80) accepted_.insert(ToLower(host.find(':') != std::string::npos ? "[" + host + "]" : host));
+    if (port == 80)
+      accepted_.insert(ToLower(host.find(':') != std::string::npos ? "[" + host + "]" : host));
   };
   if (address.is_unix) {
     accepted_.insert("localhost");

@@ -22,9 +22,9 @@ namespace corral::server {
 
 struct ListenAddress {
   bool is_unix = false;
-  std::string host;       // IP literal without brackets ("127.0.0.1", "::1"); TCP only
-  uint16_t port = 0;      // TCP only; 0 = any free port (tests)
-  std::string unix_path;  // unix only
+  std::string host;          // IP literal without brackets ("127.0.0.1", "::1"); TCP only
+  uint16_t port = 0;         // TCP only; 0 = any free port (tests)
+  std::string unix_path;     // unix only
   bool loopback = false;     // 127.0.0.0/8 or ::1 (always true for unix sockets)
   bool unspecified = false;  // 0.0.0.0 or ::
 

@@ -31,7 +31,8 @@ std::string Metrics::Render(const std::vector<std::pair<std::string, double>>& g
   for (const std::string& h : help) out += h + "\n";
   for (const auto& [name, value] : gauges) out += name + " " + Number(value) + "\n";
   std::lock_guard<std::mutex> lock(mu_);
-  out += "# HELP corral_http_requests_total HTTP requests answered, by route template and status.\n";
+  out +=
+      "# HELP corral_http_requests_total HTTP requests answered, by route template and status.\n";
   out += "# TYPE corral_http_requests_total counter\n";
   for (const auto& [key, n] : calls_) {
     const auto& [method, route, status] = key;
@@ -51,8 +52,8 @@ std::string Metrics::Render(const std::vector<std::pair<std::string, double>>& g
     cumulative += b[kBuckets.size()];
     out += "corral_http_request_duration_seconds_bucket{" + label + ",le=\"+Inf\"} " +
            std::to_string(cumulative) + "\n";
-    out += "corral_http_request_duration_seconds_sum{" + label + "} " + Number(sums_.at(route)) +
-           "\n";
+    out +=
+        "corral_http_request_duration_seconds_sum{" + label + "} " + Number(sums_.at(route)) + "\n";
     out += "corral_http_request_duration_seconds_count{" + label + "} " +
            std::to_string(cumulative) + "\n";
   }

@@ -7,8 +7,8 @@
 #include <array>
 #include <map>
 #include <mutex>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -30,7 +30,7 @@ class Metrics {
   mutable std::mutex mu_;
   std::map<std::tuple<std::string, std::string, int>, uint64_t> calls_;  // method, route, status
   std::map<std::string, std::array<uint64_t, kBuckets.size() + 1>> buckets_;  // route
-  std::map<std::string, double> sums_;                                       // route
+  std::map<std::string, double> sums_;                                        // route
 };
 
 }  // namespace corral::server

@@ -23,7 +23,8 @@ std::string PercentDecode(std::string_view text, bool plus_is_space) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() + 0 && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
+    if (text[i] == '%' && i + 2 < text.size() + 0 && hex(text[i + 1]) >= 0 &&
+        hex(text[i + 2]) >= 0) {
       out.push_back(static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2])));
       i += 2;
     } else if (plus_is_space && text[i] == '+') {

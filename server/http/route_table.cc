@@ -22,8 +22,7 @@ bool IsParameter(std::string_view segment) {
 }
 
 bool IsTailParameter(std::string_view segment) {
-  return IsParameter(segment) && segment.size() > 5 &&
-         segment.substr(segment.size() - 4) == "...}";
+  return IsParameter(segment) && segment.size() > 5 && segment.substr(segment.size() - 4) == "...}";
 }
 
 }  // namespace

@@ -63,8 +63,8 @@ class RouteTable {
     // kFound: the route's pattern; kMethodNotAllowed: the first pattern that matched the
     // path. For logs and metric labels: it carries no request text.
     std::string_view pattern;
-    PathParams params;   // kFound only
-    std::string allow;   // kMethodNotAllowed: the methods that would match, "GET, DELETE"
+    PathParams params;  // kFound only
+    std::string allow;  // kMethodNotAllowed: the methods that would match, "GET, DELETE"
   };
 
   RouteTable& Add(std::string method, std::string pattern, Handler handler) {

@@ -88,7 +88,8 @@ void ParseQuery(std::string_view q, std::multimap<std::string, std::string>* out
     if (pair.empty()) continue;
     size_t eq = pair.find('=');
     std::string name = PercentDecode(pair.substr(0, eq), true);
-    std::string value = eq == std::string_view::npos ? "" : PercentDecode(pair.substr(eq + 1), true);
+    std::string value =
+        eq == std::string_view::npos ? "" : PercentDecode(pair.substr(eq + 1), true);
     out->emplace(std::move(name), std::move(value));
   }
 }
@@ -106,7 +107,9 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
         per_client_(per_client) {}
   ~Session() { shared_->Leave(client_, per_client_); }
 
-  void Run() { asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] { self->Read(); }); }
+  void Run() {
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] { self->Read(); });
+  }
 
   // Answers `status` without reading a request, then closes (a connection over a limit).
   void Refuse(int status, const std::string& detail) {
@@ -120,12 +123,11 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(shared_->limits.max_header_bytes));
     parser_->body_limit(static_cast<uint64_t>(shared_->limits.max_body_bytes));
-    stream_.expires_after(Seconds(first_ ? shared_->limits.header_timeout
-                                         : shared_->limits.keepalive_timeout));
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = this->shared_from_this()](beast::error_code ec, size_t) {
-                              self->OnHeader(ec);
-                            });
+    stream_.expires_after(
+        Seconds(first_ ? shared_->limits.header_timeout : shared_->limits.keepalive_timeout));
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   // Errors of a read: a client gone or too slow just loses its connection; bad HTTP or a
@@ -161,11 +163,11 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
     stream_.expires_after(Seconds(shared_->limits.body_timeout));
     if (beast::iequals(header[http::field::expect], "100-continue")) {
       auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
-      return http::async_write(stream_, *cont,
-                               [self = this->shared_from_this(), cont](beast::error_code wec, size_t) {
-                                 if (wec) return self->Close();
-                                 self->ReadBody();
-                               });
+      return http::async_write(
+          stream_, *cont, [self = this->shared_from_this(), cont](beast::error_code wec, size_t) {
+            if (wec) return self->Close();
+            self->ReadBody();
+          });
     }
     ReadBody();
   }
@@ -182,7 +184,8 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
     auto message = parser_->release();
     parser_.reset();
     keep_alive_ = message.keep_alive();
-    if (shared_->stopping.load()) return Write(Refusal(503, "the server is shutting down"), false, false);
+    if (shared_->stopping.load())
+      return Write(Refusal(503, "the server is shutting down"), false, false);
     HttpRequest req;
     req.method = std::string(message.method_string());
     std::string_view target(message.target().data(), message.target().size());
@@ -197,7 +200,8 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
     req.body = std::move(message.body());
     req.client = client_;
     const bool counted = req.path != "/health";
-    if (counted && shared_->in_flight.fetch_add(1) >= static_cast<size_t>(shared_->limits.max_in_flight)) {
+    if (counted &&
+        shared_->in_flight.fetch_add(1) >= static_cast<size_t>(shared_->limits.max_in_flight)) {
       shared_->in_flight.fetch_sub(1);
       HttpResponse busy = Refusal(429, "too many requests in flight; retry shortly");
       busy.headers.emplace_back("Retry-After", "1");
@@ -231,13 +235,14 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
     res->keep_alive(keep_alive && !shared_->stopping.load());
     res->prepare_payload();
     stream_.expires_after(Seconds(shared_->limits.body_timeout));
-    http::async_write(stream_, *res,
-                      [self = this->shared_from_this(), res, counted](beast::error_code ec, size_t) {
-                        if (counted) self->shared_->in_flight.fetch_sub(1);
-                        if (ec) return self->Close();
-                        if (!res->keep_alive()) return self->LingerClose();
-                        self->Read();
-                      });
+    http::async_write(
+        stream_, *res,
+        [self = this->shared_from_this(), res, counted](beast::error_code ec, size_t) {
+          if (counted) self->shared_->in_flight.fetch_sub(1);
+          if (ec) return self->Close();
+          if (!res->keep_alive()) return self->LingerClose();
+          self->Read();
+        });
   }
 
   // The writing end handed to a streamed body's producer: every call hops onto the
@@ -266,7 +271,8 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
   void WriteStream(HttpResponse r, bool counted) {
     stream_counted_ = counted;
     stream_body_ = std::move(r.stream);
-    auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(r.status), 11);
+    auto res =
+        std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(r.status), 11);
     res->set(http::field::server, "corral");
     res->set(http::field::content_type, r.content_type);
     for (auto& [name, value] : r.headers) res->set(name, value);
@@ -274,22 +280,25 @@ class Session : public std::enable_shared_from_this<Session<Protocol>> {
     res->chunked(true);
     auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
     stream_.expires_after(Seconds(shared_->limits.body_timeout));
-    http::async_write_header(stream_, *sr, [self = this->shared_from_this(), res, sr](beast::error_code ec, size_t) {
-      if (ec) return self->StreamGone();
-      if (!self->writing_) self->stream_.expires_never();
-      self->WatchClient();
-      if (self->stream_body_ && self->stream_body_->start) {
-        self->stream_body_->start(std::make_shared<Chunks>(self));
-      }
-    });
+    http::async_write_header(
+        stream_, *sr, [self = this->shared_from_this(), res, sr](beast::error_code ec, size_t) {
+          if (ec) return self->StreamGone();
+          if (!self->writing_) self->stream_.expires_never();
+          self->WatchClient();
+          if (self->stream_body_ && self->stream_body_->start) {
+            self->stream_body_->start(std::make_shared<Chunks>(self));
+          }
+        });
   }
 
   void WatchClient() {
-    stream_.async_read_some(asio::buffer(drain_), [self = this->shared_from_this()](beast::error_code ec, size_t) {
-      if (self->stream_done_) return self->Close();  // the lingering read after the end
-      if (ec) return self->StreamGone();
-      self->WatchClient();  // bytes from the client are ignored
-    });
+    stream_.async_read_some(asio::buffer(drain_),
+                            [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                              if (self->stream_done_)
+                                return self->Close();  // the lingering read after the end
+                              if (ec) return self->StreamGone();
+                              self->WatchClient();  // bytes from the client are ignored
+                            });
   }
 
   void QueueChunk(std::string data, bool last) {

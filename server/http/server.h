@@ -15,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -22,12 +23,10 @@
 #include <mutex>
 #include <string>
 
-#include <boost/asio/io_context.hpp>
-
 #include "base/result.h"
 #include "runtime/spec/server_config.h"
-#include "server/http/message.h"
 #include "server/http/listen_address.h"
+#include "server/http/message.h"
 #include "server/http/request_text.h"
 
 namespace corral::server {

@@ -5,13 +5,12 @@
 // filesystem look-ups of the mount checks; unit-tested.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace corral::server {
 

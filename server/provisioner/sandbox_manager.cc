@@ -1,7 +1,7 @@
 #include "server/provisioner/sandbox_manager.h"
 
-#include <spdlog/spdlog.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -13,10 +13,10 @@
 #include <set>
 
 #include "base/unique_fd.h"
+#include "runtime/pool/warm_claim.h"
 #include "runtime/run/runtime_dir.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sandboxes/sandbox_store.h"
-#include "runtime/pool/warm_claim.h"
 #include "server/http/auth.h"
 #include "tools/providers/jail_sandbox.h"
 #include "tools/providers/thread_dirs.h"
@@ -179,8 +179,9 @@ std::vector<std::string> SandboxManager::Adopt() {
     const bool daemons = name.rfind("df-", 0) == 0 || name.rfind("dfh-", 0) == 0;
     if (!daemons || recorded.count(name)) continue;
     Status st = runtime::RemoveSandbox(name);
-    dropped.push_back("sandbox " + name + " was created but never recorded (the daemon stopped " +
-                      "in between): " + (st ? "removed" : "removing failed: " + st.error().message()));
+    dropped.push_back(
+        "sandbox " + name + " was created but never recorded (the daemon stopped " +
+        "in between): " + (st ? "removed" : "removing failed: " + st.error().message()));
   }
   // Records that cannot be read: the daemon's own sandboxes are removed (a create of the
   // id makes a new one over the same thread data); others are only named.
@@ -191,8 +192,9 @@ std::vector<std::string> SandboxManager::Adopt() {
     } else if (daemons) {
       Status st = runtime::RemoveSandbox(u.name);
       dropped.push_back("sandbox " + u.name + ": its record " + u.path + " cannot be read (" +
-                        u.why + "): " + (st ? "removed what was left of it; the thread's files are kept"
-                                            : "removing it failed: " + st.error().message()));
+                        u.why + "): " +
+                        (st ? "removed what was left of it; the thread's files are kept"
+                            : "removing it failed: " + st.error().message()));
     } else {
       dropped.push_back("sandbox " + u.name + ": its record " + u.path + " cannot be read (" +
                         u.why + "); not the daemon's; `corral rm " + u.name + "` removes it");
@@ -210,7 +212,8 @@ std::optional<std::string> SandboxManager::StartWarmPool() {
   runtime::JailSandboxProvider provider(options_.provider, options_.base_spec);
   runtime::JailSpec spec = provider.SpecFor(runtime::ThreadDirs{});  // directories: placeholders
   if (auto why = runtime::WarmPool::WhyNot(spec)) return "sandbox.warm is off: " + *why;
-  warm_ = std::make_unique<runtime::WarmPool>(options_.provider.warm, std::move(spec), options_.slots);
+  warm_ =
+      std::make_unique<runtime::WarmPool>(options_.provider.warm, std::move(spec), options_.slots);
   warm_->Start();
   return std::nullopt;
 }
@@ -239,8 +242,7 @@ void SandboxManager::RemoveLocked(const std::string& sandbox_id, const char* why
   if (!st && st.error().code() != ErrorCode::kNotFound) {
     // The daemon lets go of it either way; `corral ps` / `corral rm` still see it.
     spdlog::warn("sandbox {} ({}) {}, but removing it failed: {} (corral rm {} retries)",
-                 sandbox_id, m.entry.corral_name, why, st.error().message(),
-                 m.entry.corral_name);
+                 sandbox_id, m.entry.corral_name, why, st.error().message(), m.entry.corral_name);
     return;
   }
   spdlog::info("sandbox {} ({}) removed: {}", sandbox_id, m.entry.corral_name, why);
@@ -291,8 +293,9 @@ CreateResult SandboxManager::Create(const CreateParams& params) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (sandboxes_.size() + creating_ >= static_cast<size_t>(options_.max_sandboxes)) {
-      return {429, "sandbox limit reached (server.max_sandboxes = " +
-                       std::to_string(options_.max_sandboxes) + "); delete one or retry later",
+      return {429,
+              "sandbox limit reached (server.max_sandboxes = " +
+                  std::to_string(options_.max_sandboxes) + "); delete one or retry later",
               {}};
     }
     ++creating_;
@@ -305,9 +308,9 @@ CreateResult SandboxManager::Create(const CreateParams& params) {
 
 CreateResult SandboxManager::MakeLocked(const CreateParams& params) {
   const std::string& base = options_.provider.base_dir;
-  std::string thread = params.thread_id.value_or(
-      params.sandbox_id.size() <= 59 ? "anon-" + params.sandbox_id
-                                     : "anon-" + HashHex(params.sandbox_id));
+  std::string thread = params.thread_id.value_or(params.sandbox_id.size() <= 59
+                                                     ? "anon-" + params.sandbox_id
+                                                     : "anon-" + HashHex(params.sandbox_id));
   auto dirs = runtime::ThreadDirsFor(base, params.user_id, thread);
   if (!dirs) return {400, dirs.error().message(), {}};
   if (Status st = runtime::EnsureThreadDirs(*dirs); !st) {
@@ -326,8 +329,9 @@ CreateResult SandboxManager::MakeLocked(const CreateParams& params) {
   // is adopted when it serves this thread; a dead one is removed; anything else is not ours.
   if (auto info = runtime::InspectSandbox(req.name)) {
     if (info->record.spec.user_data_dir != dirs->user_data) {
-      return {409, "a corral sandbox named " + req.name +
-                       " exists and serves other data; remove it (corral rm " + req.name + ")",
+      return {409,
+              "a corral sandbox named " + req.name +
+                  " exists and serves other data; remove it (corral rm " + req.name + ")",
               {}};
     }
     if (!info->alive) (void)runtime::RemoveSandbox(req.name);
@@ -352,7 +356,7 @@ CreateResult SandboxManager::MakeLocked(const CreateParams& params) {
   auto token = RandomToken();
   Managed m;
   m.entry = {params.sandbox_id, req.name, token ? *token : "", params.user_id, params.thread_id,
-             dirs->user_data, Now()};
+             dirs->user_data,   Now()};
   m.init_pid = init_pid;
   m.start_ticks = start_ticks;
   m.last_call = m.entry.created_at;
@@ -373,15 +377,16 @@ CreateResult SandboxManager::MakeLocked(const CreateParams& params) {
 std::optional<runtime::SandboxRecord> SandboxManager::ClaimWarmLocked(
     const CreateParams& params, const runtime::CreateRequest& req) {
   // Extra mounts change the spec per request (and may replace acp-workspace): cold.
-  if (!warm_ || !params.extra_mounts.empty() || runtime::WarmPool::WhyNot(req.spec)) return std::nullopt;
+  if (!warm_ || !params.extra_mounts.empty() || runtime::WarmPool::WhyNot(req.spec))
+    return std::nullopt;
   auto warm = warm_->Take();
   if (!warm) return std::nullopt;
   // NOTE: the warm sandbox was made before its thread was known. Anything derived from
   // the thread at create time (a per-thread host identity for the jail's uid, say) would
   // be wrong here: runtime::WarmPool::WhyNot must refuse specs that ask for one, and the claim
   // checks that the spec equals the warm one apart from the two directories.
-  auto claimed = runtime::ClaimWarmSandbox(warm->name, req.name, req.spec,
-                                           req.idle_timeout_seconds);
+  auto claimed =
+      runtime::ClaimWarmSandbox(warm->name, req.name, req.spec, req.idle_timeout_seconds);
   {
     std::lock_guard<std::mutex> lock(mu_);
     children_.insert(warm->init_pid);  // our child either way: reaped once it is gone

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "runtime/pool/exec_slot_keeper.h"
+#include "runtime/pool/warm_pool.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/provider_config.h"
 #include "runtime/spec/spec.h"
@@ -42,7 +43,6 @@
 #include "server/provisioner/id_locks.h"
 #include "server/provisioner/provision_request.h"
 #include "server/provisioner/sandbox_registry.h"
-#include "runtime/pool/warm_pool.h"
 
 namespace corral::server {
 
@@ -148,7 +148,8 @@ class SandboxManager {
   size_t creating_ = 0;    // creates under way: they count against max_sandboxes
   std::map<std::string, Managed> sandboxes_;
   std::set<pid_t> children_;  // inits this process spawned, reaped once they die
-  std::unique_ptr<runtime::WarmPool> warm_;  // null when sandbox.warm is 0 or it cannot serve the spec
+  std::unique_ptr<runtime::WarmPool>
+      warm_;  // null when sandbox.warm is 0 or it cannot serve the spec
   ManagerCounts counts_;
 };
 

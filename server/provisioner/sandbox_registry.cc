@@ -33,9 +33,10 @@ Result<RegistryEntry> EntryFromJson(const json& j) {
   };
   if (!j.is_object()) return bad("object");
   RegistryEntry e;
-  for (auto [field, out] : {std::pair{"sandbox_id", &e.sandbox_id},
-                            std::pair{"corral_name", &e.corral_name}, std::pair{"token", &e.token},
-                            std::pair{"user_id", &e.user_id}, std::pair{"user_data", &e.user_data}}) {
+  for (auto [field, out] :
+       {std::pair{"sandbox_id", &e.sandbox_id}, std::pair{"corral_name", &e.corral_name},
+        std::pair{"token", &e.token}, std::pair{"user_id", &e.user_id},
+        std::pair{"user_data", &e.user_data}}) {
     auto it = j.find(field);
     if (it == j.end() || !it->is_string() || it->get<std::string>().empty()) return bad(field);
     *out = it->get<std::string>();
@@ -133,8 +134,8 @@ std::vector<RegistryEntry> SandboxRegistry::Load(std::vector<std::string>* probl
     }
     auto entry = EntryFromJson(std::get<json>(parsed));
     if (!entry || entry->sandbox_id + ".json" != name) {
-      problems->push_back(name + ": " + (entry ? "file name and sandbox_id differ"
-                                               : entry.error().message()));
+      problems->push_back(name + ": " +
+                          (entry ? "file name and sandbox_id differ" : entry.error().message()));
       continue;
     }
     out.push_back(std::move(*entry));

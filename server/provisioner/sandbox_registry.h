@@ -8,11 +8,10 @@
 // Thread-safe (each call touches one file). Parent side.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -25,8 +24,8 @@ struct RegistryEntry {
   std::string token;        // the sandbox_url's secret
   std::string user_id;
   std::optional<std::string> thread_id;  // nullopt: anonymous
-  std::string user_data;   // host directory mounted at /mnt/user-data
-  double created_at = 0;   // unix seconds
+  std::string user_data;                 // host directory mounted at /mnt/user-data
+  double created_at = 0;                 // unix seconds
   bool operator==(const RegistryEntry&) const = default;
 };
 

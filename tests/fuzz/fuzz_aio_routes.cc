@@ -15,10 +15,9 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "server/aio/api.h"
 #include "server/http/request_text.h"
@@ -55,8 +54,9 @@ HttpRequest RequestOf(const std::string& input) {
       if (end == std::string::npos) end = query.size();
       std::string pair = query.substr(start, end - start);
       const size_t eq = pair.find('=');
-      request.query.emplace(PercentDecode(pair.substr(0, eq), true),
-                            eq == std::string::npos ? "" : PercentDecode(pair.substr(eq + 1), true));
+      request.query.emplace(
+          PercentDecode(pair.substr(0, eq), true),
+          eq == std::string::npos ? "" : PercentDecode(pair.substr(eq + 1), true));
       start = end + 1;
     }
   }

@@ -11,9 +11,9 @@
 #include <variant>
 
 #include "server/http/listen_address.h"
-#include "server/provisioner/provision_request.h"
 #include "server/http/request_text.h"
 #include "server/http/route_table.h"
+#include "server/provisioner/provision_request.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
@@ -82,7 +82,8 @@ void CheckRouteTable(const std::string& method, const std::string& path) {
     if (path.find(value) == std::string::npos) {
       corral::fuzz::Fail("a route parameter is not a piece of the path", path + " " + name);
     }
-    const bool tail = std::string(name) == "rest" || match.pattern.find("{id...}") != std::string::npos;
+    const bool tail =
+        std::string(name) == "rest" || match.pattern.find("{id...}") != std::string::npos;
     if (!tail && value.find('/') != std::string::npos) {
       corral::fuzz::Fail("a {name} parameter spans segments", path + " " + name);
     }

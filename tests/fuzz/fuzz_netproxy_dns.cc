@@ -32,30 +32,40 @@ struct PacketFree {
 uint8_t ExpectedRcode(DnsAnswerKind kind) {
   switch (kind) {
     case DnsAnswerKind::kAddress:
-    case DnsAnswerKind::kNoData: return LDNS_RCODE_NOERROR;
-    case DnsAnswerKind::kNameError: return LDNS_RCODE_NXDOMAIN;
-    case DnsAnswerKind::kFormatError: return LDNS_RCODE_FORMERR;
-    case DnsAnswerKind::kNotImplemented: return LDNS_RCODE_NOTIMPL;
-    case DnsAnswerKind::kRefused: return LDNS_RCODE_REFUSED;
-    case DnsAnswerKind::kServerFailure: return LDNS_RCODE_SERVFAIL;
+    case DnsAnswerKind::kNoData:
+      return LDNS_RCODE_NOERROR;
+    case DnsAnswerKind::kNameError:
+      return LDNS_RCODE_NXDOMAIN;
+    case DnsAnswerKind::kFormatError:
+      return LDNS_RCODE_FORMERR;
+    case DnsAnswerKind::kNotImplemented:
+      return LDNS_RCODE_NOTIMPL;
+    case DnsAnswerKind::kRefused:
+      return LDNS_RCODE_REFUSED;
+    case DnsAnswerKind::kServerFailure:
+      return LDNS_RCODE_SERVFAIL;
   }
   return 0xFF;
 }
 
-void CheckReply(const ldns_pkt* query, const DnsQuery& parsed, DnsAnswerKind kind, const IpAddress& capture) {
+void CheckReply(const ldns_pkt* query, const DnsQuery& parsed, DnsAnswerKind kind,
+                const IpAddress& capture) {
   const std::vector<uint8_t> wire = parsed.Reply(kind, capture);
   if (wire.empty()) return;  // an ldns failure: the resolver drops the query
-  const std::string what = "kind " + std::to_string(static_cast<int>(kind)) + " name '" + parsed.name() + "'";
+  const std::string what =
+      "kind " + std::to_string(static_cast<int>(kind)) + " name '" + parsed.name() + "'";
   ldns_pkt* raw = nullptr;
   if (ldns_wire2pkt(&raw, wire.data(), wire.size()) != LDNS_STATUS_OK) {
     if (raw != nullptr) ldns_pkt_free(raw);
     Fail("reply is not a DNS message", what);
   }
   std::unique_ptr<ldns_pkt, PacketFree> reply(raw);
-  if (!ldns_pkt_qr(raw) || ldns_pkt_id(raw) != ldns_pkt_id(query)) Fail("reply: QR unset or another id", what);
+  if (!ldns_pkt_qr(raw) || ldns_pkt_id(raw) != ldns_pkt_id(query))
+    Fail("reply: QR unset or another id", what);
   if (ldns_pkt_get_rcode(raw) != ExpectedRcode(kind)) Fail("reply: rcode is not its kind's", what);
   const bool one_question = ldns_pkt_qdcount(query) == 1;
-  if (ldns_pkt_qdcount(raw) != (one_question ? 1 : 0)) Fail("reply: question not echoed exactly once", what);
+  if (ldns_pkt_qdcount(raw) != (one_question ? 1 : 0))
+    Fail("reply: question not echoed exactly once", what);
   if (one_question) {
     const ldns_rr* asked = ldns_rr_list_rr(ldns_pkt_question(query), 0);
     const ldns_rr* echoed = ldns_rr_list_rr(ldns_pkt_question(raw), 0);
@@ -66,16 +76,19 @@ void CheckReply(const ldns_pkt* query, const DnsQuery& parsed, DnsAnswerKind kin
   }
   const size_t answers = ldns_pkt_ancount(raw);
   const size_t expected = kind == DnsAnswerKind::kAddress && one_question ? 1 : 0;
-  if (answers != expected) Fail("reply: answer count not as the kind says", what + " " + std::to_string(answers));
+  if (answers != expected)
+    Fail("reply: answer count not as the kind says", what + " " + std::to_string(answers));
   if (answers == 1) {
     const ldns_rr* a = ldns_rr_list_rr(ldns_pkt_answer(raw), 0);
     const ldns_rdf* data = ldns_rr_rdf(a, 0);
     if (ldns_rr_get_type(a) != LDNS_RR_TYPE_A || data == nullptr || ldns_rdf_size(data) != 4 ||
-        std::memcmp(ldns_rdf_data(data), capture.bytes.data(), 4) != 0 || ldns_rr_ttl(a) != kCaptureTtlSeconds) {
+        std::memcmp(ldns_rdf_data(data), capture.bytes.data(), 4) != 0 ||
+        ldns_rr_ttl(a) != kCaptureTtlSeconds) {
       Fail("reply: the A record is not the capture address", what);
     }
   }
-  if (ldns_pkt_nscount(raw) != 0 || ldns_pkt_arcount(raw) != 0) Fail("reply: authority or additional records", what);
+  if (ldns_pkt_nscount(raw) != 0 || ldns_pkt_arcount(raw) != 0)
+    Fail("reply: authority or additional records", what);
   if (DnsQuery::Parse(wire)) Fail("a reply parses as a query (QR set)", what);
 }
 
@@ -90,7 +103,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // escaped (a\. for the label "a."): the name ends with an unescaped dot never.
   size_t backslashes = 0;
   for (size_t i = name.size(); i >= 2 && name[i - 2] == '\\'; --i) ++backslashes;
-  if (!name.empty() && name.back() == '.' && backslashes % 2 == 0) Fail("query name ends with the root's dot", name);
+  if (!name.empty() && name.back() == '.' && backslashes % 2 == 0)
+    Fail("query name ends with the root's dot", name);
   for (char c : name) {
     if (c >= 'A' && c <= 'Z') Fail("query name is not lower case", name);
   }
@@ -103,11 +117,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ldns_rdf* as_policy = ldns_dname_new_frm_str(normal.c_str());
     if (as_policy == nullptr) Fail("ldns cannot read the name the policy accepts", normal);
     ldns_pkt* again = nullptr;
-    const bool same = ldns_wire2pkt(&again, data, size) == LDNS_STATUS_OK &&
-                      ldns_dname_compare(ldns_rr_owner(ldns_rr_list_rr(ldns_pkt_question(again), 0)), as_policy) == 0;
+    const bool same =
+        ldns_wire2pkt(&again, data, size) == LDNS_STATUS_OK &&
+        ldns_dname_compare(ldns_rr_owner(ldns_rr_list_rr(ldns_pkt_question(again), 0)),
+                           as_policy) == 0;
     ldns_rdf_deep_free(as_policy);
     if (again != nullptr) ldns_pkt_free(again);
-    if (!same) Fail("the policy is asked about another name than the query's", name + " vs " + normal);
+    if (!same)
+      Fail("the policy is asked about another name than the query's", name + " vs " + normal);
   }
 
   const std::optional<DnsAnswerKind> problem = query->Problem();
@@ -115,7 +132,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const DnsAnswerKind kind = DecideDnsAnswer(*query, allowed);
     if (problem && kind != *problem) Fail("decision ignores the query's problem", name);
     if (!problem) {
-      const DnsAnswerKind want = !allowed ? DnsAnswerKind::kNameError
+      const DnsAnswerKind want = !allowed                     ? DnsAnswerKind::kNameError
                                  : query->type() == kDnsTypeA ? DnsAnswerKind::kAddress
                                                               : DnsAnswerKind::kNoData;
       if (kind != want) Fail("decision is not the documented one", name);
@@ -130,9 +147,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   std::unique_ptr<ldns_pkt, PacketFree> packet(raw);
   const IpAddress capture = *IpAddress::Parse("127.100.0.7");
-  for (DnsAnswerKind kind : {DnsAnswerKind::kAddress, DnsAnswerKind::kNoData, DnsAnswerKind::kNameError,
-                             DnsAnswerKind::kFormatError, DnsAnswerKind::kNotImplemented, DnsAnswerKind::kRefused,
-                             DnsAnswerKind::kServerFailure}) {
+  for (DnsAnswerKind kind :
+       {DnsAnswerKind::kAddress, DnsAnswerKind::kNoData, DnsAnswerKind::kNameError,
+        DnsAnswerKind::kFormatError, DnsAnswerKind::kNotImplemented, DnsAnswerKind::kRefused,
+        DnsAnswerKind::kServerFailure}) {
     CheckReply(raw, *query, kind, capture);
   }
   return 0;

@@ -48,13 +48,16 @@ Bytes HelloFor(const std::string& name) {
   body.insert(body.end(), extension.begin(), extension.end());
   Bytes record = {0x16, 0x03, 0x01};
   Put16(record, body.size() + 4);
-  record.insert(record.end(), {1, static_cast<uint8_t>(body.size() >> 16), static_cast<uint8_t>(body.size() >> 8),
-                               static_cast<uint8_t>(body.size())});
+  record.insert(record.end(),
+                {1, static_cast<uint8_t>(body.size() >> 16), static_cast<uint8_t>(body.size() >> 8),
+                 static_cast<uint8_t>(body.size())});
   record.insert(record.end(), body.begin(), body.end());
   return record;
 }
 
-bool Same(const SniResult& a, const SniResult& b) { return a.status == b.status && a.name == b.name; }
+bool Same(const SniResult& a, const SniResult& b) {
+  return a.status == b.status && a.name == b.name;
+}
 
 }  // namespace
 
@@ -64,12 +67,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string seen = Describe(r);
   if (r.status == Status::kFound) {
     // proxy_sni.h: lower case, no trailing dot, a DNS name by IsDnsName (so no empty label).
-    if (!corral::runtime::net::IsDnsName(r.name)) corral::fuzz::Fail("found SNI is not a DNS name", seen);
+    if (!corral::runtime::net::IsDnsName(r.name))
+      corral::fuzz::Fail("found SNI is not a DNS name", seen);
     for (char c : r.name) {
       if (c >= 'A' && c <= 'Z') corral::fuzz::Fail("found SNI is not lower case", seen);
     }
     const SniResult again = ExtractSni(HelloFor(r.name));
-    if (!Same(again, r)) corral::fuzz::Fail("a hello written for the found name reads back otherwise", Describe(again));
+    if (!Same(again, r))
+      corral::fuzz::Fail("a hello written for the found name reads back otherwise",
+                         Describe(again));
   } else if (!r.name.empty()) {
     corral::fuzz::Fail("a name without kFound", seen);
   }
@@ -81,8 +87,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t cut : {size / 2, size == 0 ? size_t{0} : size - 1}) {
     const SniResult prefix = ExtractSni(input.first(cut));
     if (prefix.status != Status::kNeedMore && !Same(prefix, r)) {
-      corral::fuzz::Fail("a prefix decides otherwise than the whole input",
-                         "prefix of " + std::to_string(cut) + ": " + Describe(prefix) + "; whole: " + seen);
+      corral::fuzz::Fail(
+          "a prefix decides otherwise than the whole input",
+          "prefix of " + std::to_string(cut) + ": " + Describe(prefix) + "; whole: " + seen);
     }
   }
   // Once decided, what the client sends next (its next records) does not matter.
@@ -90,7 +97,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Bytes more(input.begin(), input.end());
     more.insert(more.end(), {0x16, 0x03, 0x01, 0x00, 0x01, 0x01, 0x14, 0x03, 0x03});
     const SniResult longer = ExtractSni(more);
-    if (!Same(longer, r)) corral::fuzz::Fail("bytes after a decision change it", Describe(longer) + " vs " + seen);
+    if (!Same(longer, r))
+      corral::fuzz::Fail("bytes after a decision change it", Describe(longer) + " vs " + seen);
   }
   return 0;
 }

@@ -22,13 +22,14 @@ using corral::fuzz::Fail;
 using Bytes = std::vector<uint8_t>;
 
 std::string Describe(const SocksRequest& r) {
-  return "command " + std::to_string(r.command) + " type " + std::to_string(r.address_type) + " host '" + r.host +
-         "' port " + std::to_string(r.port) + " consumed " + std::to_string(r.consumed);
+  return "command " + std::to_string(r.command) + " type " + std::to_string(r.address_type) +
+         " host '" + r.host + "' port " + std::to_string(r.port) + " consumed " +
+         std::to_string(r.consumed);
 }
 
 bool Same(const SocksRequest& a, const SocksRequest& b) {
-  return a.command == b.command && a.address_type == b.address_type && a.host == b.host && a.port == b.port &&
-         a.consumed == b.consumed;
+  return a.command == b.command && a.address_type == b.address_type && a.host == b.host &&
+         a.port == b.port && a.consumed == b.consumed;
 }
 
 // The request's wire form from its fields (RFC 1928 section 4); empty if they cannot be
@@ -37,7 +38,8 @@ Bytes Encode(const SocksRequest& r) {
   Bytes out = {5, r.command, 0, r.address_type};
   if (r.address_type == 1 || r.address_type == 4) {
     uint8_t address[16] = {};
-    if (::inet_pton(r.address_type == 1 ? AF_INET : AF_INET6, r.host.c_str(), address) != 1) return {};
+    if (::inet_pton(r.address_type == 1 ? AF_INET : AF_INET6, r.host.c_str(), address) != 1)
+      return {};
     out.insert(out.end(), address, address + (r.address_type == 1 ? 4 : 16));
   } else if (r.address_type == 3) {
     out.push_back(static_cast<uint8_t>(r.host.size()));
@@ -52,7 +54,8 @@ Bytes Encode(const SocksRequest& r) {
 
 void CheckGreeting(std::span<const uint8_t> data, const SocksGreeting& g) {
   if (g.consumed < 3 || g.consumed > data.size() || g.consumed != 2u + data[1] || data[0] != 5) {
-    Fail("greeting: consumed is not 2 + its method count within the input", std::to_string(g.consumed));
+    Fail("greeting: consumed is not 2 + its method count within the input",
+         std::to_string(g.consumed));
   }
   bool no_auth = false;
   for (size_t i = 2; i < g.consumed; ++i) no_auth = no_auth || data[i] == 0;
@@ -66,15 +69,18 @@ void CheckGreeting(std::span<const uint8_t> data, const SocksGreeting& g) {
 }
 
 void CheckRequest(std::span<const uint8_t> data, const SocksRequest& r) {
-  if (r.consumed < 4 || r.consumed > data.size()) Fail("request: consumed out of bounds", Describe(r));
-  if (r.command != data[1] || r.address_type != data[3]) Fail("request: command or type not as sent", Describe(r));
+  if (r.consumed < 4 || r.consumed > data.size())
+    Fail("request: consumed out of bounds", Describe(r));
+  if (r.command != data[1] || r.address_type != data[3])
+    Fail("request: command or type not as sent", Describe(r));
   switch (r.address_type) {
     case 1:
     case 4: {
       auto ip = IpAddress::Parse(r.host);
       if (!ip || ip->family != (r.address_type == 1 ? 4 : 6)) {
         // An IPv4-mapped IPv6 address is classified as IPv4 (policy.h): allowed.
-        if (!(ip && r.address_type == 4)) Fail("request: the host is not an address of its type", Describe(r));
+        if (!(ip && r.address_type == 4))
+          Fail("request: the host is not an address of its type", Describe(r));
       }
       break;
     }
@@ -84,7 +90,8 @@ void CheckRequest(std::span<const uint8_t> data, const SocksRequest& r) {
       }
       break;
     default:
-      if (r.consumed != 4 || !r.host.empty()) Fail("request: unknown type must consume 4 bytes, no host", Describe(r));
+      if (r.consumed != 4 || !r.host.empty())
+        Fail("request: unknown type must consume 4 bytes, no host", Describe(r));
   }
   if (r.address_type == 1 || r.address_type == 3 || r.address_type == 4) {
     const uint16_t port = static_cast<uint16_t>(data[r.consumed - 2] << 8 | data[r.consumed - 1]);
@@ -99,7 +106,8 @@ void CheckRequest(std::span<const uint8_t> data, const SocksRequest& r) {
   for (size_t n = 0; n < r.consumed; ++n) {
     SocksRequest part;
     if (ParseSocksRequest(data.first(n), &part) != SocksParse::kNeedMore) {
-      Fail("request: a prefix of a request does not need more", std::to_string(n) + " of " + Describe(r));
+      Fail("request: a prefix of a request does not need more",
+           std::to_string(n) + " of " + Describe(r));
     }
   }
 }
@@ -131,6 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   const Bytes reply = SocksRequestReply(static_cast<SocksReply>(size % 9));
-  if (reply.size() != 10 || reply[0] != 5 || reply[3] != 1) Fail("reply: not a 10-byte IPv4 reply", "");
+  if (reply.size() != 10 || reply[0] != 5 || reply[3] != 1)
+    Fail("reply: not a 10-byte IPv4 reply", "");
   return 0;
 }

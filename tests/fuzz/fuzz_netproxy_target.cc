@@ -17,7 +17,9 @@ namespace {
 using namespace corral::runtime::net;
 using corral::fuzz::Fail;
 
-std::string Describe(const HostPort& h) { return "host '" + h.host + "' port " + std::to_string(h.port); }
+std::string Describe(const HostPort& h) {
+  return "host '" + h.host + "' port " + std::to_string(h.port);
+}
 
 // "host:port" as a client would write it: an IPv6 literal (the only host with ':') in
 // brackets, and a host that begins with '[' too (it came from brackets).
@@ -30,7 +32,8 @@ void CheckHost(const std::string& host) {
   const std::string normal = NormalizeHost(host);
   if (normal.empty()) return;  // the policy refuses it: "not a valid host name"
   if (NormalizeHost(normal) != normal) Fail("NormalizeHost is not stable", host + " -> " + normal);
-  if (!IsDnsName(normal) && !IpAddress::Parse(normal)) Fail("normalized host is neither name nor address", normal);
+  if (!IsDnsName(normal) && !IpAddress::Parse(normal))
+    Fail("normalized host is neither name nor address", normal);
   for (char c : normal) {
     if (c >= 'A' && c <= 'Z') Fail("normalized host is not lower case", normal);
   }
@@ -42,8 +45,10 @@ void CheckAuthority(const std::string& text, std::optional<uint16_t> default_por
   const HostPort& h = *parsed;
   if (h.host.empty() || h.port == 0) Fail("accepted authority without host or port", Describe(h));
   if (text.find('@') != std::string::npos) Fail("accepted userinfo", text);
-  if (h.host.find(':') != std::string::npos && text.front() != '[') Fail("IPv6 host without brackets", text);
-  if (!default_port && text.find(':') == std::string::npos) Fail("accepted no port without a default", text);
+  if (h.host.find(':') != std::string::npos && text.front() != '[')
+    Fail("IPv6 host without brackets", text);
+  if (!default_port && text.find(':') == std::string::npos)
+    Fail("accepted no port without a default", text);
   auto back = ParseAuthority(Format(h), std::nullopt);
   if (!back || back->host != h.host || back->port != h.port) {
     Fail("authority written back parses otherwise", text + " -> " + Format(h));
@@ -55,12 +60,15 @@ void CheckForward(const std::string& text) {
   auto parsed = ParseForwardTarget(text);
   if (!parsed) return;
   const ForwardTarget& t = *parsed;
-  if (t.origin_form.empty() || t.origin_form.front() != '/') Fail("origin-form does not start with '/'", t.origin_form);
+  if (t.origin_form.empty() || t.origin_form.front() != '/')
+    Fail("origin-form does not start with '/'", t.origin_form);
   if (t.origin_form.find('#') != std::string::npos) Fail("fragment sent upstream", t.origin_form);
-  if (t.authority.find_first_of("/?#") != std::string::npos) Fail("authority holds a path", t.authority);
+  if (t.authority.find_first_of("/?#") != std::string::npos)
+    Fail("authority holds a path", t.authority);
   auto endpoint = ParseAuthority(t.authority, 80);
   if (!endpoint || endpoint->host != t.endpoint.host || endpoint->port != t.endpoint.port) {
-    Fail("the Host sent upstream names another endpoint", t.authority + " vs " + Describe(t.endpoint));
+    Fail("the Host sent upstream names another endpoint",
+         t.authority + " vs " + Describe(t.endpoint));
   }
   auto back = ParseForwardTarget("http://" + t.authority + t.origin_form);
   if (!back || back->authority != t.authority || back->origin_form != t.origin_form ||
@@ -76,9 +84,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string text = corral::fuzz::AsString(data + 1, size - 1);
   switch (data[0] % 3) {
-    case 0: CheckAuthority(text, std::nullopt); break;  // CONNECT
-    case 1: CheckAuthority(text, 443); break;
-    default: CheckForward(text);
+    case 0:
+      CheckAuthority(text, std::nullopt);
+      break;  // CONNECT
+    case 1:
+      CheckAuthority(text, 443);
+      break;
+    default:
+      CheckForward(text);
   }
   return 0;
 }

@@ -29,7 +29,8 @@ void FuzzOutcome(const std::string& frame) {
   std::string wire = OutcomeToWire(*outcome);
   auto back = OutcomeFromWire(wire);
   if (!back) corral::fuzz::Fail("OutcomeFromWire(OutcomeToWire(o)) failed", wire);
-  if (OutcomeToWire(*back) != wire) corral::fuzz::Fail("outcome wire form does not round-trip", wire);
+  if (OutcomeToWire(*back) != wire)
+    corral::fuzz::Fail("outcome wire form does not round-trip", wire);
 }
 
 // Feeds `bytes` through a socket pair and reads frames until it runs dry. A frame header

@@ -24,11 +24,11 @@ class MemorySandbox : public Sandbox {
     files_["/mnt/user-data/workspace/src/b.py"] = "def f():\n    return 1\n";
   }
   SbResult<CommandResult> DoExecuteCommand(const std::string& command, const EnvList&,
-                                         std::optional<double>) override {
+                                           std::optional<double>) override {
     return CommandResult{FormatCommandText(command, "", 0, std::nullopt), 0, false, {}, 0};
   }
   SbResult<std::string> DoReadFile(const std::string& path, std::optional<int> start,
-                                 std::optional<int> end) override {
+                                   std::optional<int> end) override {
     RETURN_SB_IF_ERROR(Check(path));
     auto it = files_.find(path);
     if (it == files_.end()) return SandboxError{SandboxErrc::kNotFound, path, ENOENT};
@@ -59,7 +59,7 @@ class MemorySandbox : public Sandbox {
     return DoWriteFile(path, bytes, false);
   }
   SbResult<GlobResult> DoGlob(const std::string& path, const std::string& pattern, bool,
-                            int max_results) override {
+                              int max_results) override {
     RETURN_SB_IF_ERROR(Check(path));
     GlobResult result;
     for (const auto& entry : Under(path)) {
@@ -73,7 +73,7 @@ class MemorySandbox : public Sandbox {
     return result;
   }
   SbResult<GrepResult> DoGrep(const std::string& path, const std::string& pattern,
-                            const GrepOptions& options) override;
+                              const GrepOptions& options) override;
 
  private:
   static SbStatus Check(const std::string& path) {
@@ -97,7 +97,7 @@ class MemorySandbox : public Sandbox {
 };
 
 SbResult<GrepResult> MemorySandbox::DoGrep(const std::string& path, const std::string& pattern,
-                                         const GrepOptions& options) {
+                                           const GrepOptions& options) {
   RETURN_SB_IF_ERROR(Check(path));
   auto matcher = LineMatcher::Create(pattern, options.literal, options.case_sensitive);
   if (!matcher) return matcher.error();

@@ -2,9 +2,9 @@
 // DeerFlow's request bodies (docs/deerflow-contract.md §5.1 #6-#12) and the error
 // conventions: FileOperationError in a 200 envelope, HTTP status codes for download.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
-#include <sys/stat.h>
 
 #include "base/files.h"
 #include "tests/support/aio_api_fixture.h"
@@ -31,13 +31,20 @@ TEST_F(AioApiTest, WriteReadRangesAppendAndOwnership) {
   EXPECT_EQ(w.data()["bytes_written"], 12);
   EXPECT_EQ(Post("v1/file/read", {{"file", p}}).data()["content"], "l0\nl1\nl2\nl3\n");
   // DeerFlow's read_file(start_line=s-1, end_line=e): 0-based inclusive, exclusive end.
-  EXPECT_EQ(Post("v1/file/read", {{"file", p}, {"start_line", 1}, {"end_line", 3}}).data()["content"], "l1\nl2\n");
-  EXPECT_EQ(Post("v1/file/read", {{"file", p}, {"start_line", 0}, {"end_line", 10}}).data()["content"],
-            "l0\nl1\nl2\nl3\n");
+  EXPECT_EQ(
+      Post("v1/file/read", {{"file", p}, {"start_line", 1}, {"end_line", 3}}).data()["content"],
+      "l1\nl2\n");
+  EXPECT_EQ(
+      Post("v1/file/read", {{"file", p}, {"start_line", 0}, {"end_line", 10}}).data()["content"],
+      "l0\nl1\nl2\nl3\n");
   EXPECT_EQ(Post("v1/file/read", {{"file", p}, {"start_line", 2}}).data()["content"], "l2\nl3\n");
   EXPECT_EQ(Post("v1/file/read", {{"file", p}, {"end_line", 1}}).data()["content"], "l0\n");
-  EXPECT_EQ(Post("v1/file/read", {{"file", p}, {"start_line", 3}, {"end_line", 2}}).data()["content"], "");
-  EXPECT_EQ(Post("v1/file/write", {{"file", p}, {"content", "l4\n"}, {"append", true}}).body["success"], true);
+  EXPECT_EQ(
+      Post("v1/file/read", {{"file", p}, {"start_line", 3}, {"end_line", 2}}).data()["content"],
+      "");
+  EXPECT_EQ(
+      Post("v1/file/write", {{"file", p}, {"content", "l4\n"}, {"append", true}}).body["success"],
+      true);
   EXPECT_EQ(Post("v1/file/read", {{"file", p}, {"start_line", 4}}).data()["content"], "l4\n");
   struct stat st;
   ASSERT_EQ(::stat(dir_.Join("user-data/workspace/a/b/c.txt").c_str(), &st), 0);
@@ -66,30 +73,40 @@ TEST_F(AioApiTest, FileErrorsAreEnvelopes) {
   EXPECT_TRUE(e["retryable"].is_boolean());
   EXPECT_TRUE(e["message"].is_string());
   EXPECT_EQ(Post("v1/file/read", {{"file", kWs}}).data()["error_type"], "invalid_target");
-  std::string denied = Post("v1/file/write", {{"file", "/etc/passwd"}, {"content", "x"}}).data()["error_type"];
+  std::string denied =
+      Post("v1/file/write", {{"file", "/etc/passwd"}, {"content", "x"}}).data()["error_type"];
   EXPECT_TRUE(denied == "permission_denied" || denied == "read_only_filesystem") << denied;
   EXPECT_EQ(Post("v1/file/read", {{"file", "relative.txt"}}).data()["error_type"], "invalid_path");
   EXPECT_EQ(Post("v1/file/list", {{"path", kWs + "/nope"}}).data()["error_type"], "not_found");
-  AioAnswer bad64 = Post("v1/file/write", {{"file", kWs + "/x.bin"}, {"content", "@@@"}, {"encoding", "base64"}});
+  AioAnswer bad64 =
+      Post("v1/file/write", {{"file", kWs + "/x.bin"}, {"content", "@@@"}, {"encoding", "base64"}});
   EXPECT_EQ(bad64.body["success"], false);
   EXPECT_EQ(bad64.data()["error_type"], "decode_error");
-  EXPECT_EQ(Post("v1/file/write", {{"file", kWs + "/x"}, {"content", "x"}, {"encoding", "latin1"}}).status, 422);
+  EXPECT_EQ(Post("v1/file/write", {{"file", kWs + "/x"}, {"content", "x"}, {"encoding", "latin1"}})
+                .status,
+            422);
 }
 
 TEST_F(AioApiTest, Base64WriteAndDownloadBytes) {
   const std::string bytes("\x00\x01\xff\xfe binary\n", 12);
   // base64 of the 12 bytes above.
-  AioAnswer w = Post("v1/file/write", {{"file", kWs + "/../outputs/img.bin"}, {"content", "AAH//iBiaW5hcnkK"},
+  AioAnswer w = Post("v1/file/write", {{"file", kWs + "/../outputs/img.bin"},
+                                       {"content", "AAH//iBiaW5hcnkK"},
                                        {"encoding", "base64"}});
   EXPECT_EQ(w.body["success"], true) << w.raw;
-  AioAnswer d = Call("GET", "v1/file/download", "", nullptr, {{"path", "/mnt/user-data/outputs/img.bin"}});
+  AioAnswer d =
+      Call("GET", "v1/file/download", "", nullptr, {{"path", "/mnt/user-data/outputs/img.bin"}});
   EXPECT_EQ(d.status, 200);
   EXPECT_EQ(d.content_type, "application/octet-stream");
   EXPECT_EQ(d.raw, bytes);
-  EXPECT_EQ(Call("GET", "v1/file/download", "", nullptr, {{"path", "/mnt/user-data/outputs/none"}}).status, 404);
+  EXPECT_EQ(Call("GET", "v1/file/download", "", nullptr, {{"path", "/mnt/user-data/outputs/none"}})
+                .status,
+            404);
   EXPECT_EQ(Call("GET", "v1/file/download", "", nullptr, {{"path", "/etc/hostname"}}).status, 403);
   EXPECT_EQ(Call("GET", "v1/file/download", "", nullptr, {}).status, 422);
-  EXPECT_EQ(Call("GET", "v1/file/download", "", nullptr, {{"path", "/mnt/user-data/outputs"}}).status, 400);
+  EXPECT_EQ(
+      Call("GET", "v1/file/download", "", nullptr, {{"path", "/mnt/user-data/outputs"}}).status,
+      400);
 }
 
 // What a command in the sandbox can make in outputs/ besides files: a unix socket and a
@@ -97,8 +114,9 @@ TEST_F(AioApiTest, Base64WriteAndDownloadBytes) {
 // kernel's ENXIO text for the socket), a FIFO never blocks the call, and a write never
 // feeds one. A name with UTF-8 and control bytes reaches Content-Disposition encoded.
 TEST_F(AioApiTest, SocketsAndFifosAreRefusedAndNamesAreEncoded) {
-  Shell("cd /mnt/user-data/outputs && mkfifo pipe && python3 -c \"import socket; "
-        "s = socket.socket(socket.AF_UNIX); s.bind('sock')\" && ls -l");
+  Shell(
+      "cd /mnt/user-data/outputs && mkfifo pipe && python3 -c \"import socket; "
+      "s = socket.socket(socket.AF_UNIX); s.bind('sock')\" && ls -l");
   for (const std::string name : {"pipe", "sock"}) {
     const std::string path = "/mnt/user-data/outputs/" + name;
     AioAnswer d = Call("GET", "v1/file/download", "", nullptr, {{"path", path}});
@@ -115,8 +133,8 @@ TEST_F(AioApiTest, SocketsAndFifosAreRefusedAndNamesAreEncoded) {
   ASSERT_EQ(Post("v1/file/write", {{"file", "/mnt/user-data/outputs/" + odd}, {"content", "x"}})
                 .body["success"],
             true);
-  AioAnswer d = Call("GET", "v1/file/download", "", nullptr,
-                     {{"path", "/mnt/user-data/outputs/" + odd}});
+  AioAnswer d =
+      Call("GET", "v1/file/download", "", nullptr, {{"path", "/mnt/user-data/outputs/" + odd}});
   ASSERT_EQ(d.status, 200) << d.raw;
   std::string disposition;
   for (const auto& [name, value] : d.headers) {
@@ -128,8 +146,10 @@ TEST_F(AioApiTest, SocketsAndFifosAreRefusedAndNamesAreEncoded) {
 }
 
 TEST_F(AioApiTest, ListFindGrepSearchShapes) {
-  Post("v1/file/write", {{"file", kWs + "/src/main.py"}, {"content", "import os\nprint('Hello')\nhello = 1\n"}});
-  Post("v1/file/write", {{"file", kWs + "/src/deep/util.py"}, {"content", "def hello():\n    pass\n"}});
+  Post("v1/file/write",
+       {{"file", kWs + "/src/main.py"}, {"content", "import os\nprint('Hello')\nhello = 1\n"}});
+  Post("v1/file/write",
+       {{"file", kWs + "/src/deep/util.py"}, {"content", "def hello():\n    pass\n"}});
   Post("v1/file/write", {{"file", kWs + "/README.md"}, {"content", "# hello\n"}});
   Post("v1/file/write", {{"file", kWs + "/.hidden/secret.txt"}, {"content", "hello\n"}});
 
@@ -152,7 +172,8 @@ TEST_F(AioApiTest, ListFindGrepSearchShapes) {
   AioAnswer lh = Post("v1/file/list", {{"path", kWs}, {"recursive", true}, {"show_hidden", true}});
   EXPECT_TRUE(HasPath(lh.data()["files"], kWs + "/.hidden/secret.txt", false));
   AioAnswer flat = Post("v1/file/list", {{"path", kWs}});
-  EXPECT_FALSE(HasPath(flat.data()["files"], kWs + "/src/main.py", false)) << "not recursive by default";
+  EXPECT_FALSE(HasPath(flat.data()["files"], kWs + "/src/main.py", false))
+      << "not recursive by default";
 
   AioAnswer f = Post("v1/file/find", {{"path", kWs}, {"glob", "**/*.py"}});
   ASSERT_EQ(f.body["success"], true) << f.raw;
@@ -162,34 +183,48 @@ TEST_F(AioApiTest, ListFindGrepSearchShapes) {
   EXPECT_EQ(got, (std::vector<std::string>{kWs + "/src/deep/util.py", kWs + "/src/main.py"}));
 
   // DeerFlow's grep body.
-  AioAnswer g = Post("v1/file/grep", {{"path", kWs}, {"pattern", "hello"}, {"case_insensitive", true},
-                                      {"fixed_strings", false}, {"max_results", 104}, {"max_file_size", "1M"},
+  AioAnswer g = Post("v1/file/grep", {{"path", kWs},
+                                      {"pattern", "hello"},
+                                      {"case_insensitive", true},
+                                      {"fixed_strings", false},
+                                      {"max_results", 104},
+                                      {"max_file_size", "1M"},
                                       {"recursive", true}});
   ASSERT_EQ(g.body["success"], true) << g.raw;
   EXPECT_EQ(g.data()["truncated"], false);
   bool saw = false;
   for (const auto& m : g.data()["matches"]) {
-    EXPECT_TRUE(m["file"].is_string() && m["line_number"].is_number_integer() && m["line_content"].is_string());
+    EXPECT_TRUE(m["file"].is_string() && m["line_number"].is_number_integer() &&
+                m["line_content"].is_string());
     if (m["file"] == kWs + "/src/main.py" && m["line_number"] == 2) {
       saw = true;
       EXPECT_EQ(m["line_content"], "print('Hello')");
     }
   }
   EXPECT_TRUE(saw) << g.raw;
-  AioAnswer one = Post("v1/file/grep", {{"path", kWs + "/src/main.py"}, {"pattern", "hello"}, {"fixed_strings", true}});
+  AioAnswer one =
+      Post("v1/file/grep",
+           {{"path", kWs + "/src/main.py"}, {"pattern", "hello"}, {"fixed_strings", true}});
   ASSERT_EQ(one.data()["matches"].size(), 1u) << one.raw;
   EXPECT_EQ(one.data()["matches"][0]["line_number"], 3);
-  AioAnswer shallow = Post("v1/file/grep", {{"path", kWs}, {"pattern", "hello"}, {"case_insensitive", true}, {"recursive", false}});
+  AioAnswer shallow =
+      Post("v1/file/grep",
+           {{"path", kWs}, {"pattern", "hello"}, {"case_insensitive", true}, {"recursive", false}});
   ASSERT_EQ(shallow.data()["matches"].size(), 1u) << shallow.raw;
   EXPECT_EQ(shallow.data()["matches"][0]["file"], kWs + "/README.md");
-  AioAnswer trunc = Post("v1/file/grep", {{"path", kWs}, {"pattern", "hello"}, {"case_insensitive", true}, {"max_results", 1}});
+  AioAnswer trunc =
+      Post("v1/file/grep",
+           {{"path", kWs}, {"pattern", "hello"}, {"case_insensitive", true}, {"max_results", 1}});
   EXPECT_EQ(trunc.data()["truncated"], true);
   EXPECT_EQ(trunc.data()["matches"].size(), 1u);
-  EXPECT_EQ(Post("v1/file/grep", {{"path", kWs}, {"pattern", "x"}, {"max_results", 0}}).status, 422);
-  EXPECT_EQ(Post("v1/file/grep", {{"path", kWs}, {"pattern", "x"}, {"max_results", 10001}}).status, 422);
+  EXPECT_EQ(Post("v1/file/grep", {{"path", kWs}, {"pattern", "x"}, {"max_results", 0}}).status,
+            422);
+  EXPECT_EQ(Post("v1/file/grep", {{"path", kWs}, {"pattern", "x"}, {"max_results", 10001}}).status,
+            422);
   EXPECT_EQ(Post("v1/file/grep", {{"path", kWs}, {"pattern", "(unclosed"}}).body["success"], false);
 
-  AioAnswer s = Post("v1/file/search", {{"file", kWs + "/src/main.py"}, {"regex", "^(import|hello)"}});
+  AioAnswer s =
+      Post("v1/file/search", {{"file", kWs + "/src/main.py"}, {"regex", "^(import|hello)"}});
   ASSERT_EQ(s.body["success"], true) << s.raw;
   EXPECT_EQ(s.data()["line_numbers"], json({1, 3}));
   EXPECT_EQ(s.data()["matches"], json({"import os", "hello = 1"}));
@@ -219,7 +254,9 @@ TEST_F(AioApiTest, GrepHonoursMaxFileSize) {
   EXPECT_EQ(files({{"max_file_size", "2M"}}), both);
   EXPECT_EQ(files({{"max_file_size", "1600000"}}), both);
   EXPECT_EQ(files({{"max_file_size", "5"}}), std::vector<std::string>{});
-  EXPECT_EQ(Post("v1/file/grep", {{"path", kWs}, {"pattern", "x"}, {"max_file_size", "lots"}}).status, 422);
+  EXPECT_EQ(
+      Post("v1/file/grep", {{"path", kWs}, {"pattern", "x"}, {"max_file_size", "lots"}}).status,
+      422);
 }
 
 }  // namespace

@@ -45,8 +45,9 @@ TEST_F(AioApiTest, SandboxContextIsASandboxResponse) {
 TEST_F(AioApiTest, SandboxContextReportsRuntimesAndPorts) {
   if (Shell("command -v python3 >/dev/null && echo yes") != "yes\n") GTEST_SKIP() << "no python3";
   const std::string py = Shell("readlink -f \"$(command -v python3)\" | tr -d '\\n'");
-  Shell("python3 -c 'import socket,time; s=socket.socket(); s.bind((\"127.0.0.1\", 18766)); "
-        "s.listen(); time.sleep(300)' > /dev/null 2>&1 &");
+  Shell(
+      "python3 -c 'import socket,time; s=socket.socket(); s.bind((\"127.0.0.1\", 18766)); "
+      "s.listen(); time.sleep(300)' > /dev/null 2>&1 &");
   json ports;
   for (int i = 0; i < 100; ++i) {
     ports = Call("GET", "v1/sandbox", "").body["detail"]["system"]["occupied_ports"];
@@ -61,14 +62,16 @@ TEST_F(AioApiTest, SandboxContextReportsRuntimesAndPorts) {
     found = true;
     // python3.11 -> "3.11"; the version the interpreter itself reports starts with it.
     const std::string ver = spec.value("ver", "");
-    EXPECT_EQ(Shell("python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'"), ver + "\n");
+    EXPECT_EQ(Shell("python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'"),
+              ver + "\n");
     EXPECT_TRUE(spec["alias"].is_array() && !spec["alias"].empty()) << spec;
   }
   EXPECT_TRUE(found) << py << " not in " << runtime;
   if (Shell("command -v node >/dev/null && echo yes") == "yes\n") {
     ASSERT_FALSE(runtime["nodejs"].empty()) << runtime;
     if (runtime["nodejs"][0].contains("ver")) {
-      EXPECT_EQ(Shell("node --version"), "v" + runtime["nodejs"][0]["ver"].get<std::string>() + "\n");
+      EXPECT_EQ(Shell("node --version"),
+                "v" + runtime["nodejs"][0]["ver"].get<std::string>() + "\n");
     }
   }
 }
@@ -81,8 +84,9 @@ TEST_F(AioApiTest, UnknownAioRouteIsFastApis404) {
 
 TEST_F(AioApiTest, ShellExecWithoutIdIsExactlyTheOutput) {
   // DeerFlow f1f4af9's bash tool: no id, cd prefix, no_change_timeout 600.
-  AioAnswer a = Post("v1/shell/exec", {{"command", "cd /mnt/user-data/workspace; echo hi; echo err >&2"},
-                                       {"no_change_timeout", 600}});
+  AioAnswer a =
+      Post("v1/shell/exec", {{"command", "cd /mnt/user-data/workspace; echo hi; echo err >&2"},
+                             {"no_change_timeout", 600}});
   ASSERT_EQ(a.status, 200) << a.raw;
   EXPECT_EQ(a.body["success"], true);
   EXPECT_EQ(a.data()["output"], "hi\nerr\n");
@@ -96,7 +100,8 @@ TEST_F(AioApiTest, ShellExecWithoutIdIsExactlyTheOutput) {
   EXPECT_EQ(Shell("pwd; id -u"), "/mnt/user-data/workspace\n1000\n");
   // list_dir (#4): find | head, the root included, no trailing '/'.
   Shell("mkdir -p /mnt/user-data/workspace/d && touch /mnt/user-data/workspace/d/f");
-  EXPECT_EQ(Shell("find '/mnt/user-data/workspace' -maxdepth 2 -type f -o -type d 2>/dev/null | sort | head -500"),
+  EXPECT_EQ(Shell("find '/mnt/user-data/workspace' -maxdepth 2 -type f -o -type d 2>/dev/null | "
+                  "sort | head -500"),
             "/mnt/user-data/workspace\n/mnt/user-data/workspace/d\n/mnt/user-data/workspace/d/f\n");
   // Output that looks like a marker line does not end the call.
   EXPECT_EQ(Shell("printf '\\nabc 0 /\\n'; echo after"), "\nabc 0 /\nafter\n");
@@ -111,9 +116,11 @@ TEST_F(AioApiTest, SessionsKeepCdAndExportAndSurviveExit) {
   EXPECT_EQ(Post("v1/shell/sessions/create", {{"id", id}}).data()["session_id"], id);
   EXPECT_EQ(Shell("cd /tmp && export FOO=bar", id), "");
   EXPECT_EQ(Shell("pwd; echo $FOO", id), "/tmp\nbar\n");
-  EXPECT_EQ(Shell("pwd", ""), "/mnt/user-data/workspace\n") << "a call without id is a fresh session";
+  EXPECT_EQ(Shell("pwd", ""), "/mnt/user-data/workspace\n")
+      << "a call without id is a fresh session";
   // `exit N`: completed with N, and the session goes on (same directory).
-  AioAnswer e = Post("v1/shell/exec", {{"command", "echo a; exit 3"}, {"id", id}, {"no_change_timeout", 600}});
+  AioAnswer e = Post("v1/shell/exec",
+                     {{"command", "echo a; exit 3"}, {"id", id}, {"no_change_timeout", 600}});
   EXPECT_EQ(e.data()["status"], "completed") << e.raw;
   EXPECT_EQ(e.data()["exit_code"], 3);
   EXPECT_EQ(e.data()["output"], "a\n");
@@ -123,7 +130,8 @@ TEST_F(AioApiTest, SessionsKeepCdAndExportAndSurviveExit) {
   EXPECT_EQ(Call("DELETE", "v1/shell/sessions/" + id, "").status, 200);
   AioAnswer gone = Post("v1/shell/exec", {{"command", "true"}, {"id", id}});
   EXPECT_EQ(gone.status, 404);
-  EXPECT_EQ(gone.body, json({{"success", false}, {"message", "Session not found"}, {"data", nullptr}}));
+  EXPECT_EQ(gone.body,
+            json({{"success", false}, {"message", "Session not found"}, {"data", nullptr}}));
   EXPECT_EQ(Post("v1/shell/view", {{"id", "nope"}}).status, 404);
 }
 
@@ -140,11 +148,13 @@ TEST_F(AioApiTest, BackgroundProcessesSurviveAndNeverBlock) {
     Shell("cd /tmp && python3 -m http.server 18765 --bind 127.0.0.1 > /tmp/http.log 2>&1 &");
     std::string got = Shell(
         "for i in $(seq 50); do python3 -c \"import urllib.request as u; "
-        "print(u.urlopen('http://127.0.0.1:18765/').status)\" 2>/dev/null && break; sleep 0.1; done");
+        "print(u.urlopen('http://127.0.0.1:18765/').status)\" 2>/dev/null && break; sleep 0.1; "
+        "done");
     EXPECT_EQ(got, "200\n") << "a server started by one call answers a later one";
   }
   // Many implicit sessions: the oldest are closed, their jobs live on.
-  for (int i = 0; i < 12; ++i) EXPECT_EQ(Shell("echo " + std::to_string(i)), std::to_string(i) + "\n");
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(Shell("echo " + std::to_string(i)), std::to_string(i) + "\n");
   EXPECT_EQ(Shell("kill -0 " + pid + " && echo alive"), "alive\n");
   EXPECT_LE(api_->live_sessions(), 4u);
 }
@@ -154,15 +164,21 @@ TEST_F(AioApiTest, TimeoutsKillTheCommandTreeOnly) {
   Post("v1/shell/sessions/create", {{"id", id}});
   std::string bg = Shell("sleep 300 > /dev/null 2>&1 & printf %s $!", id);
   auto t0 = Clock::now();
-  AioAnswer a = Post("v1/shell/exec", {{"command", "sleep 100 | cat; echo never"}, {"id", id}, {"no_change_timeout", 1}});
+  AioAnswer a =
+      Post("v1/shell/exec",
+           {{"command", "sleep 100 | cat; echo never"}, {"id", id}, {"no_change_timeout", 1}});
   EXPECT_EQ(a.data()["status"], "no_change_timeout") << a.raw;
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
-  EXPECT_EQ(Shell("kill -0 " + bg + " && echo alive", id), "alive\n") << "an earlier job was killed";
+  EXPECT_EQ(Shell("kill -0 " + bg + " && echo alive", id), "alive\n")
+      << "an earlier job was killed";
   EXPECT_EQ(Shell("pgrep -x -f 'sleep 100' || echo none", id), "none\n");
   // Output keeps coming, so only hard_timeout ends it.
   t0 = Clock::now();
-  AioAnswer h = Post("v1/shell/exec", {{"command", "while true; do date +%s%N > /tmp/tick; echo t; sleep 0.2; done"},
-                                       {"id", id}, {"no_change_timeout", 600}, {"hard_timeout", 2}});
+  AioAnswer h = Post("v1/shell/exec",
+                     {{"command", "while true; do date +%s%N > /tmp/tick; echo t; sleep 0.2; done"},
+                      {"id", id},
+                      {"no_change_timeout", 600},
+                      {"hard_timeout", 2}});
   EXPECT_EQ(h.data()["status"], "hard_timeout") << h.raw;
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
   EXPECT_NE(h.data()["output"].get<std::string>().find("t\n"), std::string::npos);
@@ -170,7 +186,9 @@ TEST_F(AioApiTest, TimeoutsKillTheCommandTreeOnly) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(Shell("cat /tmp/tick", id), tick) << "the loop still runs";
   // A loop in the shell itself: the shell is replaced, the session goes on.
-  AioAnswer b = Post("v1/shell/exec", {{"command", "cd /tmp; while :; do :; done"}, {"id", id}, {"hard_timeout", 1}});
+  AioAnswer b =
+      Post("v1/shell/exec",
+           {{"command", "cd /tmp; while :; do :; done"}, {"id", id}, {"hard_timeout", 1}});
   EXPECT_EQ(b.data()["status"], "hard_timeout") << b.raw;
   EXPECT_EQ(Shell("echo ok; kill -0 " + bg + " && echo alive", id), "ok\nalive\n");
 }
@@ -185,14 +203,21 @@ TEST_F(AioApiTest, TimeoutKillsWhatTheCallDoubleForked) {
   // setsid runs sh in place (no job control: not a group leader); sh forks the sleep and
   // exits, so once setsid returns the sleep is an orphan.
   Shell("setsid sh -c 'sleep 302 > /dev/null 2>&1 &'", id);
-  AioAnswer a = Post("v1/shell/exec", {{"command", "setsid sh -c 'sleep 303 > /dev/null 2>&1 &'; "
-                                                   "setsid sh -c 'setsid sleep 304 > /dev/null 2>&1 &'; sleep 100"},
-                                       {"id", id}, {"no_change_timeout", 1}});
+  AioAnswer a =
+      Post("v1/shell/exec", {{"command",
+                              "setsid sh -c 'sleep 303 > /dev/null 2>&1 &'; "
+                              "setsid sh -c 'setsid sleep 304 > /dev/null 2>&1 &'; sleep 100"},
+                             {"id", id},
+                             {"no_change_timeout", 1}});
   EXPECT_EQ(a.data()["status"], "no_change_timeout") << a.raw;
-  EXPECT_EQ(Shell("pgrep -x -f 'sleep 303' || echo none", id), "none\n") << "the call's daemon outlived its timeout";
-  EXPECT_EQ(Shell("pgrep -x -f 'sleep 304' || echo none", id), "none\n") << "the call's daemon outlived its timeout";
-  EXPECT_EQ(Shell("kill -0 " + bg + " && echo alive", id), "alive\n") << "an earlier job was killed";
-  EXPECT_NE(Shell("pgrep -x -f 'sleep 302' || echo none", id), "none\n") << "an earlier call's daemon was killed";
+  EXPECT_EQ(Shell("pgrep -x -f 'sleep 303' || echo none", id), "none\n")
+      << "the call's daemon outlived its timeout";
+  EXPECT_EQ(Shell("pgrep -x -f 'sleep 304' || echo none", id), "none\n")
+      << "the call's daemon outlived its timeout";
+  EXPECT_EQ(Shell("kill -0 " + bg + " && echo alive", id), "alive\n")
+      << "an earlier job was killed";
+  EXPECT_NE(Shell("pgrep -x -f 'sleep 302' || echo none", id), "none\n")
+      << "an earlier call's daemon was killed";
 }
 
 // A shell that is replaced (a timeout in the shell itself, an `exit`) comes back with the
@@ -200,25 +225,34 @@ TEST_F(AioApiTest, TimeoutKillsWhatTheCallDoubleForked) {
 TEST_F(AioApiTest, ExportsAndCwdSurviveAShellRestart) {
   const std::string id = "restart";
   Post("v1/shell/sessions/create", {{"id", id}});
-  const std::string first_shell = Shell("cd /tmp && export KEEP_ME='a b' MULTI=$'x\\ny' && printf %s $$", id);
+  const std::string first_shell =
+      Shell("cd /tmp && export KEEP_ME='a b' MULTI=$'x\\ny' && printf %s $$", id);
   // A loop in the shell itself that ignores the trap the timeout uses first: the shell is
   // killed and replaced.
-  AioAnswer b = Post("v1/shell/exec", {{"command", "trap '' USR1; while :; do :; done"}, {"id", id}, {"hard_timeout", 1}});
+  AioAnswer b =
+      Post("v1/shell/exec",
+           {{"command", "trap '' USR1; while :; do :; done"}, {"id", id}, {"hard_timeout", 1}});
   EXPECT_EQ(b.data()["status"], "hard_timeout") << b.raw;
   EXPECT_NE(Shell("printf %s $$", id), first_shell) << "the shell was not replaced";
   EXPECT_EQ(Shell("pwd; echo \"$KEEP_ME\"; echo \"$MULTI\"", id), "/tmp\na b\nx\ny\n");
   EXPECT_EQ(Shell("export -n MULTI; export ONE_MORE=1", id), "");
-  AioAnswer e = Post("v1/shell/exec", {{"command", "export LOST=1; exit 2"}, {"id", id}, {"no_change_timeout", 600}});
+  AioAnswer e =
+      Post("v1/shell/exec",
+           {{"command", "export LOST=1; exit 2"}, {"id", id}, {"no_change_timeout", 600}});
   EXPECT_EQ(e.data()["exit_code"], 2) << e.raw;
-  EXPECT_EQ(Shell("echo \"$KEEP_ME|$ONE_MORE|$LOST\"; printenv MULTI || echo unexported", id), "a b|1|\nunexported\n");
+  EXPECT_EQ(Shell("echo \"$KEEP_ME|$ONE_MORE|$LOST\"; printenv MULTI || echo unexported", id),
+            "a b|1|\nunexported\n");
   EXPECT_EQ(Shell("echo \"[$KEEP_ME]\""), "[]\n") << "a new session starts clean";
 }
 
 TEST_F(AioApiTest, AsyncModeWaitViewKillAndUpdate) {
   const std::string id = "async-1";
   Post("v1/shell/sessions/create", {{"id", id}});
-  AioAnswer s = Post("v1/shell/exec", {{"command", "sleep 1; echo done"}, {"id", id}, {"async_mode", true},
-                                       {"no_change_timeout", 605}, {"hard_timeout", 600}});
+  AioAnswer s = Post("v1/shell/exec", {{"command", "sleep 1; echo done"},
+                                       {"id", id},
+                                       {"async_mode", true},
+                                       {"no_change_timeout", 605},
+                                       {"hard_timeout", 600}});
   EXPECT_EQ(s.data()["status"], "running") << s.raw;
   json st;
   for (int i = 0; i < 20; ++i) {
@@ -237,7 +271,8 @@ TEST_F(AioApiTest, AsyncModeWaitViewKillAndUpdate) {
   EXPECT_EQ(k.data()["status"], "terminated") << k.raw;
   EXPECT_EQ(Post("v1/shell/view", {{"id", id}}).data()["status"], "terminated");
   // sessions/update no_change_timeout 1 makes a silent running command end.
-  Post("v1/shell/exec", {{"command", "sleep 100"}, {"id", id}, {"async_mode", true}, {"no_change_timeout", 600}});
+  Post("v1/shell/exec",
+       {{"command", "sleep 100"}, {"id", id}, {"async_mode", true}, {"no_change_timeout", 600}});
   EXPECT_EQ(Post("v1/shell/sessions/update", {{"id", id}, {"no_change_timeout", 1}}).status, 200);
   for (int i = 0; i < 20; ++i) {
     st = Post("v1/shell/wait", {{"id", id}, {"max_wait_seconds", 1}}).data();
@@ -250,14 +285,16 @@ TEST_F(AioApiTest, AsyncModeWaitViewKillAndUpdate) {
 TEST_F(AioApiTest, BashExecEnvIsForOneCommandAndStreamsApart) {
   // DeerFlow f1f4af9 (#5): no session_id, env, hard_timeout 600.0.
   AioAnswer a = Post("v1/bash/exec", {{"command", "echo out; echo err >&2; echo $SECRET_TOKEN"},
-                                      {"env", {{"SECRET_TOKEN", "s3cr3t"}}}, {"hard_timeout", 600.0}});
+                                      {"env", {{"SECRET_TOKEN", "s3cr3t"}}},
+                                      {"hard_timeout", 600.0}});
   ASSERT_EQ(a.status, 200) << a.raw;
   EXPECT_EQ(a.data()["stdout"], "out\ns3cr3t\n");
   EXPECT_EQ(a.data()["stderr"], "err\n");
   EXPECT_EQ(a.data()["status"], "completed");
   EXPECT_EQ(a.data()["exit_code"], 0);
   EXPECT_FALSE(a.data()["session_id"].get<std::string>().empty());
-  AioAnswer b = Post("v1/bash/exec", {{"command", "echo ${SECRET_TOKEN:-unset}; exit 7"}, {"env", {{"X", "1"}}}});
+  AioAnswer b = Post("v1/bash/exec",
+                     {{"command", "echo ${SECRET_TOKEN:-unset}; exit 7"}, {"env", {{"X", "1"}}}});
   EXPECT_EQ(b.data()["stdout"], "unset\n");
   EXPECT_EQ(b.data()["exit_code"], 7);
   AioAnswer t = Post("v1/bash/exec", {{"command", "sleep 20"}, {"hard_timeout", 1}});
@@ -266,8 +303,11 @@ TEST_F(AioApiTest, BashExecEnvIsForOneCommandAndStreamsApart) {
   const std::string sid = "bash-sess-1";
   AioAnswer c = Post("v1/bash/sessions/create", {{"session_id", sid}});
   EXPECT_EQ(c.data()["session_id"], sid) << c.raw;
-  AioAnswer s = Post("v1/bash/exec", {{"session_id", sid}, {"command", "exec < /dev/null\ncd /tmp; echo $TOK; echo e >&2"},
-                                      {"env", {{"TOK", "abc"}}}, {"hard_timeout", 10}});
+  AioAnswer s =
+      Post("v1/bash/exec", {{"session_id", sid},
+                            {"command", "exec < /dev/null\ncd /tmp; echo $TOK; echo e >&2"},
+                            {"env", {{"TOK", "abc"}}},
+                            {"hard_timeout", 10}});
   EXPECT_EQ(s.data()["stdout"], "abc\n") << s.raw;
   EXPECT_EQ(s.data()["stderr"], "e\n");
   EXPECT_EQ(s.data()["session_id"], sid);
@@ -317,7 +357,8 @@ TEST_F(AioApiTest, ConcurrentCallsOnOneSandbox) {
         got = Shell("echo s" + n, shared);
         if (got != "s" + n + "\n") ++bad, ADD_FAILURE() << "shared session: " << got;
         std::string file = "/mnt/user-data/workspace/c" + n;
-        if (!Post("v1/file/write", {{"file", file}, {"content", n}}).body.value("success", false)) ++bad;
+        if (!Post("v1/file/write", {{"file", file}, {"content", n}}).body.value("success", false))
+          ++bad;
         json read = Post("v1/file/read", {{"file", file}}).data();
         if (!read.is_object() || read.value("content", "") != n) ++bad;
       }
@@ -362,7 +403,8 @@ TEST_F(AioApiTest, CloseIfIdleNeverTakesABusyOrNewSession) {
   EXPECT_FALSE(s->CloseIfIdle(never, true)) << "a command is queued or running";
   EXPECT_FALSE(s->closed());
   auto done = std::make_shared<std::promise<CommandState>>();
-  s->Await(*cid, runtime::sessions::SteadyTime::max(), [done](const CommandState& st) { done->set_value(st); });
+  s->Await(*cid, runtime::sessions::SteadyTime::max(),
+           [done](const CommandState& st) { done->set_value(st); });
   auto fut = done->get_future();
   ASSERT_EQ(fut.wait_for(std::chrono::seconds(60)), std::future_status::ready);
   CommandState st = fut.get();
@@ -425,7 +467,9 @@ TEST_F(AioApiTest, FiftyParallelCallsOverFiveSandboxes) {
       auto post = [&](const std::string& path, const json& body) {
         return Call("POST", path, body.dump(), &ref);
       };
-      if (!post("v1/file/write", {{"file", file}, {"content", "v" + n}}).body.value("success", false)) ++bad;
+      if (!post("v1/file/write", {{"file", file}, {"content", "v" + n}})
+               .body.value("success", false))
+        ++bad;
       json out = post("v1/shell/exec", {{"command", "cat " + file}}).data();
       if (!out.is_object() || out.value("output", "") != "v" + n) ++bad;
       json sep = post("v1/bash/exec", {{"command", "echo $N"}, {"env", {{"N", n}}}}).data();
@@ -436,7 +480,8 @@ TEST_F(AioApiTest, FiftyParallelCallsOverFiveSandboxes) {
   EXPECT_EQ(bad.load(), 0);
   // Each sandbox holds exactly its own files.
   for (size_t i = 0; i < refs.size(); ++i) {
-    AioAnswer l = Call("POST", "v1/file/list", json{{"path", "/mnt/user-data/workspace"}}.dump(), &refs[i]);
+    AioAnswer l =
+        Call("POST", "v1/file/list", json{{"path", "/mnt/user-data/workspace"}}.dump(), &refs[i]);
     EXPECT_EQ(l.data()["total_count"], 10) << l.raw;
   }
 }
@@ -446,7 +491,8 @@ TEST_F(AioApiTest, ShutdownAnswersRunningCommands) {
   server::HttpRequest req;
   req.method = "POST";
   req.body = json{{"command", "sleep 100"}, {"id", nullptr}}.dump();
-  api_->Handle(ref_, "v1/shell/exec", req, [pending](server::HttpResponse r) { pending->set_value(r); });
+  api_->Handle(ref_, "v1/shell/exec", req,
+               [pending](server::HttpResponse r) { pending->set_value(r); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   auto t0 = Clock::now();
   api_->Shutdown(Clock::now() + std::chrono::seconds(3));
@@ -455,7 +501,8 @@ TEST_F(AioApiTest, ShutdownAnswersRunningCommands) {
   ASSERT_EQ(f.wait_for(std::chrono::seconds(5)), std::future_status::ready);
   json body = json::parse(f.get().body);
   EXPECT_EQ(body["data"]["status"], "terminated") << body;
-  EXPECT_EQ(Post("v1/shell/exec", {{"command", "true"}}).body["success"], false) << "no new sessions after Shutdown";
+  EXPECT_EQ(Post("v1/shell/exec", {{"command", "true"}}).body["success"], false)
+      << "no new sessions after Shutdown";
 }
 
 // One figure for the report (printed, never asserted): shell/exec of `true` in a session,
@@ -477,9 +524,10 @@ TEST_F(AioApiTest, PrintsExecLatency) {
   double in_session = median_ms("lat", 0);
   double fresh = median_ms("", 50);
   double fresh_back_to_back = median_ms("", 0);
-  std::printf("[figure] shell/exec `true` median: %.2f ms in a session, %.2f ms without id (calls "
-              "50 ms apart: the spare shell is ready), %.2f ms without id back to back\n",
-              in_session, fresh, fresh_back_to_back);
+  std::printf(
+      "[figure] shell/exec `true` median: %.2f ms in a session, %.2f ms without id (calls "
+      "50 ms apart: the spare shell is ready), %.2f ms without id back to back\n",
+      in_session, fresh, fresh_back_to_back);
 }
 
 }  // namespace

@@ -20,11 +20,13 @@ TEST_F(ServeTest, AioApiOverHttpWithDeerFlowsRequests) {
   const std::string url = created.Json()["sandbox_url"];
   RunOptions options;
   options.timeout = std::chrono::seconds(240);
-  auto r = RunProgram("/usr/bin/python3", {SourceDir() + "/tests/integration/data/aio_http_client.py", url}, options);
+  auto r = RunProgram("/usr/bin/python3",
+                      {SourceDir() + "/tests/integration/data/aio_http_client.py", url}, options);
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->exit_code, 0) << r->Describe() << DaemonLog();
   EXPECT_NE(r->out.find("ALL OK"), std::string::npos) << r->out;
-  for (size_t at = r->out.find("[figure]"); at != std::string::npos; at = r->out.find("[figure]", at + 1)) {
+  for (size_t at = r->out.find("[figure]"); at != std::string::npos;
+       at = r->out.find("[figure]", at + 1)) {
     std::printf("%s\n", r->out.substr(at, r->out.find('\n', at) - at).c_str());
   }
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/aiohttp01").status, 200);

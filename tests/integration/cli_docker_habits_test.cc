@@ -44,7 +44,9 @@ TEST(CliDockerHabitsTest, DockerOnlyRunOptionsGetTheCorralForm) {
   ExpectRefused({"run", "-d", "--", "true"}, "-d: no such option; corral has no detached runs");
   ExpectRefused({"run", "-d", "--", "true"}, "corral create --name NAME");
   // -t is an option of run and exec (a terminal per command); create has none.
-  ExpectRefused({"create", "-t"}, "-t: no such option; a terminal is given per command: corral exec -it NAME -- bash");
+  ExpectRefused(
+      {"create", "-t"},
+      "-t: no such option; a terminal is given per command: corral exec -it NAME -- bash");
   ExpectRefused({"run", "-p", "8080:80", "--", "true"}, "nothing can be published");
   ExpectRefused({"run", "--name", "x", "--", "true"}, "corral create --name NAME");
   ExpectRefused({"exec", "-d", "t1", "--", "true"}, "corral has no detached runs");

@@ -5,8 +5,8 @@
 // sandbox. Root only (real jails); leak-checked.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "tests/support/corral_paths.h"
@@ -94,7 +94,8 @@ TEST_F(CodeRunTest, NonZeroExitAndTracebackLines) {
   const std::string err = raised["stderr"];
   EXPECT_NE(err.find("File \"<snippet>\", line 3"), std::string::npos) << err;
   EXPECT_NE(err.find("ValueError: boom"), std::string::npos) << err;
-  EXPECT_EQ(err.find("_runner"), std::string::npos) << "the runner's frames are not shown:\n" << err;
+  EXPECT_EQ(err.find("_runner"), std::string::npos) << "the runner's frames are not shown:\n"
+                                                    << err;
 
   json syntax = Code("print('a'\n");
   EXPECT_EQ(syntax["status"], "error") << last_;
@@ -228,8 +229,7 @@ TEST_F(CodeRunTest, AllowListCatchesImportModuleAndDunderImport) {
       << last_;
   json mod = Code("print(__import__('json').dumps(1))\n__import__('csv')\n", {"--config", config});
   EXPECT_EQ(mod["stdout"], "1\n") << last_;
-  EXPECT_NE(mod["stderr"].get<std::string>().find("module 'csv' is not allowed"),
-            std::string::npos)
+  EXPECT_NE(mod["stderr"].get<std::string>().find("module 'csv' is not allowed"), std::string::npos)
       << last_;
 }
 
@@ -287,7 +287,8 @@ TEST_F(CodeRunTest, PersistentSandbox) {
   auto created = RunCorral({"create", "--name", "code1"});
   ASSERT_TRUE(created);
   ASSERT_EQ(created->exit_code, 0) << created->Describe();
-  json first = Code("open('/tmp/state', 'w').write('kept')\nprint('one')\n", {"--sandbox", "code1"});
+  json first =
+      Code("open('/tmp/state', 'w').write('kept')\nprint('one')\n", {"--sandbox", "code1"});
   EXPECT_EQ(first["status"], "ok") << last_;
   json second = Code("print(open('/tmp/state').read())\n", {"--sandbox", "code1"});
   EXPECT_EQ(second["stdout"], "kept\n") << last_;

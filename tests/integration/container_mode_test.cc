@@ -183,11 +183,10 @@ TEST_P(ContainerModeTest, TimeoutReachesEveryProcessOfTheCommand) {
   // sends its own stderr away: its sleep gets the same SIGTERM, and whether the child then
   // reports "Terminated" depends on which of the two the kernel signals first, so the
   // stderr the two modes are compared on would be a coin toss. The outer shell's is kept.
-  json r = Both({"--timeout", "1"},
-                {"/bin/sh", "-c",
-                 "trap wait TERM; sh -c 'exec 2>/dev/null; "
-                 "trap \"echo child got TERM; exit 0\" TERM; "
-                 "echo ready; while :; do sleep 0.05; done' & wait"});
+  json r = Both({"--timeout", "1"}, {"/bin/sh", "-c",
+                                     "trap wait TERM; sh -c 'exec 2>/dev/null; "
+                                     "trap \"echo child got TERM; exit 0\" TERM; "
+                                     "echo ready; while :; do sleep 0.05; done' & wait"});
   EXPECT_EQ(r["status"], "timed_out") << last_;
   EXPECT_EQ(r["stdout"], "ready\nchild got TERM\n") << last_;
 }
@@ -330,8 +329,8 @@ TEST_P(ContainerModeTest, SigtermToCorralCleansUp) {
 }
 
 TEST_P(ContainerModeTest, UnknownRuntimePathIsAClearError) {
-  auto r = RunCorral({"run", "--mode", "container", "--oci-runtime", "/nonexistent/crun", "--",
-                      "/bin/true"});
+  auto r = RunCorral(
+      {"run", "--mode", "container", "--oci-runtime", "/nonexistent/crun", "--", "/bin/true"});
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->exit_code, 125) << r->Describe();
   EXPECT_NE(r->err.find("oci_runtime /nonexistent/crun"), std::string::npos) << r->Describe();

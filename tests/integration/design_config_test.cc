@@ -34,17 +34,21 @@ class DesignConfigTest : public JailTest {
   // The design's file, as the design prints it, with a real root and mount.
   std::string WriteConfig(const std::string& name, const std::string& timeout,
                           const std::string& cpu_seconds) {
-    const std::string yaml = "sandbox:\n"
-                             "  mode: process\n"
-                             "  timeout: " + timeout + "\n"
-                             "  limits: {memory_mb: 256, cpu_seconds: " + cpu_seconds +
-                             ", max_processes: 16}\n"
-                             "  filesystem: {root: " + dir_.Join("root") +
-                             ", mounts: [{host: " + dir_.Join("data") +
-                             ", guest: /data, readonly: true}]}\n"
-                             "  network: {enabled: false, allow_domains: []}\n"
-                             "  python: {version: \"3\", allowlist: [math, json]}\n"
-                             "  env: {OMP_NUM_THREADS: 2}\n";
+    const std::string yaml =
+        "sandbox:\n"
+        "  mode: process\n"
+        "  timeout: " +
+        timeout +
+        "\n"
+        "  limits: {memory_mb: 256, cpu_seconds: " +
+        cpu_seconds +
+        ", max_processes: 16}\n"
+        "  filesystem: {root: " +
+        dir_.Join("root") + ", mounts: [{host: " + dir_.Join("data") +
+        ", guest: /data, readonly: true}]}\n"
+        "  network: {enabled: false, allow_domains: []}\n"
+        "  python: {version: \"3\", allowlist: [math, json]}\n"
+        "  env: {OMP_NUM_THREADS: 2}\n";
     EXPECT_TRUE(dir_.WriteFile(name, yaml));
     return dir_.Join(name);
   }
@@ -129,14 +133,12 @@ TEST_F(DesignConfigTest, CodeRunAppliesTheFile) {
       "    print('write errno', e.errno)\n",
       &describe);
   EXPECT_EQ(r["status"], "ok") << describe;
-  EXPECT_EQ(r["stdout"],
-            "{\"sqrt\": 4.0, \"data\": \"hello from the host\\n\"}\nwrite errno 30\n")
+  EXPECT_EQ(r["stdout"], "{\"sqrt\": 4.0, \"data\": \"hello from the host\\n\"}\nwrite errno 30\n")
       << describe;
   // python.allowlist: [math, json]
   r = CodeRun("import os\n", &describe);
   EXPECT_EQ(r["status"], "error") << describe;
-  EXPECT_NE(r["stderr"].get<std::string>().find(
-                "module 'os' is not allowed (python.allowlist)"),
+  EXPECT_NE(r["stderr"].get<std::string>().find("module 'os' is not allowed (python.allowlist)"),
             std::string::npos)
       << describe;
 }

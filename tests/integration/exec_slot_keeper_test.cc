@@ -2,6 +2,8 @@
 // that start in them (`corral serve`'s server.session_slots), against a real persistent
 // sandbox: a session started in a slot is the session a cold start gives, a slot is one
 // process of its sandbox until it is used or dropped, and nothing is left behind.
+#include "runtime/pool/exec_slot_keeper.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,7 +11,6 @@
 #include <string>
 #include <thread>
 
-#include "runtime/pool/exec_slot_keeper.h"
 #include "runtime/sandboxes/persistent.h"
 #include "tests/support/aio_api_fixture.h"
 

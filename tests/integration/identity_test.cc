@@ -4,6 +4,8 @@
 // Also the reservation every integration test runs with: a fresh CI machine has none, so
 // this binary makes it (`corral setup ids`) before any test, as root, and removes it after
 // the last one (`corral setup ids --remove`) if it was not there before.
+#include "runtime/run/identity.h"
+
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -15,7 +17,6 @@
 #include <sstream>
 
 #include "base/files.h"
-#include "runtime/run/identity.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/temp_dir.h"
 
@@ -214,7 +215,8 @@ TEST_F(IdentityTest, ARecreatedSandboxGetsTheSameIdAndCanWriteItsEarlierFiles) {
   EXPECT_NE(denied->exit_code, 0) << denied->Describe();
 
   Create(name);
-  Result<RunResult> again = ExecSh(name, "echo two >> /work/notes && touch /work/d/x && cat /work/notes");
+  Result<RunResult> again =
+      ExecSh(name, "echo two >> /work/notes && touch /work/d/x && cat /work/notes");
   ASSERT_TRUE(again) << again.error().message();
   EXPECT_EQ(again->exit_code, 0) << again->Describe();
   EXPECT_EQ(again->out, "one\ntwo\n");

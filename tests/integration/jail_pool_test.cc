@@ -108,7 +108,8 @@ TEST_F(JailPoolTest, APoolWhoseSpawnerDiedClonesItsJailsItself) {
   for (int i = 0; i < 3; ++i) {
     runtime::RunOutcome out = RunOk(**pool, Command({"sh", "-c", "echo $$"}));
     EXPECT_EQ(out.status, RunStatus::kExited)
-        << "run " << i << ", signal " << out.signal.value_or(0) << ", stderr " << out.stderr_stream.text;
+        << "run " << i << ", signal " << out.signal.value_or(0) << ", stderr "
+        << out.stderr_stream.text;
     EXPECT_EQ(out.stdout_stream.text, "2\n") << "run " << i;
   }
 }
@@ -213,7 +214,10 @@ TEST_F(JailPoolTest, AnAllowListPoolFitsOnlyItsOwnNetworkPolicy) {
     change(spec);
     others.emplace_back(what, std::move(spec));
   };
-  with("mode none", [](JailSpec& s) { s = JailSpec(); s.argv = {"true"}; });
+  with("mode none", [](JailSpec& s) {
+    s = JailSpec();
+    s.argv = {"true"};
+  });
   with("another allow rule", [](JailSpec& s) { s.network.allow.push_back("pypi.test"); });
   with("one allow rule fewer", [](JailSpec& s) { s.network.allow.pop_back(); });
   with("the rules reordered",

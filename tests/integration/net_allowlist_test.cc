@@ -15,10 +15,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <sstream>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "tests/support/jail_test.h"
@@ -50,22 +50,24 @@ class NetAllowlistTest : public JailTest {
     JailTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     port_ = FreeLoopbackPort();
-    auto pid = StartProgram({"/usr/bin/python3", SourceDir() + "/tests/integration/data/net_origin.py",
-                             std::to_string(port_)});
+    auto pid =
+        StartProgram({"/usr/bin/python3", SourceDir() + "/tests/integration/data/net_origin.py",
+                      std::to_string(port_)});
     ASSERT_TRUE(pid) << pid.error().message();
     origin_ = *pid;
     ASSERT_TRUE(WaitForLoopbackListener(port_)) << "the origin server did not start";
     const std::string p = std::to_string(port_);
     const std::string allow =
-                "network:\n"
-                "  mode: allowlist\n"
-                "  allow: [\"allowed.test:" + p + "\", \"pypi.test:" + p + "\", \"*.wild.test:" + p +
-                    "\"]\n"
-                "  deny: [\"bad.wild.test\"]\n"
-                "unsafe:\n"
-                "  network_resolve: {allowed.test: 127.0.0.1, pypi.test: 127.0.0.1,\n"
-                "                    denied.test: 127.0.0.1, a.wild.test: 127.0.0.1,\n"
-                "                    bad.wild.test: 127.0.0.1}\n";
+        "network:\n"
+        "  mode: allowlist\n"
+        "  allow: [\"allowed.test:" +
+        p + "\", \"pypi.test:" + p + "\", \"*.wild.test:" + p +
+        "\"]\n"
+        "  deny: [\"bad.wild.test\"]\n"
+        "unsafe:\n"
+        "  network_resolve: {allowed.test: 127.0.0.1, pypi.test: 127.0.0.1,\n"
+        "                    denied.test: 127.0.0.1, a.wild.test: 127.0.0.1,\n"
+        "                    bad.wild.test: 127.0.0.1}\n";
     WriteConfig("allow.yaml", allow);
     // The namespace alone (Landlock's TCP fence would answer EACCES before the routing).
     WriteConfig("allow-namespace-only.yaml", allow + "landlock: {tcp: false}\n");
@@ -90,9 +92,8 @@ class NetAllowlistTest : public JailTest {
     RunOptions options;
     options.env = {"CORRAL_RUNTIME_DIR=" + dir_.Join("run")};
     options.timeout = std::chrono::seconds(120);
-    auto r = RunCorral({"run", "--json", "--config", dir_.Join(config), "--", "/bin/bash", "-c",
-                        script},
-                       options);
+    auto r = RunCorral(
+        {"run", "--json", "--config", dir_.Join(config), "--", "/bin/bash", "-c", script}, options);
     EXPECT_TRUE(r) << r.error().message();
     if (!r) return json::object();
     json outcome = json::parse(r->out, nullptr, false);
@@ -110,10 +111,10 @@ class NetAllowlistTest : public JailTest {
 };
 
 TEST_F(NetAllowlistTest, AllowedNameThroughHttpConnectAndSocks) {
-  json o = Run("curl -sS -m 20 " + Url("allowed.test") + " && " +
-               "curl -sS -m 20 -p " + Url("allowed.test") + " && " +  // -p: CONNECT tunnel
-               "env -u http_proxy -u HTTP_PROXY curl -sS -m 20 --socks5-hostname 127.0.0.1:1080 " + Url("allowed.test") +
-               " && curl -sS -m 20 " + Url("a.wild.test"));
+  json o = Run("curl -sS -m 20 " + Url("allowed.test") + " && " + "curl -sS -m 20 -p " +
+               Url("allowed.test") + " && " +  // -p: CONNECT tunnel
+               "env -u http_proxy -u HTTP_PROXY curl -sS -m 20 --socks5-hostname 127.0.0.1:1080 " +
+               Url("allowed.test") + " && curl -sS -m 20 " + Url("a.wild.test"));
   EXPECT_EQ(o.value("exit_code", -1), 0) << o.dump();
   std::string hello = "hello from origin\n";
   EXPECT_EQ(Out(o), hello + hello + hello + hello) << o.dump();
@@ -126,11 +127,12 @@ TEST_F(NetAllowlistTest, AllowedNameThroughHttpConnectAndSocks) {
 TEST_F(NetAllowlistTest, PlainTcpClientThroughTheResolver) {
   // No proxy settings read: the name resolves (corral's resolver) to an address on the
   // jail's loopback where corral captures the connection for allowed.test:<port>.
-  json o = Run("python3 -c \"import socket; s = socket.create_connection(('allowed.test', " +
-               std::to_string(port_) +
-               "), timeout=20); s.sendall(b'GET /hello HTTP/1.0\\r\\nHost: allowed.test\\r\\n\\r\\n'); "
-               "d = b''\nwhile True:\n  c = s.recv(4096)\n  if not c: break\n  d += c\n"
-               "print(d.decode().split('\\r\\n\\r\\n', 1)[1], end='')\"");
+  json o =
+      Run("python3 -c \"import socket; s = socket.create_connection(('allowed.test', " +
+          std::to_string(port_) +
+          "), timeout=20); s.sendall(b'GET /hello HTTP/1.0\\r\\nHost: allowed.test\\r\\n\\r\\n'); "
+          "d = b''\nwhile True:\n  c = s.recv(4096)\n  if not c: break\n  d += c\n"
+          "print(d.decode().split('\\r\\n\\r\\n', 1)[1], end='')\"");
   EXPECT_EQ(o.value("exit_code", -1), 0) << o.dump();
   EXPECT_EQ(Out(o), "hello from origin\n") << o.dump();
 }
@@ -138,12 +140,14 @@ TEST_F(NetAllowlistTest, PlainTcpClientThroughTheResolver) {
 TEST_F(NetAllowlistTest, RefusedNamesAndAddressesAreLoggedWithAReason) {
   json o = Run(
       "curl -s -o /dev/null -w '%{http_code}\\n' " + Url("denied.test") + "; " +
-      "curl -s -D - -o /dev/null " + Url("bad.wild.test") + " | tr -d '\\r' | grep -i '^x-corral-denied'; " +
+      "curl -s -D - -o /dev/null " + Url("bad.wild.test") +
+      " | tr -d '\\r' | grep -i '^x-corral-denied'; " +
       "curl -s -o /dev/null -w '%{http_code}\\n' http://169.254.169.254/latest/meta-data/; " +
       // NO_PROXY keeps the jail's own loopback direct; through the proxy, the host's is refused.
       "curl -s -o /dev/null -w '%{http_code}\\n' --noproxy '' -x http://127.0.0.1:3128 " +
       Url("127.0.0.1") + "; " +
-      "env -u http_proxy -u HTTP_PROXY curl -s -o /dev/null -w '%{http_code}\\n' --socks5-hostname 127.0.0.1:1080 " +
+      "env -u http_proxy -u HTTP_PROXY curl -s -o /dev/null -w '%{http_code}\\n' --socks5-hostname "
+      "127.0.0.1:1080 " +
       Url("denied.test") + "; echo socks=$?; " +
       "getent hosts unknown.test; echo getent=$?; getent hosts denied.test; echo getent=$?");
   std::string out = Out(o);
@@ -152,14 +156,15 @@ TEST_F(NetAllowlistTest, RefusedNamesAndAddressesAreLoggedWithAReason) {
   EXPECT_EQ(out.find("hello"), std::string::npos) << out;
   // denied.test, metadata, IP literal: three 403s from the HTTP proxy.
   size_t n403 = 0;
-  for (size_t at = out.find("403\n"); at != std::string::npos; at = out.find("403\n", at + 1)) ++n403;
+  for (size_t at = out.find("403\n"); at != std::string::npos; at = out.find("403\n", at + 1))
+    ++n403;
   EXPECT_EQ(n403, 3u) << out;
-  EXPECT_NE(out.find("socks=97"), std::string::npos) << out;  // curl: SOCKS5 refused
+  EXPECT_NE(out.find("socks=97"), std::string::npos) << out;            // curl: SOCKS5 refused
   EXPECT_NE(out.find("getent=2\ngetent=2"), std::string::npos) << out;  // not found, both
   ASSERT_TRUE(o.contains("network")) << o.dump();
   std::string denied = o["network"]["denied"].dump();
-  for (const char* host : {"denied.test", "bad.wild.test", "169.254.169.254", "127.0.0.1",
-                           "unknown.test"}) {
+  for (const char* host :
+       {"denied.test", "bad.wild.test", "169.254.169.254", "127.0.0.1", "unknown.test"}) {
     EXPECT_NE(denied.find(host), std::string::npos) << host << " not in " << denied;
   }
   // The operator's log has the same decisions, one JSON object per line.
@@ -184,7 +189,8 @@ TEST_F(NetAllowlistTest, NothingElseLeavesTheJail) {
       "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
       "try:\n  u.sendto(b'x', ('8.8.8.8', 53)); print('udp sent')\n"
       "except OSError as e: print('udp', errno.errorcode[e.errno])\n"
-      "try:\n  socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP); print('raw ok')\n"
+      "try:\n  socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP); print('raw "
+      "ok')\n"
       "except OSError as e: print('raw', errno.errorcode[e.errno])\n"
       "try:\n  socket.create_connection(('10.0.0.1', 80), timeout=3); print('tcp ok')\n"
       "except OSError as e: print('tcp', errno.errorcode.get(e.errno, e))\"";
@@ -202,9 +208,12 @@ TEST_F(NetAllowlistTest, NothingElseLeavesTheJail) {
 }
 
 TEST_F(NetAllowlistTest, PipDownloadFromAnAllowedIndex) {
-  json o = Run("python3 -m pip download --no-cache-dir --no-deps --disable-pip-version-check "
-               "--index-url " + Url("pypi.test", "/simple") + " --trusted-host pypi.test "
-               "-d /tmp/dl demo-pkg >/dev/null 2>/tmp/err || cat /tmp/err; ls /tmp/dl");
+  json o =
+      Run("python3 -m pip download --no-cache-dir --no-deps --disable-pip-version-check "
+          "--index-url " +
+          Url("pypi.test", "/simple") +
+          " --trusted-host pypi.test "
+          "-d /tmp/dl demo-pkg >/dev/null 2>/tmp/err || cat /tmp/err; ls /tmp/dl");
   EXPECT_EQ(Out(o), "demo_pkg-1.0-py3-none-any.whl\n") << o.dump();
 }
 
@@ -212,14 +221,17 @@ TEST_F(NetAllowlistTest, PersistentSandboxKeepsItsProxyUntilRemoved) {
   RunOptions options;
   options.env = {"CORRAL_RUNTIME_DIR=" + dir_.Join("run")};
   const std::string name = "net-" + std::to_string(::getpid());
-  auto created = RunCorral({"create", "--name", name, "--config", dir_.Join("allow.yaml")}, options);
+  auto created =
+      RunCorral({"create", "--name", name, "--config", dir_.Join("allow.yaml")}, options);
   ASSERT_TRUE(created && created->exit_code == 0) << (created ? created->Describe() : "");
-  auto first = RunCorral({"exec", name, "--", "curl", "-sS", "-m", "20", Url("allowed.test")}, options);
-  auto denied = RunCorral({"exec", name, "--", "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
-                           Url("denied.test")},
+  auto first =
+      RunCorral({"exec", name, "--", "curl", "-sS", "-m", "20", Url("allowed.test")}, options);
+  auto denied = RunCorral({"exec", name, "--", "curl", "-s", "-o", "/dev/null", "-w",
+                           "%{http_code}", Url("denied.test")},
                           options);
   std::string summary_path = dir_.Join("run/network/" + name + ".json");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the summary is rewritten each second
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(1500));  // the summary is rewritten each second
   std::ifstream summary_file(summary_path);
   json summary = json::parse(summary_file, nullptr, false);
   auto stats = RunCorral({"stats", "--json", name}, options);
@@ -261,8 +273,8 @@ TEST_F(NetAllowlistTest, TwoSandboxesHaveIndependentPoliciesAndFloods) {
   ASSERT_TRUE(ca && ca->exit_code == 0 && cb && cb->exit_code == 0)
       << (ca ? ca->Describe() : "") << (cb ? cb->Describe() : "");
   auto code = [&](const std::string& sandbox, const std::string& host) {
-    auto r = RunCorral({"exec", sandbox, "--", "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
-                        "-m", "20", Url(host)},
+    auto r = RunCorral({"exec", sandbox, "--", "curl", "-s", "-o", "/dev/null", "-w",
+                        "%{http_code}", "-m", "20", Url(host)},
                        options);
     return r ? r->out : std::string("no run");
   };
@@ -271,7 +283,12 @@ TEST_F(NetAllowlistTest, TwoSandboxesHaveIndependentPoliciesAndFloods) {
   EXPECT_EQ(code(b, "pypi.test"), "200");
 
   // a: 8 parallel downloads of 400 MiB through its proxy, in the background.
-  std::vector<std::string> flood = {CorralBinary(), "exec", a, "--", "/bin/bash", "-c",
+  std::vector<std::string> flood = {CorralBinary(),
+                                    "exec",
+                                    a,
+                                    "--",
+                                    "/bin/bash",
+                                    "-c",
                                     "for i in 1 2 3 4 5 6 7 8; do curl -s -o /dev/null -m 60 '" +
                                         Url("allowed.test", "/big?mb=400") + "' & done; wait"};
   ::setenv("CORRAL_RUNTIME_DIR", dir_.Join("run").c_str(), 1);
@@ -282,7 +299,8 @@ TEST_F(NetAllowlistTest, TwoSandboxesHaveIndependentPoliciesAndFloods) {
   // b meanwhile: 10 small requests, each answered.
   auto during = RunCorral({"exec", b, "--", "/bin/bash", "-c",
                            "for i in $(seq 10); do curl -s -o /dev/null -m 20 -w '%{http_code} "
-                           "%{time_total}\\n' " + Url("pypi.test") + "; done"},
+                           "%{time_total}\\n' " +
+                               Url("pypi.test") + "; done"},
                           options);
   int status = 0;
   ::waitpid(*flooding, &status, 0);
@@ -296,10 +314,13 @@ TEST_F(NetAllowlistTest, TwoSandboxesHaveIndependentPoliciesAndFloods) {
   EXPECT_EQ(times.size(), 10u) << during->Describe();
   std::sort(times.begin(), times.end());
   if (!times.empty()) {
-    std::printf("[ figures  ] sandbox b's small requests while sandbox a floods its proxy: median %.2f ms, max %.2f ms (n=%zu)\n",
-                times[times.size() / 2], times.back(), times.size());
+    std::printf(
+        "[ figures  ] sandbox b's small requests while sandbox a floods its proxy: median %.2f ms, "
+        "max %.2f ms (n=%zu)\n",
+        times[times.size() / 2], times.back(), times.size());
   }
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the flood's exec ended with " << status;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the flood's exec ended with " << status;
   auto ra = RunCorral({"rm", a}, options);
   auto rb = RunCorral({"rm", b}, options);
   EXPECT_TRUE(ra && ra->exit_code == 0 && rb && rb->exit_code == 0);

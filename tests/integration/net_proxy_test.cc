@@ -59,7 +59,8 @@ class TestServer {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof(a);
-    if (::bind(listener_.get(), reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(listener_.get(), 64) != 0 ||
+    if (::bind(listener_.get(), reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+        ::listen(listener_.get(), 64) != 0 ||
         ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0) {
       ADD_FAILURE() << "test server: " << std::strerror(errno);
       return;
@@ -94,7 +95,8 @@ class TestServer {
       head.append(buf, static_cast<size_t>(n));
     }
     ++requests_;
-    const std::string path = head.substr(head.find(' ') + 1, head.find(' ', head.find(' ') + 1) - head.find(' ') - 1);
+    const std::string path =
+        head.substr(head.find(' ') + 1, head.find(' ', head.find(' ') + 1) - head.find(' ') - 1);
     std::string body;
     size_t big = 0;
     if (path == "/hello") {
@@ -104,10 +106,12 @@ class TestServer {
     } else if (path.rfind("/big?n=", 0) == 0) {
       big = std::stoull(path.substr(7));
     } else {
-      return Send(fd.get(), "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      return Send(fd.get(),
+                  "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     }
     const size_t length = big > 0 ? big : body.size();
-    Send(fd.get(), "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(length) + "\r\nConnection: close\r\n\r\n" + body);
+    Send(fd.get(), "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(length) +
+                       "\r\nConnection: close\r\n\r\n" + body);
     const std::string chunk(256 * 1024, 'x');
     for (size_t sent = 0; sent < big;) {
       const size_t n = std::min(chunk.size(), big - sent);
@@ -135,7 +139,8 @@ class TestServer {
 UniqueFd NewNetns() {
   UniqueFd out;
   std::thread([&out] {
-    if (::unshare(CLONE_NEWNET) == 0) out.Reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (::unshare(CLONE_NEWNET) == 0)
+      out.Reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
   }).join();
   return out;
 }
@@ -192,7 +197,8 @@ std::string ReadFile(const std::string& path) {
 
 // ---- DNS by hand: a query for (name, type), and the parts of an answer the tests read.
 std::string DnsQuery(const std::string& name, uint16_t type, uint16_t id = 0x4242) {
-  std::string q = {static_cast<char>(id >> 8), static_cast<char>(id & 0xFF), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+  std::string q = {
+      static_cast<char>(id >> 8), static_cast<char>(id & 0xFF), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
   for (size_t start = 0; start <= name.size();) {
     size_t dot = name.find('.', start);
     if (dot == std::string::npos) dot = name.size();
@@ -224,11 +230,14 @@ DnsReply ParseDns(const std::string& r) {
 
 // A TLS ClientHello record naming `sni`, as a client sends it first in a tunnel.
 std::string ClientHello(const std::string& sni) {
-  auto u16 = [](size_t v) { return std::string{static_cast<char>(v >> 8), static_cast<char>(v & 0xFF)}; };
+  auto u16 = [](size_t v) {
+    return std::string{static_cast<char>(v >> 8), static_cast<char>(v & 0xFF)};
+  };
   std::string list = std::string(1, '\0') + u16(sni.size()) + sni;
   std::string ext = u16(0) + u16(list.size() + 2) + u16(list.size()) + list;
-  std::string body = std::string("\x03\x03", 2) + std::string(32, 'r') + std::string(1, '\0') + u16(2) +
-                     std::string("\x13\x01", 2) + std::string("\x01\x00", 2) + u16(ext.size()) + ext;
+  std::string body = std::string("\x03\x03", 2) + std::string(32, 'r') + std::string(1, '\0') +
+                     u16(2) + std::string("\x13\x01", 2) + std::string("\x01\x00", 2) +
+                     u16(ext.size()) + ext;
   std::string handshake = std::string(1, '\x01') + std::string(1, '\0') + u16(body.size()) + body;
   return std::string("\x16\x03\x01", 3) + u16(handshake.size()) + handshake;
 }
@@ -238,7 +247,8 @@ class NetProxyTest : public LeakCheckedTest {
   void SetUp() override {
     RequireRoot();
     if (IsSkipped() || HasFatalFailure()) return;
-    ASSERT_EQ(::access(NetproxyBinary().c_str(), X_OK), 0) << "corral-netproxy missing: " << NetproxyBinary();
+    ASSERT_EQ(::access(NetproxyBinary().c_str(), X_OK), 0)
+        << "corral-netproxy missing: " << NetproxyBinary();
     ASSERT_NE(server_.port(), 0);
     netns_ = NewNetns();
     ASSERT_TRUE(netns_) << "unshare(CLONE_NEWNET): " << std::strerror(errno);
@@ -247,7 +257,8 @@ class NetProxyTest : public LeakCheckedTest {
   void TearDown() override {
     if (proxy_ > 0) {
       ::kill(proxy_, SIGTERM);
-      EXPECT_EQ(WaitProxy(10s), 0) << "corral-netproxy did not exit 0 on SIGTERM\n" << ReadFile(dir_.Join("stderr"));
+      EXPECT_EQ(WaitProxy(10s), 0) << "corral-netproxy did not exit 0 on SIGTERM\n"
+                                   << ReadFile(dir_.Join("stderr"));
     }
   }
 
@@ -260,7 +271,8 @@ class NetProxyTest : public LeakCheckedTest {
   }
 
   // Starts corral-netproxy for `network` (fd 3: netns_, fd 4: a pipe) and waits for "ready".
-  void StartProxy(const runtime::NetworkSpec& network, const std::vector<std::string>& extra_args = {}) {
+  void StartProxy(const runtime::NetworkSpec& network,
+                  const std::vector<std::string>& extra_args = {}) {
     runtime::UnsafeSpec unsafe;
     unsafe.network_resolve = {{"allowed.test", "127.0.0.1"}};
     Result<runtime::net::Policy> policy = runtime::net::Policy::FromSpec(network, unsafe);
@@ -268,10 +280,12 @@ class NetProxyTest : public LeakCheckedTest {
     int pipe_fds[2];
     ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
     UniqueFd ready_read(pipe_fds[0]), ready_write(pipe_fds[1]);
-    UniqueFd stderr_file(::open(dir_.Join("stderr").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    UniqueFd stderr_file(
+        ::open(dir_.Join("stderr").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
     const std::string program = NetproxyBinary();
-    std::vector<std::string> args = {program, "--sandbox", "nettest", "--policy-json", policy->ToJson().dump(),
-                                     "--log", LogPath(), "--summary", SummaryPath()};
+    std::vector<std::string> args = {
+        program, "--sandbox", "nettest",   "--policy-json", policy->ToJson().dump(),
+        "--log", LogPath(),   "--summary", SummaryPath()};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
@@ -316,7 +330,8 @@ class NetProxyTest : public LeakCheckedTest {
 
   // `program args...` inside the namespace (nsenter), e.g. curl.
   RunResult InNetns(const std::vector<std::string>& command) {
-    std::vector<std::string> args = {"--net=/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(netns_.get())};
+    std::vector<std::string> args = {"--net=/proc/" + std::to_string(::getpid()) + "/fd/" +
+                                     std::to_string(netns_.get())};
     args.insert(args.end(), command.begin(), command.end());
     Result<RunResult> r = RunProgram("/usr/bin/nsenter", args);
     EXPECT_TRUE(r) << r.error().message();
@@ -357,7 +372,8 @@ class NetProxyTest : public LeakCheckedTest {
   bool Logged(const nlohmann::json& want) {
     for (const nlohmann::json& line : LogLines()) {
       bool all = true;
-      for (const auto& [key, value] : want.items()) all = all && line.contains(key) && line[key] == value;
+      for (const auto& [key, value] : want.items())
+        all = all && line.contains(key) && line[key] == value;
       if (all) return true;
     }
     return false;
@@ -372,13 +388,19 @@ class NetProxyTest : public LeakCheckedTest {
 };
 
 TEST_F(NetProxyTest, HttpForwardReachesAnAllowedNameInOriginForm) {
-  RunResult r = Curl({"-x", "http://127.0.0.1:3128", "-H", "Proxy-Connection: keep-alive", Url("/head?x=1")});
+  RunResult r =
+      Curl({"-x", "http://127.0.0.1:3128", "-H", "Proxy-Connection: keep-alive", Url("/head?x=1")});
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_NE(r.out.find("GET /head?x=1 HTTP/1.1\r\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Host: allowed.test:" + std::to_string(server_.port()) + "\r\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Host: allowed.test:" + std::to_string(server_.port()) + "\r\n"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("Connection: close\r\n"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("Proxy-Connection"), std::string::npos) << r.out;
-  EXPECT_TRUE(Logged({{"via", "http"}, {"host", "allowed.test"}, {"decision", "allow"}, {"address", "127.0.0.1"}}));
+  EXPECT_TRUE(Logged({{"via", "http"},
+                      {"host", "allowed.test"},
+                      {"decision", "allow"},
+                      {"address", "127.0.0.1"}}));
 }
 
 TEST_F(NetProxyTest, ConnectAndSocksTunnelsReachAnAllowedName) {
@@ -397,7 +419,8 @@ TEST_F(NetProxyTest, NamesNotAllowedAreRefusedInBand) {
   EXPECT_NE(http.out.find("HTTP/1.1 403"), std::string::npos) << http.Describe();
   EXPECT_NE(http.out.find("X-Corral-Denied: not on the allow-list"), std::string::npos) << http.out;
   RunResult deny_rule = Curl({"-i", "-x", "http://127.0.0.1:3128", "http://bad.allowed.test/"});
-  EXPECT_NE(deny_rule.out.find("X-Corral-Denied: denied by 'bad.allowed.test'"), std::string::npos) << deny_rule.out;
+  EXPECT_NE(deny_rule.out.find("X-Corral-Denied: denied by 'bad.allowed.test'"), std::string::npos)
+      << deny_rule.out;
   RunResult port = Curl({"-i", "-x", "http://127.0.0.1:3128", "http://allowed.test:1/"});
   EXPECT_NE(port.out.find("HTTP/1.1 403"), std::string::npos) << port.Describe();
   RunResult connect = Curl({"-p", "-x", "http://127.0.0.1:3128", "http://denied.test/"});
@@ -406,13 +429,17 @@ TEST_F(NetProxyTest, NamesNotAllowedAreRefusedInBand) {
   RunResult socks = Curl({"--socks5-hostname", "127.0.0.1:1080", "http://denied.test/"});
   EXPECT_EQ(socks.exit_code, 97) << socks.Describe();  // curl: "SOCKS5 connect failed"
   EXPECT_EQ(server_.requests(), 0);
-  EXPECT_TRUE(Logged({{"via", "http"}, {"host", "denied.test"}, {"decision", "deny"}, {"reason", "not on the allow-list"}}));
+  EXPECT_TRUE(Logged({{"via", "http"},
+                      {"host", "denied.test"},
+                      {"decision", "deny"},
+                      {"reason", "not on the allow-list"}}));
   EXPECT_TRUE(Logged({{"via", "socks"}, {"host", "denied.test"}, {"decision", "deny"}}));
 }
 
 TEST_F(NetProxyTest, IpLiteralsAndTheMetadataAddressAreRefused) {
-  for (const std::string& url : {"http://127.0.0.1:" + std::to_string(server_.port()) + "/hello",
-                                 std::string("http://169.254.169.254/latest/meta-data/"), std::string("http://[::1]/")}) {
+  for (const std::string& url :
+       {"http://127.0.0.1:" + std::to_string(server_.port()) + "/hello",
+        std::string("http://169.254.169.254/latest/meta-data/"), std::string("http://[::1]/")}) {
     RunResult r = Curl({"-i", "-x", "http://127.0.0.1:3128", url});
     EXPECT_NE(r.out.find("HTTP/1.1 403"), std::string::npos) << r.Describe();
     EXPECT_NE(r.out.find("X-Corral-Denied:"), std::string::npos) << r.out;
@@ -434,7 +461,8 @@ TEST_F(NetProxyTest, ResolverAnswersAllowedNamesWithCaptureAddressesOnly) {
   EXPECT_EQ(aaaa.answers, 0);
   EXPECT_EQ(AskDns("unknown.test", 1).rcode, 3) << "NXDOMAIN";
   EXPECT_EQ(AskDns("bad.allowed.test", 1).rcode, 3);
-  EXPECT_TRUE(Logged({{"via", "dns"}, {"host", "unknown.test"}, {"port", 0}, {"decision", "deny"}}));
+  EXPECT_TRUE(
+      Logged({{"via", "dns"}, {"host", "unknown.test"}, {"port", 0}, {"decision", "deny"}}));
 
   // Over TCP too (2-byte length prefix).
   UniqueFd tcp = ConnectIn(netns_.get(), "127.0.0.1", 53);
@@ -447,13 +475,16 @@ TEST_F(NetProxyTest, ResolverAnswersAllowedNamesWithCaptureAddressesOnly) {
   EXPECT_EQ(ParseDns(std::string(buf + 2, static_cast<size_t>(n - 2))).last_a, a.last_a);
 
   // A client that ignores proxies connects to the capture address and is proxied as "tcp".
-  RunResult plain = Curl({"--resolve", "allowed.test:" + std::to_string(server_.port()) + ":" + a.last_a, Url("/hello")});
+  RunResult plain =
+      Curl({"--resolve", "allowed.test:" + std::to_string(server_.port()) + ":" + a.last_a,
+            Url("/hello")});
   EXPECT_EQ(plain.exit_code, 0) << plain.Describe();
   EXPECT_EQ(plain.out, "hello from allowed.test\n");
   EXPECT_TRUE(Logged({{"via", "tcp"}, {"host", "allowed.test"}, {"decision", "allow"}}));
   // SOCKS5 with local resolution sends the capture address; it stands for the name.
-  RunResult socks = Curl({"--socks5", "127.0.0.1:1080", "--resolve",
-                          "allowed.test:" + std::to_string(server_.port()) + ":" + a.last_a, Url("/hello")});
+  RunResult socks =
+      Curl({"--socks5", "127.0.0.1:1080", "--resolve",
+            "allowed.test:" + std::to_string(server_.port()) + ":" + a.last_a, Url("/hello")});
   EXPECT_EQ(socks.out, "hello from allowed.test\n") << socks.Describe();
 }
 
@@ -468,14 +499,16 @@ TEST_F(NetProxyTest, TlsServerNameMustMatchTheTunnel) {
   EXPECT_EQ(std::string(buf, static_cast<size_t>(n)).rfind("HTTP/1.1 200", 0), 0u);
   SendAll(s.get(), ClientHello("evil.test"));
   EXPECT_EQ(ReadAll(s.get()), "") << "closed without a byte from upstream";
-  EXPECT_TRUE(Logged({{"via", "connect"}, {"decision", "deny"},
+  EXPECT_TRUE(Logged({{"via", "connect"},
+                      {"decision", "deny"},
                       {"reason", "SNI evil.test does not match CONNECT allowed.test"}}));
 }
 
 TEST_F(NetProxyTest, GarbageAndHugeHeadsDoNotStopIt) {
   {
     UniqueFd s = ConnectIn(netns_.get(), "127.0.0.1", 3128);
-    SendAll(s.get(), "GET http://allowed.test/ HTTP/1.1\r\nX-Big: " + std::string(100 * 1024, 'a') + "\r\n\r\n");
+    SendAll(s.get(), "GET http://allowed.test/ HTTP/1.1\r\nX-Big: " + std::string(100 * 1024, 'a') +
+                         "\r\n\r\n");
     ::shutdown(s.get(), SHUT_WR);
     EXPECT_EQ(ReadAll(s.get()).rfind("HTTP/1.1 431", 0), 0u);
   }
@@ -498,7 +531,8 @@ TEST_F(NetProxyTest, GarbageAndHugeHeadsDoNotStopIt) {
   }
   {
     UniqueFd s = ConnectIn(netns_.get(), "127.0.0.1", 1080);
-    SendAll(s.get(), std::string("\x05\x01\x00\x05\x03\x00\x01\x01\x01\x01\x01\x00\x35", 13));  // UDP ASSOCIATE
+    SendAll(s.get(), std::string("\x05\x01\x00\x05\x03\x00\x01\x01\x01\x01\x01\x00\x35",
+                                 13));  // UDP ASSOCIATE
     EXPECT_EQ(ReadAll(s.get()).substr(2, 2), std::string("\x05\x07", 2)) << "command not supported";
   }
   {
@@ -525,8 +559,10 @@ TEST_F(NetProxyTest, SummaryAndLogRecordTheDecisionsAndItExitsOnSigterm) {
   EXPECT_EQ(summary["denied_count"], 2) << summary;
   EXPECT_GT(summary["bytes_in"].get<int64_t>(), 100000) << summary;
   EXPECT_GT(summary["bytes_out"].get<int64_t>(), 0) << summary;
-  nlohmann::json want_http = {{"host", "denied.test"}, {"port", 80}, {"reason", "not on the allow-list"}, {"via", "http"}};
-  nlohmann::json want_dns = {{"host", "unknown.test"}, {"port", 0}, {"reason", "not on the allow-list"}, {"via", "dns"}};
+  nlohmann::json want_http = {
+      {"host", "denied.test"}, {"port", 80}, {"reason", "not on the allow-list"}, {"via", "http"}};
+  nlohmann::json want_dns = {
+      {"host", "unknown.test"}, {"port", 0}, {"reason", "not on the allow-list"}, {"via", "dns"}};
   EXPECT_EQ(summary["denied"], (nlohmann::json{want_http, want_dns})) << summary;
   EXPECT_TRUE(Logged({{"event", "close"}, {"via", "http"}, {"host", "allowed.test"}}));
   for (const nlohmann::json& line : LogLines()) {
@@ -570,7 +606,8 @@ TEST_F(NetProxyTest, ByteCapCutsTheConnectionAndRefusesNewOnes) {
   ASSERT_EQ(WaitProxy(10s), 0);
   nlohmann::json summary = nlohmann::json::parse(ReadFile(SummaryPath()), nullptr, false);
   ASSERT_TRUE(summary.is_object());
-  EXPECT_LE(summary["bytes_in"].get<int64_t>() + summary["bytes_out"].get<int64_t>(), 100000) << summary;
+  EXPECT_LE(summary["bytes_in"].get<int64_t>() + summary["bytes_out"].get<int64_t>(), 100000)
+      << summary;
 }
 
 TEST_F(NetProxyTest, ExitsWhenTheWatchedProcessExits) {
@@ -591,14 +628,16 @@ TEST_F(NetProxyTest, ExitsWhenTheWatchedProcessExits) {
 TEST_F(NetProxyTest, PrintsThroughputAndLatencyFigures) {
   // curl's time_total and speed_download for `path`, through the proxy or directly.
   auto timing = [this](bool proxied, const std::string& path) {
-    std::vector<std::string> args = {"curl", "-sS", "-o", "/dev/null", "-w", "%{time_total} %{speed_download}"};
+    std::vector<std::string> args = {"curl",      "-sS", "-o",
+                                     "/dev/null", "-w",  "%{time_total} %{speed_download}"};
     RunResult r;
     if (proxied) {
       args.insert(args.end(), {"-x", "http://127.0.0.1:3128", Url(path)});
       r = InNetns(args);
     } else {
       args.push_back("http://127.0.0.1:" + std::to_string(server_.port()) + path);
-      Result<RunResult> direct = RunProgram("/usr/bin/curl", std::vector<std::string>(args.begin() + 1, args.end()));
+      Result<RunResult> direct =
+          RunProgram("/usr/bin/curl", std::vector<std::string>(args.begin() + 1, args.end()));
       if (direct) r = *direct;
     }
     EXPECT_EQ(r.exit_code, 0) << r.Describe();
@@ -609,17 +648,20 @@ TEST_F(NetProxyTest, PrintsThroughputAndLatencyFigures) {
   const std::string big = "/big?n=" + std::to_string(100 * 1024 * 1024);
   const auto direct = timing(false, big);
   const auto proxied = timing(true, big);
-  std::printf("[ figures  ] 100 MiB: direct %.0f MB/s (%.3f s), through the proxy %.0f MB/s (%.3f s)\n",
-              direct.second / 1e6, direct.first, proxied.second / 1e6, proxied.first);
+  std::printf(
+      "[ figures  ] 100 MiB: direct %.0f MB/s (%.3f s), through the proxy %.0f MB/s (%.3f s)\n",
+      direct.second / 1e6, direct.first, proxied.second / 1e6, proxied.first);
   constexpr int kRequests = 20;
   double direct_sum = 0, proxied_sum = 0;
   for (int i = 0; i < kRequests; ++i) {
     direct_sum += timing(false, "/hello").first;
     proxied_sum += timing(true, "/hello").first;
   }
-  std::printf("[ figures  ] small request, mean of %d: direct %.2f ms, through the proxy %.2f ms (+%.2f ms)\n",
-              kRequests, 1000 * direct_sum / kRequests, 1000 * proxied_sum / kRequests,
-              1000 * (proxied_sum - direct_sum) / kRequests);
+  std::printf(
+      "[ figures  ] small request, mean of %d: direct %.2f ms, through the proxy %.2f ms (+%.2f "
+      "ms)\n",
+      kRequests, 1000 * direct_sum / kRequests, 1000 * proxied_sum / kRequests,
+      1000 * (proxied_sum - direct_sum) / kRequests);
 }
 
 }  // namespace

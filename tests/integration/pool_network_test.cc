@@ -56,9 +56,9 @@ class PoolNetworkTest : public JailTest {
     JailTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     port_ = FreeLoopbackPort();
-    auto pid = StartProgram({"/usr/bin/python3",
-                             SourceDir() + "/tests/integration/data/net_origin.py",
-                             std::to_string(port_)});
+    auto pid =
+        StartProgram({"/usr/bin/python3", SourceDir() + "/tests/integration/data/net_origin.py",
+                      std::to_string(port_)});
     ASSERT_TRUE(pid) << pid.error().message();
     origin_ = *pid;
     ASSERT_TRUE(WaitForLoopbackListener(port_)) << "the origin server did not start";
@@ -74,8 +74,8 @@ class PoolNetworkTest : public JailTest {
                 "network:\n  mode: allowlist\n  allow: [\"pypi.test:" + p + "\"]\n" + resolve);
     // allow.yaml's list plus a deny rule.
     WriteConfig("other-deny.yaml", "network:\n  mode: allowlist\n  allow: [\"allowed.test:" + p +
-                                       "\", \"*.wild.test:" + p +
-                                       "\"]\n  deny: [a.wild.test]\n" + resolve);
+                                       "\", \"*.wild.test:" + p + "\"]\n  deny: [a.wild.test]\n" +
+                                       resolve);
     // The namespace alone (Landlock's TCP fence would answer EACCES before the routing).
     WriteConfig("none.yaml", "network:\n  mode: none\nlandlock: {tcp: false}\n");
     socket_ = dir_.Join("pool.sock");
@@ -265,7 +265,8 @@ TEST_F(PoolNetworkTest, ANonePoolStillReachesNothing) {
       "except OSError as e: print('udp', errno.errorcode[e.errno])\n"
       "try:\n  socket.create_connection(('10.0.0.1', 80), timeout=3); print('tcp ok')\n"
       "except OSError as e: print('tcp', errno.errorcode.get(e.errno, e))\n"
-      "try:\n  socket.create_connection(('127.0.0.1', " + std::to_string(port_) +
+      "try:\n  socket.create_connection(('127.0.0.1', " +
+      std::to_string(port_) +
       "), timeout=3); print('origin ok')\n"
       "except OSError as e: print('origin', errno.errorcode.get(e.errno, e))\"";
   json none = Run(py + "; curl -s -m 5 -o /dev/null " + Url("allowed.test") + "; echo curl=$?",
@@ -313,7 +314,8 @@ TEST_F(PoolNetworkTest, AnExecSlotOfAnAllowListSandboxUsesTheSandboxsProxy) {
   RunOptions options;
   options.env = {"CORRAL_RUNTIME_DIR=" + dir_.Join("run")};
   const std::string name = "poolnet-" + std::to_string(::getpid());
-  auto created = RunCorral({"create", "--name", name, "--config", dir_.Join("allow.yaml")}, options);
+  auto created =
+      RunCorral({"create", "--name", name, "--config", dir_.Join("allow.yaml")}, options);
   ASSERT_TRUE(created && created->exit_code == 0) << (created ? created->Describe() : "");
   auto exec = [&] {
     return RunJailed(CorralBinary(),
@@ -361,10 +363,11 @@ TEST_F(PoolNetworkTest, PrintsPooledAndColdAllowListRunFigures) {
   double cold_true = median_ms("off", "true", false);
   double pooled_curl = median_ms(socket_, curl, true);
   double cold_curl = median_ms("off", curl, false);
-  std::printf("[ figures  ] corral run --json, network allowlist, median of 20 (ms): "
-              "`true` pooled %.1f, cold %.1f; one curl through the proxy pooled %.1f, "
-              "cold %.1f\n",
-              pooled_true, cold_true, pooled_curl, cold_curl);
+  std::printf(
+      "[ figures  ] corral run --json, network allowlist, median of 20 (ms): "
+      "`true` pooled %.1f, cold %.1f; one curl through the proxy pooled %.1f, "
+      "cold %.1f\n",
+      pooled_true, cold_true, pooled_curl, cold_curl);
 }
 
 }  // namespace

@@ -4,9 +4,9 @@
 // the server must refuse other users, refuse a second server on its socket, and leave
 // nothing behind when stopped. Black-box through the binary; root only; leak-checked.
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -99,8 +99,8 @@ TEST_F(PoolServerTest, EachPooledRunGetsAFreshIsolatedJail) {
 }
 
 TEST_F(PoolServerTest, ExitCodeStdioEnvAndWorkdirPassThrough) {
-  auto run = RunCorral({"run", "--pool", socket_, "-e", "GREETING=hello", "-w", "/tmp", "--",
-                        "sh", "-c", "echo $GREETING; pwd; echo oops >&2; exit 3"});
+  auto run = RunCorral({"run", "--pool", socket_, "-e", "GREETING=hello", "-w", "/tmp", "--", "sh",
+                        "-c", "echo $GREETING; pwd; echo oops >&2; exit 3"});
   ASSERT_TRUE(run) << run.error().message();
   EXPECT_EQ(run->exit_code, 3) << run->Describe();
   EXPECT_EQ(run->out, "hello\n/tmp\n") << run->Describe();
@@ -192,9 +192,9 @@ class PooledSandbox {
 TEST_F(PoolServerTest, PooledOutputToATerminalIsFilteredAndFilesShowNoHostPath) {
   RunOptions pty;
   pty.use_pty = true;
-  auto run = RunCorral({"run", "--pool", socket_, "--", "printf",
-                        "a\\033]52;c;ZXZpbA==\\007b\\033[32mg\\033[0m\\n"},
-                       pty);
+  auto run = RunCorral(
+      {"run", "--pool", socket_, "--", "printf", "a\\033]52;c;ZXZpbA==\\007b\\033[32mg\\033[0m\\n"},
+      pty);
   ASSERT_TRUE(run) << run.error().message();
   EXPECT_EQ(run->exit_code, 0) << run->Describe();
   EXPECT_NE(run->out.find("ab\x1b[32mg\x1b[0m\r\n"), std::string::npos) << run->Describe();
@@ -282,8 +282,8 @@ std::pair<std::string, std::string> HostIdLines(const nlohmann::json& outcome) {
 
 TEST_F(PoolServerTest, AWaitingExecSlotHasTheSandboxsIdentityAndNoPrivileges) {
   PooledSandbox sandbox("pool-slot-" + std::to_string(::getpid()));
-  auto run =
-      RunJailed(CorralBinary(), {"exec", "--json", "--pool", socket_, sandbox.name(), "--", "true"});
+  auto run = RunJailed(CorralBinary(),
+                       {"exec", "--json", "--pool", socket_, sandbox.name(), "--", "true"});
   ASSERT_TRUE(run && run->run.exit_code == 0) << (run ? run->Describe() : run.error().message());
   ASSERT_TRUE(run->outcome.contains("identity")) << run->Describe();
   const auto [uid_line, gid_line] = HostIdLines(run->outcome);
@@ -337,8 +337,9 @@ TEST_F(PoolServerTest, ASlotWhoseFilterWouldRefuseItsOwnCallsInstallsItAtTheExec
   EXPECT_EQ(StatusField(slots[0], "Seccomp"), "0") << slots[0];
   EXPECT_EQ(StatusField(slots[0], "Uid"), HostIdLines(first->outcome).first) << slots[0];
   // The exec through it runs under the filter: 4 bytes may be written, 200 may not.
-  auto pooled = exec("echo out; head -c 200 /dev/zero >/dev/null 2>&1 || echo refused; "
-                     "grep Seccomp: /proc/self/status");
+  auto pooled = exec(
+      "echo out; head -c 200 /dev/zero >/dev/null 2>&1 || echo refused; "
+      "grep Seccomp: /proc/self/status");
   ASSERT_TRUE(pooled) << pooled.error().message();
   EXPECT_EQ(pooled->outcome.value("pooled", false), true) << pooled->Describe();
   EXPECT_EQ(pooled->outcome["stdout"], "out\nrefused\nSeccomp:\t2\n") << pooled->Describe();
@@ -388,7 +389,8 @@ TEST_F(PoolServerTest, ASandboxCreatedAgainUnderItsNameIsNotServedByTheOldSlot) 
   const std::string name = "pool-again-" + std::to_string(::getpid());
   {
     PooledSandbox first(name);
-    auto run = RunCorral({"exec", "--pool", socket_, name, "--", "sh", "-c", "echo old > /tmp/mark"});
+    auto run =
+        RunCorral({"exec", "--pool", socket_, name, "--", "sh", "-c", "echo old > /tmp/mark"});
     ASSERT_TRUE(run && run->exit_code == 0) << (run ? run->Describe() : run.error().message());
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the slot gets prepared
   }
@@ -408,8 +410,8 @@ TEST_F(PoolServerTest, TheFrontServesPlainRunsAndExecsWithoutTheFullCli) {
   RunOptions no_cli;
   no_cli.env = {"CORRAL_CLI_PROGRAM=" + dir_.Join("no-such-cli")};
 
-  auto run = RunCorral({"run", "--pool", socket_, "--", "sh", "-c", "echo hi; echo err >&2; exit 7"},
-                       no_cli);
+  auto run = RunCorral(
+      {"run", "--pool", socket_, "--", "sh", "-c", "echo hi; echo err >&2; exit 7"}, no_cli);
   ASSERT_TRUE(run) << run.error().message();
   EXPECT_EQ(run->exit_code, 7) << run->Describe();
   EXPECT_EQ(run->out, "hi\n") << run->Describe();
@@ -436,9 +438,9 @@ TEST_F(PoolServerTest, TheFrontServesPlainRunsAndExecsWithoutTheFullCli) {
   auto json = RunCorral({"run", "--json", "--pool", socket_, "--", "true"}, no_cli);
   ASSERT_TRUE(json) << json.error().message();
   EXPECT_EQ(json->exit_code, 125) << json->Describe();
-  EXPECT_NE(json->err.find("cannot start the corral CLI program (looked for " +
-                           dir_.Join("no-such-cli")),
-            std::string::npos)
+  EXPECT_NE(
+      json->err.find("cannot start the corral CLI program (looked for " + dir_.Join("no-such-cli")),
+      std::string::npos)
       << json->Describe();
 }
 
@@ -458,12 +460,13 @@ TEST_F(PoolServerTest, RequestsThePoolDeclinesGoToTheFullCliWithThePoolOff) {
   RunOptions logged;
   logged.env = {"CORRAL_CLI_PROGRAM=" + wrapper};
   PooledSandbox sandbox("pool-decline-" + std::to_string(::getpid()));
-  auto first = RunCorral({"exec", "--pool", socket_, sandbox.name(), "--", "echo", "first"}, logged);
+  auto first =
+      RunCorral({"exec", "--pool", socket_, sandbox.name(), "--", "echo", "first"}, logged);
   ASSERT_TRUE(first) << first.error().message();
   EXPECT_EQ(first->exit_code, 0) << first->Describe();
   EXPECT_EQ(first->out, "first\n") << first->Describe();
-  auto flagged = RunCorral({"run", "--pool", socket_, "--memory", "100m", "--", "echo", "cold"},
-                           logged);
+  auto flagged =
+      RunCorral({"run", "--pool", socket_, "--memory", "100m", "--", "echo", "cold"}, logged);
   ASSERT_TRUE(flagged) << flagged.error().message();
   EXPECT_EQ(flagged->out, "cold\n") << flagged->Describe();
 
@@ -476,8 +479,8 @@ TEST_F(PoolServerTest, RequestsThePoolDeclinesGoToTheFullCliWithThePoolOff) {
     std::fclose(f);
     args.assign(buf, n);
   }
-  EXPECT_EQ(args, "exec --pool off " + sandbox.name() + " -- echo first\n" +
-                      "run --pool " + socket_ + " --memory 100m -- echo cold\n");
+  EXPECT_EQ(args, "exec --pool off " + sandbox.name() + " -- echo first\n" + "run --pool " +
+                      socket_ + " --memory 100m -- echo cold\n");
 }
 
 TEST_F(PoolServerTest, ANamedSocketWithoutAServerIsAnError) {

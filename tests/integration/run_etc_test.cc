@@ -17,11 +17,10 @@ class EtcTest : public JailTest {
   std::string RunIn(const std::string& hostname) {
     RunOptions options;
     options.env = {"CORRAL_RUNTIME_DIR=" + runtime_.path()};
-    Result<RunResult> r = RunCorral(
-        {"run", "--hostname", hostname, "--", "sh", "-c",
-         "cat /etc/hostname; grep -c sandbox /etc/passwd; "
-         "touch /etc/x 2>/dev/null && echo writable || echo read-only"},
-        options);
+    Result<RunResult> r = RunCorral({"run", "--hostname", hostname, "--", "sh", "-c",
+                                     "cat /etc/hostname; grep -c sandbox /etc/passwd; "
+                                     "touch /etc/x 2>/dev/null && echo writable || echo read-only"},
+                                    options);
     EXPECT_TRUE(r && r->exit_code == 0) << (r ? r->Describe() : r.error().message());
     return r ? r->out : "";
   }

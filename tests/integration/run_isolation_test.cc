@@ -32,8 +32,7 @@ class IsolationTest : public JailTest, public ::testing::WithParamInterface<Call
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(, IsolationTest,
-                         ::testing::Values(Caller::kRoot, Caller::kUnprivileged),
+INSTANTIATE_TEST_SUITE_P(, IsolationTest, ::testing::Values(Caller::kRoot, Caller::kUnprivileged),
                          [](const ::testing::TestParamInfo<Caller>& info) {
                            return info.param == Caller::kRoot ? "AsRoot" : "AsUnprivilegedUser";
                          });

@@ -58,7 +58,8 @@ class LandlockTest : public JailTest {
                                       "mounts:\n  - {host_path: " + fence_.path() +
                                           ", container_path: " + kFence +
                                           ", read_only: false}\n"
-                                          "landlock: {omit: [" + kFence + "]}\n",
+                                          "landlock: {omit: [" +
+                                          kFence + "]}\n",
                                       0644));
   }
 
@@ -124,8 +125,8 @@ TEST_F(LandlockTest, TheHintIsGivenOnlyForARefusalUnderLandlock) {
     EXPECT_FALSE(run->outcome["landlock"].contains("hint")) << run->Describe();
   }
   // Without --json the output is streamed: the caller sees the refusal itself.
-  auto run = RunCorral({"run", "--config", config_, "--", "bash", "-c",
-                        std::string("touch ") + kFence + "/x"});
+  auto run = RunCorral(
+      {"run", "--config", config_, "--", "bash", "-c", std::string("touch ") + kFence + "/x"});
   ASSERT_TRUE(run) << run.error().message();
   EXPECT_NE(run->exit_code, 0) << run->Describe();
   EXPECT_NE(run->err.find("Permission denied"), std::string::npos) << run->Describe();

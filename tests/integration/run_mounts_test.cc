@@ -59,8 +59,9 @@ TEST_F(MountsTest, ExistingMountPointInsideAReadOnlyTreeWorks) {
 }
 
 TEST_F(MountsTest, VarTmpAndRunExist) {
-  RunResult r = Run({}, "test -d /var/tmp && test -w /var/tmp && test -k /var/tmp && "
-                        "test -d /run && echo ok");
+  RunResult r = Run({},
+                    "test -d /var/tmp && test -w /var/tmp && test -k /var/tmp && "
+                    "test -d /run && echo ok");
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_EQ(r.out, "ok\n");
 }

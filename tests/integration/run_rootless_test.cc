@@ -73,10 +73,9 @@ TEST_F(RootlessTest, UnprivilegedUserWithoutDelegatedCgroupIsRefusedLimits) {
   ASSERT_NO_FATAL_FAILURE(GiveToTestUser(runtime));
   RunOptions options;
   options.env.push_back("XDG_RUNTIME_DIR=" + runtime.path());
-  Result<RunResult> run =
-      RunProgram(kSetprivBinary,
-                 AsTestUser(test_user(), CorralBinary(), {"run", "--json", "--", "/bin/true"}),
-                 options);
+  Result<RunResult> run = RunProgram(
+      kSetprivBinary, AsTestUser(test_user(), CorralBinary(), {"run", "--json", "--", "/bin/true"}),
+      options);
   ASSERT_TRUE(run) << run.error().message();
   EXPECT_EQ(run->exit_code, 125) << run->Describe();
   json outcome = json::parse(run->out, nullptr, false);
@@ -88,7 +87,8 @@ TEST_F(RootlessTest, UnprivilegedUserWithoutDelegatedCgroupIsRefusedLimits) {
         "root: the memory controller is not on cgroup v2 here",
         "systemd-run --user --scope -p Delegate=yes corral", "systemd.unified_cgroup_hierarchy=1",
         "unsafe.allow_missing_limits: true"}) {
-    EXPECT_NE(message.find(part), std::string::npos) << "missing \"" << part << "\" in\n" << message;
+    EXPECT_NE(message.find(part), std::string::npos) << "missing \"" << part << "\" in\n"
+                                                     << message;
   }
 }
 
@@ -104,7 +104,8 @@ TEST_F(RootlessTest, AllowMissingLimitsRunsWithRlimitsOnlyAndNamesTheSkippedLimi
                           "(32) are NOT enforced (unsafe.allow_missing_limits)"),
             std::string::npos)
       << warnings;
-  EXPECT_EQ(run.probe["rlimits"]["nofile"], json::array({1024, 1024})) << run.probe["rlimits"].dump();
+  EXPECT_EQ(run.probe["rlimits"]["nofile"], json::array({1024, 1024}))
+      << run.probe["rlimits"].dump();
   EXPECT_EQ(run.probe["rlimits"]["core"], json::array({0, 0})) << run.probe["rlimits"].dump();
 }
 
@@ -127,8 +128,7 @@ TEST_F(RootlessTest, RootWithRootlessFlagGetsAUserNamespace) {
   // user namespace (the whole 32-bit range, identity).
   ASSERT_NO_FATAL_FAILURE(
       RunProbeOk({"--identity", "host-uid"}, {"read", "/proc/self/uid_map"}, &run));
-  EXPECT_EQ(ParseIdMap(run.probe["content"]),
-            (std::vector<std::vector<long>>{{0, 0, 4294967295}}));
+  EXPECT_EQ(ParseIdMap(run.probe["content"]), (std::vector<std::vector<long>>{{0, 0, 4294967295}}));
 }
 
 }  // namespace

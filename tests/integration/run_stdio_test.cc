@@ -28,7 +28,8 @@ const char kHostile[] =
     "\\033_Gf=1\\033\\\\e\\033[2J\\033[31mred\\033[0m gr\\303\\274n\\007\\n";
 // What printf makes of it.
 const std::string kHostileRaw =
-    "a\x1b]52;c;ZWNobyBwd25lZA==\x07" "b\x1b]0;pwned\x1b\\c\x1bP+q544e\x1b\\d"
+    "a\x1b]52;c;ZWNobyBwd25lZA==\x07"
+    "b\x1b]0;pwned\x1b\\c\x1bP+q544e\x1b\\d"
     "\x1b_Gf=1\x1b\\e\x1b[2J\x1b[31mred\x1b[0m gr\xc3\xbcn\x07\n";
 
 std::string ReadFile(const std::string& path) {
@@ -39,9 +40,7 @@ std::string ReadFile(const std::string& path) {
 }
 
 // sh -c SCRIPT on the host (for redirections around corral).
-Result<RunResult> Shell(const std::string& script) {
-  return RunProgram("/bin/sh", {"-c", script});
-}
+Result<RunResult> Shell(const std::string& script) { return RunProgram("/bin/sh", {"-c", script}); }
 
 std::string Quoted(const std::string& s) { return "'" + s + "'"; }
 
@@ -83,9 +82,9 @@ TEST_F(RunStdioTest, OutputToATerminalArrivesNeutralised) {
 TEST_F(RunStdioTest, StderrToATerminalIsNeutralisedToo) {
   RunOptions pty;
   pty.use_pty = true;
-  auto r = RunCorral({"run", "--pool", "off", "--", "sh", "-c",
-                      std::string("printf '") + kHostile + "' >&2"},
-                     pty);
+  auto r = RunCorral(
+      {"run", "--pool", "off", "--", "sh", "-c", std::string("printf '") + kHostile + "' >&2"},
+      pty);
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->out.find("\x1b]"), std::string::npos) << r->Describe();
   EXPECT_NE(r->out.find("abcde"), std::string::npos) << r->Describe();
@@ -120,10 +119,11 @@ TEST_F(RunStdioTest, FileRedirectsShowNoHostPathInside) {
   TempDir dir;
   std::string o = dir.path() + "/o", e = dir.path() + "/e", oe = dir.path() + "/oe";
   std::string run = CorralBinary() + " run --pool off ";
-  auto r = Shell(run + "-- readlink /proc/self/fd/1 > " + o + "; " + run +
-                 "-- sh -c 'readlink /proc/self/fd/2 >&2' 2> " + e + "; " + run +
-                 "-i -- readlink /proc/self/fd/0 /proc/self/fd/1 /proc/self/fd/2 < /etc/hostname > " +
-                 oe + " 2>&1");
+  auto r =
+      Shell(run + "-- readlink /proc/self/fd/1 > " + o + "; " + run +
+            "-- sh -c 'readlink /proc/self/fd/2 >&2' 2> " + e + "; " + run +
+            "-i -- readlink /proc/self/fd/0 /proc/self/fd/1 /proc/self/fd/2 < /etc/hostname > " +
+            oe + " 2>&1");
   ASSERT_TRUE(r) << r.error().message();
   for (const std::string& f : {o, e, oe}) {
     std::string text = ReadFile(f);
@@ -136,8 +136,8 @@ TEST_F(RunStdioTest, FileRedirectsShowNoHostPathInside) {
 TEST_F(RunStdioTest, RelayedFilesLoseNoDataAndKeepTheExitStatus) {
   TempDir dir;
   std::string in = dir.path() + "/in", out = dir.path() + "/out", expect = dir.path() + "/expect";
-  auto prep = Shell("seq 1 300000 > " + in + "; seq 1 300000 > " + expect + "; seq 1 300000 >> " +
-                    expect);
+  auto prep =
+      Shell("seq 1 300000 > " + in + "; seq 1 300000 > " + expect + "; seq 1 300000 >> " + expect);
   ASSERT_TRUE(prep && prep->exit_code == 0);
   // stdin from a file and stdout to a file, both relayed; the command exits 7.
   auto r = Shell(CorralBinary() + " run --pool off -i -- sh -c 'cat; seq 1 300000; exit 7' < " +
@@ -153,7 +153,8 @@ TEST_F(RunStdioTest, ExecRelaysTooForFilesAndTerminals) {
   std::string name = CreateSandbox();
   TempDir dir;
   std::string out = dir.path() + "/out";
-  auto r = Shell(CorralBinary() + " exec --pool off " + name + " -- readlink /proc/self/fd/1 > " + out);
+  auto r =
+      Shell(CorralBinary() + " exec --pool off " + name + " -- readlink /proc/self/fd/1 > " + out);
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(ReadFile(out).rfind("pipe:", 0), 0u) << ReadFile(out);
   RunOptions pty;
@@ -183,9 +184,8 @@ TEST_F(RunStdioTest, ExecItIsARealInteractiveTerminal) {
   if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
   std::string name = CreateSandbox();
   std::string driver = SourceDir() + "/tests/integration/tty_driver.py";
-  auto r = RunProgram("/usr/bin/python3",
-                      {driver, CorralBinary(), "exec", "-it", name, "--", "bash", "--norc",
-                       "--noprofile", "-i"});
+  auto r = RunProgram("/usr/bin/python3", {driver, CorralBinary(), "exec", "-it", name, "--",
+                                           "bash", "--norc", "--noprofile", "-i"});
   ASSERT_TRUE(r) << r.error().message();
   ASSERT_EQ(r->exit_code, 0) << r->Describe();
   auto j = nlohmann::json::parse(r->out, nullptr, false);
@@ -195,8 +195,7 @@ TEST_F(RunStdioTest, ExecItIsARealInteractiveTerminal) {
   EXPECT_TRUE(j.value("second", false)) << output;
   auto between = [&](const std::string& a, const std::string& b) {
     size_t s = output.find(a), e = output.find(b);
-    return s == std::string::npos || e == std::string::npos || e < s ? ""
-                                                                     : output.substr(s, e - s);
+    return s == std::string::npos || e == std::string::npos || e < s ? "" : output.substr(s, e - s);
   };
   std::string first = between("<R1", "R1>"), second = between("<R2", "R2>");
   EXPECT_NE(first.find("/dev/pts/0"), std::string::npos) << output;
@@ -212,8 +211,8 @@ TEST_F(RunStdioTest, ExecItIsARealInteractiveTerminal) {
 TEST_F(RunStdioTest, ATerminalIsRestoredWhenCorralIsStopped) {
   if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
   std::string driver = SourceDir() + "/tests/integration/tty_driver.py";
-  auto r = RunProgram("/usr/bin/python3", {driver, "--sigterm", CorralBinary(), "run", "-it",
-                                           "--", "bash", "--norc", "--noprofile", "-i"});
+  auto r = RunProgram("/usr/bin/python3", {driver, "--sigterm", CorralBinary(), "run", "-it", "--",
+                                           "bash", "--norc", "--noprofile", "-i"});
   ASSERT_TRUE(r) << r.error().message();
   ASSERT_EQ(r->exit_code, 0) << r->Describe();
   auto j = nlohmann::json::parse(r->out, nullptr, false);
@@ -244,7 +243,10 @@ TEST_F(RunStdioTest, ToolOutputOnATerminalIsFilteredToo) {
   ASSERT_TRUE(w && w->exit_code == 0) << (w ? w->Describe() : w.error().message());
   auto raw = tool("read_file", "{" + file + "}", false);
   ASSERT_TRUE(raw) << raw.error().message();
-  EXPECT_NE(raw->out.find("a\x1b]52;c;QQ==\x07" "b"), std::string::npos) << raw->Describe();
+  EXPECT_NE(raw->out.find("a\x1b]52;c;QQ==\x07"
+                          "b"),
+            std::string::npos)
+      << raw->Describe();
   auto shown = tool("read_file", "{" + file + "}", true);
   ASSERT_TRUE(shown) << shown.error().message();
   EXPECT_NE(shown->out.find("ab"), std::string::npos) << shown->Describe();

@@ -150,9 +150,8 @@ TEST_F(SandboxRootlessTest, CreateExecPsRmAsAnUnprivilegedUser) {
 
   // A file written by one exec is there for the next; a background process lives on.
   std::string out;
-  ASSERT_NO_FATAL_FAILURE(
-      ExecAsUser(name, {"bash", "-c", "echo kept > /tmp/f; nohup sleep 1000 >/dev/null 2>&1 &"},
-                 &out));
+  ASSERT_NO_FATAL_FAILURE(ExecAsUser(
+      name, {"bash", "-c", "echo kept > /tmp/f; nohup sleep 1000 >/dev/null 2>&1 &"}, &out));
   ASSERT_NO_FATAL_FAILURE(ExecAsUser(name, {"cat", "/tmp/f"}, &out));
   EXPECT_EQ(out, "kept\n");
 
@@ -217,9 +216,8 @@ TEST_F(SandboxRootlessTest, ExecIntoSomeoneElsesSandboxIsRefused) {
     root_sandboxes_.push_back(name);
     ASSERT_EQ(made->exit_code, 0) << made->Describe();
 
-    Result<RunResult> through_store =
-        AsUser({"exec", name, "--", "touch", "/tmp/entered"}, true,
-               {"CORRAL_RUNTIME_DIR=/run/corral"});
+    Result<RunResult> through_store = AsUser({"exec", name, "--", "touch", "/tmp/entered"}, true,
+                                             {"CORRAL_RUNTIME_DIR=/run/corral"});
     ASSERT_TRUE(through_store) << through_store.error().message();
     EXPECT_NE(through_store->exit_code, 0) << through_store->Describe();
     EXPECT_NE(through_store->err.find("Permission denied"), std::string::npos)
@@ -271,8 +269,7 @@ TEST_F(SandboxRootlessTest, CreateWithoutDelegatedCgroupIsRefusedLimits) {
         "without root: the memory controller is not on cgroup v2 here",
         "systemd-run --user --scope -p Delegate=yes corral", "systemd.unified_cgroup_hierarchy=1",
         "unsafe.allow_missing_limits: true"}) {
-    EXPECT_NE(r->err.find(part), std::string::npos) << "missing \"" << part << "\" in\n"
-                                                    << r->err;
+    EXPECT_NE(r->err.find(part), std::string::npos) << "missing \"" << part << "\" in\n" << r->err;
   }
   struct stat st;
   EXPECT_NE(::stat(StateDirOf(name).c_str(), &st), 0) << "a refused create left its state";
@@ -296,10 +293,10 @@ TEST_F(SandboxRootlessTest, NoRuntimeDirectoryIsAClearError) {
 // exec (an exec slot) enters a rootless sandbox.
 TEST_F(SandboxRootlessTest, PoolServesRootlessRunsAndExecs) {
   const std::string socket = RuntimeDir() + "/corral/pool.sock";
-  std::vector<std::string> argv = AsTestUser(
-      user_, "/usr/bin/env",
-      {"XDG_RUNTIME_DIR=" + RuntimeDir(), CorralBinary(), "pool", "--config",
-       home_.Join("limits.yaml"), "--size", "1"});
+  std::vector<std::string> argv =
+      AsTestUser(user_, "/usr/bin/env",
+                 {"XDG_RUNTIME_DIR=" + RuntimeDir(), CorralBinary(), "pool", "--config",
+                  home_.Join("limits.yaml"), "--size", "1"});
   argv.insert(argv.begin(), kSetprivBinary);
   Result<pid_t> pool = StartProgram(argv);
   ASSERT_TRUE(pool) << pool.error().message();
@@ -364,9 +361,10 @@ TEST_F(SandboxRootlessTest, ToolLayerWorksRootless) {
   Result<RunResult> read = tool({"read_file", "--path", "/tmp/b"});
   ASSERT_TRUE(read && read->exit_code == 0) << (read ? read->Describe() : read.error().message());
   EXPECT_NE(read->out.find("from-bash"), std::string::npos) << read->Describe();
-  Result<RunResult> write = tool({"write_file", "--path", "/mnt/user-data/workspace/w.txt",
-                                  "--content", "from-tool"});
-  ASSERT_TRUE(write && write->exit_code == 0) << (write ? write->Describe() : write.error().message());
+  Result<RunResult> write =
+      tool({"write_file", "--path", "/mnt/user-data/workspace/w.txt", "--content", "from-tool"});
+  ASSERT_TRUE(write && write->exit_code == 0)
+      << (write ? write->Describe() : write.error().message());
   Result<RunResult> cat = tool({"bash", "--command", "cat /mnt/user-data/workspace/w.txt"});
   ASSERT_TRUE(cat && cat->exit_code == 0) << (cat ? cat->Describe() : cat.error().message());
   EXPECT_NE(cat->out.find("from-tool"), std::string::npos) << cat->Describe();

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "base/files.h"
-#include "tests/support/corral_paths.h"
-#include "runtime/sandboxes/sandbox_store.h"
 #include "runtime/sandboxes/persistent.h"
+#include "runtime/sandboxes/sandbox_store.h"
+#include "tests/support/corral_paths.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/temp_dir.h"
 
@@ -397,8 +397,8 @@ TEST_F(SandboxTest, ACreateKilledAtAnyPointLeavesTheNameUsable) {
     if (again->exit_code != 0) {
       // Only because the killed create had finished: the sandbox is there and works.
       EXPECT_NE(again->err.find("already exists"), std::string::npos) << again->Describe();
-      EXPECT_TRUE(runtime::InspectSandbox(name)) << "killed after " << delay_ms << " ms: "
-                                                  << again->Describe();
+      EXPECT_TRUE(runtime::InspectSandbox(name))
+          << "killed after " << delay_ms << " ms: " << again->Describe();
     }
     Result<RunResult> works = Exec(name, {"true"});
     ASSERT_TRUE(works);

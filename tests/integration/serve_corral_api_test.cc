@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "runtime/sandboxes/persistent.h"
@@ -119,7 +119,8 @@ TEST_F(CorralApiTest, ErrorsNameTheField) {
   check({{"spec", {{"seccomp", {{"profile", "/etc/passwd"}}}}}}, 422, "spec.seccomp.profile");
   check({{"spec", {{"mounts", {{{"host_path", "/etc"}, {"container_path", "/x"}}}}}}}, 422,
         "spec.mounts[0].host_path");
-  check({{"spec", {{"mounts", {{{"host_path", dir_.Join("base/../run")}, {"container_path", "/x"}}}}}}},
+  check({{"spec",
+          {{"mounts", {{{"host_path", dir_.Join("base/../run")}, {"container_path", "/x"}}}}}}},
         422, "spec.mounts[0].host_path");
   check({{"spec", {{"user", {{"uid", 0}}}}}}, 422, "spec.user.uid");
   check({{"name", "a/b"}}, 422, "name");
@@ -131,9 +132,11 @@ TEST_F(CorralApiTest, ErrorsNameTheField) {
   // A mount under sandbox.base_dir is accepted.
   ASSERT_TRUE(dir_.MakeDirs("base/shared"));
   ASSERT_TRUE(dir_.WriteFile("base/shared/f.txt", "shared!"));
-  auto ok = Post("/sandboxes", {{"name", "m1"},
-                                {"spec", {{"mounts", {{{"host_path", dir_.Join("base/shared")},
-                                                       {"container_path", "/data"}}}}}}});
+  auto ok = Post(
+      "/sandboxes",
+      {{"name", "m1"},
+       {"spec",
+        {{"mounts", {{{"host_path", dir_.Join("base/shared")}, {"container_path", "/data"}}}}}}});
   ASSERT_EQ(ok.status, 201) << ok.body;
   EXPECT_EQ(Exec("m1", {{"argv", {"cat", "/data/f.txt"}}}).Json()["stdout"], "shared!");
 
@@ -156,9 +159,9 @@ TEST_F(CorralApiTest, ErrorsNameTheField) {
   EXPECT_EQ(Curl("GET", Url("/api/corral/v1/sandboxes"), "", {}, false).status, 401);
   EXPECT_EQ(Curl("GET", Url("/api/corral/v1/openapi.json"), "", {"X-API-Key: wrong"}, false).status,
             401);
-  for (const char* path : {"/sandboxes/nosuch", "/sandboxes/nosuch/stats",
-                           "/sandboxes/nosuch/files?path=/etc/hostname",
-                           "/sandboxes/nosuch/ls?path=/"}) {
+  for (const char* path :
+       {"/sandboxes/nosuch", "/sandboxes/nosuch/stats",
+        "/sandboxes/nosuch/files?path=/etc/hostname", "/sandboxes/nosuch/ls?path=/"}) {
     auto a = Get(path);
     EXPECT_EQ(a.status, 404) << path << " " << a.body;
     EXPECT_EQ(a.Json()["error"]["code"], "not_found") << path << " " << a.body;
@@ -179,7 +182,8 @@ TEST_F(CorralApiTest, FilesRoundTripAndEscapes) {
   auto got = Get("/sandboxes/f1/files?path=/tmp/d/sub/blob.bin");
   ASSERT_EQ(got.status, 200);
   EXPECT_EQ(got.body, bytes) << "binary bytes come back unchanged";
-  auto seen = Exec("f1", {{"command", "wc -c < /tmp/d/sub/blob.bin; stat -c %u /tmp/d/sub/blob.bin"}});
+  auto seen =
+      Exec("f1", {{"command", "wc -c < /tmp/d/sub/blob.bin; stat -c %u /tmp/d/sub/blob.bin"}});
   EXPECT_EQ(seen.Json()["stdout"], "4096\n1000\n") << seen.body;
   auto ls = Get("/sandboxes/f1/ls?path=/tmp/d&depth=2");
   ASSERT_EQ(ls.status, 200) << ls.body;
@@ -200,9 +204,9 @@ TEST_F(CorralApiTest, FilesRoundTripAndEscapes) {
   ASSERT_TRUE(dir_.WriteFile("secret.txt", "HOST-SECRET-31337"));
   const std::string host = dir_.Join("secret.txt");
   (void)Exec("f1", {{"command", "ln -s / /tmp/rootlink; ln -s /proc/1/root /tmp/initroot"}});
-  for (const std::string& p : {"/../../../../" + host, "/proc/1/root" + host,
-                               "/tmp/rootlink/../.." + host, "/tmp/initroot/../../.." + host,
-                               "/proc/self/root/../../" + host, "/proc/1/cwd" + host}) {
+  for (const std::string& p :
+       {"/../../../../" + host, "/proc/1/root" + host, "/tmp/rootlink/../.." + host,
+        "/tmp/initroot/../../.." + host, "/proc/self/root/../../" + host, "/proc/1/cwd" + host}) {
     auto a = Get("/sandboxes/f1/files?path=" + p);
     EXPECT_EQ(a.body.find("HOST-SECRET"), std::string::npos) << p << " leaked the host file";
     (void)Api("PUT", "/api/corral/v1/sandboxes/f1/files?path=" + p, "overwritten");
@@ -252,8 +256,9 @@ TEST_F(CorralApiTest, ExecsBeyondMaxExecsGet429WithRetryAfter) {
   ASSERT_EQ(created.status, 201) << created.body << DaemonLog();
   std::thread slow([&] { EXPECT_EQ(Exec("gate1", {{"command", "sleep 3"}}).status, 200); });
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  auto busy = Curl("POST", Url("/api/corral/v1/sandboxes/gate1/exec"), "", {}, true,
-                   {"--data-binary", json({{"command", "true"}}).dump(), "-D", dir_.Join("headers")});
+  auto busy =
+      Curl("POST", Url("/api/corral/v1/sandboxes/gate1/exec"), "", {}, true,
+           {"--data-binary", json({{"command", "true"}}).dump(), "-D", dir_.Join("headers")});
   EXPECT_EQ(busy.status, 429) << busy.body;
   EXPECT_EQ(busy.Json()["error"]["code"], "too_many_execs") << busy.body;
   std::ifstream in(dir_.Join("headers"));
@@ -360,7 +365,8 @@ TEST_F(CorralApiTest, OpenApiDocumentMatchesTheRoutes) {
           concrete.replace(at, std::string(p).size(), "nosuch");
         }
       }
-      if (concrete.find("/files") != std::string::npos || concrete.find("/ls") != std::string::npos) {
+      if (concrete.find("/files") != std::string::npos ||
+          concrete.find("/ls") != std::string::npos) {
         concrete += "?path=/tmp";
       }
       auto a = Curl(upper, Url(concrete), upper == "POST" || upper == "PUT" ? "{}" : "");

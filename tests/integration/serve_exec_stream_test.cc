@@ -5,9 +5,8 @@
 // would never send that event, and the test would fail (bounded wait), never hang.
 // Also: the output cap, the timeout, the client's going ending the command, and bad
 // input. Root only; leak-checked.
-#include <gtest/gtest.h>
-
 #include <dirent.h>
+#include <gtest/gtest.h>
 
 #include <iterator>
 #include <optional>
@@ -133,8 +132,8 @@ std::vector<pid_t> PidsRunning(const std::string& needle) {
 class ExecStreamTest : public ServeTest {
  protected:
   void CreateSandbox(const std::string& name) {
-    auto created = Api("POST", "/api/corral/v1/sandboxes",
-                       json{{"name", name}, {"idle_timeout", 0}}.dump());
+    auto created =
+        Api("POST", "/api/corral/v1/sandboxes", json{{"name", name}, {"idle_timeout", 0}}.dump());
     ASSERT_EQ(created.status, 201) << created.body << DaemonLog();
   }
   std::string StreamRequest(const std::string& name, const json& body,
@@ -162,9 +161,11 @@ class ExecStreamTest : public ServeTest {
 TEST_F(ExecStreamTest, OutputArrivesWhileTheCommandRuns) {
   StartDaemon(Config());
   CreateSandbox("st1");
-  EventReader reader(port_, StreamRequest("st1", {{"command",
-      "echo first; echo warn >&2; while [ ! -e /tmp/go ]; do sleep 0.05; done; echo second; exit 4"},
-      {"stream", true}}));
+  EventReader reader(port_,
+                     StreamRequest("st1", {{"command",
+                                            "echo first; echo warn >&2; while [ ! -e /tmp/go ]; do "
+                                            "sleep 0.05; done; echo second; exit 4"},
+                                           {"stream", true}}));
   ASSERT_TRUE(reader.connected());
   // The first stdout event comes while the command is still waiting for /tmp/go.
   std::vector<SseEvent> early;
@@ -194,8 +195,8 @@ TEST_F(ExecStreamTest, OutputArrivesWhileTheCommandRuns) {
   EXPECT_FALSE(last.data.contains("stdout")) << "the output went as events";
 
   // Accept: text/event-stream asks for the same without the body field.
-  EventReader by_header(port_, StreamRequest("st1", {{"argv", {"echo", "hdr"}}},
-                                             "Accept: text/event-stream\r\n"));
+  EventReader by_header(
+      port_, StreamRequest("st1", {{"argv", {"echo", "hdr"}}}, "Accept: text/event-stream\r\n"));
   auto rest = by_header.Rest();
   EXPECT_EQ(Text(rest, "stdout"), "hdr\n");
   ASSERT_FALSE(rest.empty());
@@ -205,8 +206,10 @@ TEST_F(ExecStreamTest, OutputArrivesWhileTheCommandRuns) {
 TEST_F(ExecStreamTest, OutputCapAndTimeoutHold) {
   StartDaemon(Config());
   CreateSandbox("st2");
-  EventReader capped(port_, StreamRequest("st2", {{"command", "head -c 5000 /dev/zero | tr '\\0' a"},
-                                                  {"output_limit", 1000}, {"stream", true}}));
+  EventReader capped(port_,
+                     StreamRequest("st2", {{"command", "head -c 5000 /dev/zero | tr '\\0' a"},
+                                           {"output_limit", 1000},
+                                           {"stream", true}}));
   auto events = capped.Rest();
   EXPECT_EQ(Text(events, "stdout"), std::string(1000, 'a'));
   ASSERT_FALSE(events.empty());
@@ -216,12 +219,14 @@ TEST_F(ExecStreamTest, OutputCapAndTimeoutHold) {
   EXPECT_EQ(events.back().data["limit"], "output");
 
   // Multi-byte characters split across reads arrive whole.
-  EventReader utf8(port_, StreamRequest("st2", {{"command", "printf '\\303'; sleep 0.2; printf '\\251\\n'"},
-                                                {"stream", true}}));
+  EventReader utf8(
+      port_, StreamRequest("st2", {{"command", "printf '\\303'; sleep 0.2; printf '\\251\\n'"},
+                                   {"stream", true}}));
   EXPECT_EQ(Text(utf8.Rest(), "stdout"), "\xc3\xa9\n");
 
-  EventReader timed(port_, StreamRequest("st2", {{"command", "echo begun; sleep 30"},
-                                                 {"timeout", 1}, {"stream", true}}));
+  EventReader timed(
+      port_, StreamRequest(
+                 "st2", {{"command", "echo begun; sleep 30"}, {"timeout", 1}, {"stream", true}}));
   events = timed.Rest();
   EXPECT_EQ(Text(events, "stdout"), "begun\n");
   ASSERT_FALSE(events.empty());
@@ -234,8 +239,9 @@ TEST_F(ExecStreamTest, ClientGoingEndsTheCommand) {
   StartDaemon(Config());
   CreateSandbox("st3");
   const std::string marker = "sleep 4321";
-  EventReader reader(port_, StreamRequest("st3", {{"command", "echo up; " + marker + "; echo never"},
-                                                  {"stream", true}}));
+  EventReader reader(
+      port_,
+      StreamRequest("st3", {{"command", "echo up; " + marker + "; echo never"}, {"stream", true}}));
   auto e = reader.Next();
   ASSERT_TRUE(e);
   EXPECT_EQ(e->name, "stdout");
@@ -262,14 +268,14 @@ TEST_F(ExecStreamTest, BadRequestsAreRefusedBeforeStreaming) {
                          {"--data-binary", R"({"command":"true","stream":"yes"})"});
   EXPECT_EQ(wrong_type.status, 422) << wrong_type.body;
   EXPECT_EQ(wrong_type.Json()["error"]["field"], "stream");
-  auto unknown = Curl("POST", Url("/api/corral/v1/sandboxes/nosuch/exec"), "",
-                      {"Accept: text/event-stream"}, true,
-                      {"--data-binary", R"({"command":"true"})"});
+  auto unknown =
+      Curl("POST", Url("/api/corral/v1/sandboxes/nosuch/exec"), "", {"Accept: text/event-stream"},
+           true, {"--data-binary", R"({"command":"true"})"});
   EXPECT_EQ(unknown.status, 404) << unknown.body;
   // "stream": false wins over the Accept header: a plain JSON outcome.
-  auto plain = Curl("POST", Url("/api/corral/v1/sandboxes/st4/exec"), "",
-                    {"Accept: text/event-stream"}, true,
-                    {"--data-binary", R"({"command":"echo x","stream":false})"});
+  auto plain =
+      Curl("POST", Url("/api/corral/v1/sandboxes/st4/exec"), "", {"Accept: text/event-stream"},
+           true, {"--data-binary", R"({"command":"echo x","stream":false})"});
   EXPECT_EQ(plain.Json()["stdout"], "x\n") << plain.body;
 }
 

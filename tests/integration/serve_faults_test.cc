@@ -3,8 +3,8 @@
 // record in the store that cannot be read, and hundreds of slow clients. Each drill checks
 // that no sandbox, file or background process is lost and that the rest is served. Root
 // only; leak-checked.
-#include <gtest/gtest.h>
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -103,7 +103,8 @@ TEST_F(ServeFaultsTest, AnUnreadableRecordIsNamedAndTheRestIsServed) {
   StartDaemon(Config("", port));
   const std::string log = DaemonLog();
   EXPECT_NE(log.find("df-rec1: its record " + store + "df-rec1/state.json cannot be read"),
-            std::string::npos) << log;
+            std::string::npos)
+      << log;
   EXPECT_NE(log.find("plain-rec: its record"), std::string::npos) << log;
   EXPECT_EQ(Shell(good, "cat /mnt/user-data/workspace/g.txt").Json()["data"]["output"], "before\n");
   const std::string again = Create("rec1", "t-rec1");
@@ -115,7 +116,8 @@ TEST_F(ServeFaultsTest, AnUnreadableRecordIsNamedAndTheRestIsServed) {
   ASSERT_TRUE(ps);
   EXPECT_EQ(ps->exit_code, 0);
   EXPECT_NE(ps->err.find("sandbox plain-rec is not listed: its record cannot be read"),
-            std::string::npos) << ps->err;
+            std::string::npos)
+      << ps->err;
   auto rm = RunCorral({"rm", "plain-rec"});
   ASSERT_TRUE(rm);
   EXPECT_EQ(rm->exit_code, 0) << rm->err;
@@ -177,13 +179,13 @@ TEST_F(ServeFaultsTest, KillNineDuringAFileWriteLeavesTheOldContentOrTheNew) {
   const std::string old_text(8 << 20, 'o'), new_text(48 << 20, 'n');
   const std::string file = Workspace("t-fw") + "/big.txt";
   ASSERT_EQ(WriteFile(url, "/mnt/user-data/workspace/big.txt", old_text).Json()["success"], true);
-  ASSERT_TRUE(dir_.WriteFile("body", json({{"file", "/mnt/user-data/workspace/big.txt"},
-                                           {"content", new_text}}).dump()));
+  ASSERT_TRUE(dir_.WriteFile(
+      "body", json({{"file", "/mnt/user-data/workspace/big.txt"}, {"content", new_text}}).dump()));
   Result<RunResult> written = Error(ErrorCode::kIo, "not run");
   std::thread writer([&] {
     written = RunProgram("/usr/bin/curl", {"-sS", "--max-time", "60", "-X", "POST", "-H",
-                                 "Content-Type: application/json", "--data-binary",
-                                 "@" + dir_.Join("body"), url + "/v1/file/write"});
+                                           "Content-Type: application/json", "--data-binary",
+                                           "@" + dir_.Join("body"), url + "/v1/file/write"});
   });
   bool under_way = false;
   for (auto end = Clock::now() + std::chrono::seconds(60); !under_way && Clock::now() < end;) {
@@ -196,8 +198,10 @@ TEST_F(ServeFaultsTest, KillNineDuringAFileWriteLeavesTheOldContentOrTheNew) {
   StopDaemon(SIGKILL);
   writer.join();
   ASSERT_TRUE(under_way) << "the write was never seen under way; curl: "
-                         << (written ? written->out.substr(0, 300) + written->err : written.error().message())
-                         << "\n" << DaemonLog();
+                         << (written ? written->out.substr(0, 300) + written->err
+                                     : written.error().message())
+                         << "\n"
+                         << DaemonLog();
 
   StartDaemon(Config("", port));
   auto content = ReadFile(file);
@@ -205,8 +209,8 @@ TEST_F(ServeFaultsTest, KillNineDuringAFileWriteLeavesTheOldContentOrTheNew) {
   EXPECT_TRUE(*content == old_text || *content == new_text)
       << "big.txt holds " << content->size() << " bytes, neither the old file nor the new";
   std::cerr << "[figure] kill -9 during a 48 MiB write: big.txt held the "
-            << (*content == old_text ? "old" : "new") << " content; leftover temporary files: "
-            << Partials(Workspace("t-fw")).size() << "\n";
+            << (*content == old_text ? "old" : "new")
+            << " content; leftover temporary files: " << Partials(Workspace("t-fw")).size() << "\n";
   EXPECT_EQ(Shell(url, "wc -c < /mnt/user-data/workspace/big.txt").status, 200);
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/fw1").status, 200);
 }
@@ -274,7 +278,8 @@ TEST_F(ServeFaultsTest, SigtermUnderLoadDrainsWithinItsDeadline) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << DaemonLog();
   EXPECT_LT(seconds, 3 + 2.0) << "shutdown_grace is 3 s";
   std::string seen;
-  for (const auto& [code, n] : answers) seen += std::to_string(code) + ":" + std::to_string(n) + " ";
+  for (const auto& [code, n] : answers)
+    seen += std::to_string(code) + ":" + std::to_string(n) + " ";
   std::cerr << "[figure] SIGTERM under " << kClients << " clients: exit after " << seconds
             << " s; answers by status " << seen << "\n";
   for (const auto& [code, n] : answers) {

@@ -62,12 +62,15 @@ class ServeTest : public LeakCheckedTest {
     ::unsetenv("CORRAL_RUNTIME_DIR");
   }
 
- // The config of the daemon; `extra_server` lines go under `server:`.
+  // The config of the daemon; `extra_server` lines go under `server:`.
   std::string Config(const std::string& extra_server = "", int port = 0) const {
-    return "server:\n  listen: 127.0.0.1:" + std::to_string(port) + "\n  api_key: " + std::string(kKey) +
+    return "server:\n  listen: 127.0.0.1:" + std::to_string(port) +
+           "\n  api_key: " + std::string(kKey) +
            "\n  header_timeout: 2\n  keepalive_timeout: 2\n  body_timeout: 3\n"
-           "  max_body_bytes: 1m\n  access_log: " + dir_.Join("access.log") + "\n" + extra_server +
-           "sandbox:\n  base_dir: " + dir_.Join("base") + "\n  idle_timeout: 0\n  replicas: 50\n"
+           "  max_body_bytes: 1m\n  access_log: " +
+           dir_.Join("access.log") + "\n" + extra_server +
+           "sandbox:\n  base_dir: " + dir_.Join("base") +
+           "\n  idle_timeout: 0\n  replicas: 50\n"
            "limits:\n  timeout: 30\n";
   }
 
@@ -136,7 +139,8 @@ class ServeTest : public LeakCheckedTest {
   HttpAnswer Curl(const std::string& method, const std::string& url, const std::string& body = "",
                   std::vector<std::string> headers = {}, bool key = true,
                   std::vector<std::string> more = {}) {
-    std::vector<std::string> args = {"-sS", "--max-time", "30", "-X", method, "-w", "\n%{http_code}"};
+    std::vector<std::string> args = {"-sS", "--max-time",    "30", "-X", method,
+                                     "-w",  "\n%{http_code}"};
     if (key) headers.push_back(std::string("X-API-Key: ") + kKey);
     for (const auto& h : headers) args.insert(args.end(), {"-H", h});
     if (!body.empty()) {

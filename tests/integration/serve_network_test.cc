@@ -25,8 +25,9 @@ class ServeNetworkTest : public ServeTest {
     ServeTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     origin_port_ = FreeLoopbackPort();
-    auto pid = StartProgram({"/usr/bin/python3", SourceDir() + "/tests/integration/data/net_origin.py",
-                             std::to_string(origin_port_)});
+    auto pid =
+        StartProgram({"/usr/bin/python3", SourceDir() + "/tests/integration/data/net_origin.py",
+                      std::to_string(origin_port_)});
     ASSERT_TRUE(pid) << pid.error().message();
     origin_ = *pid;
     ASSERT_TRUE(WaitForLoopbackListener(origin_port_)) << "the origin server did not start";
@@ -66,8 +67,10 @@ TEST_F(ServeNetworkTest, AllowListSandboxReachesItsOriginButNeverTheDaemon) {
   // Through the HTTP proxy and through CONNECT: both refused by the proxy (403), never
   // answered by the daemon (whose /health would say 200).
   for (const std::string flags : {"", "-p "}) {
-    auto refused = Exec("net1", "curl -sS " + flags + "--max-time 20 -o /dev/null -w '%{http_code}' "
-                                "http://" + daemon + "/health; echo \" rc=$?\"");
+    auto refused = Exec("net1", "curl -sS " + flags +
+                                    "--max-time 20 -o /dev/null -w '%{http_code}' "
+                                    "http://" +
+                                    daemon + "/health; echo \" rc=$?\"");
     ASSERT_EQ(refused.status, 200) << refused.body;
     const std::string out = refused.Json()["stdout"];
     EXPECT_EQ(out.find("200"), std::string::npos) << flags << out;

@@ -2,11 +2,12 @@
 // persistent sandboxes. The provisioner flow, auth, tokens, Host checks, bad input, limits,
 // restart adoption after kill -9, and SIGTERM. Root only; leak-checked.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
 #include <filesystem>
 #include <set>
 #include <thread>
-#include <sys/stat.h>
-#include <sys/un.h>
 
 #include "runtime/sandboxes/persistent.h"
 #include "server/http/listen_address.h"
@@ -50,8 +51,7 @@ TEST_F(ServeTest, ProvisionerFlow) {
   auto info = runtime::InspectSandbox("df-abc123");
   ASSERT_TRUE(info) << info.error().message();
   EXPECT_TRUE(info->alive);
-  EXPECT_EQ(info->record.spec.user_data_dir,
-            dir_.Join("base/users/default/threads/t1/user-data"));
+  EXPECT_EQ(info->record.spec.user_data_dir, dir_.Join("base/users/default/threads/t1/user-data"));
   EXPECT_EQ(Curl("GET", url + "/v1/sandbox", "", {}, false).status, 200);
 
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/abc123").Json(),
@@ -110,8 +110,9 @@ TEST_F(ServeTest, ConcurrentCreatesAreIdempotentPerId) {
   ASSERT_TRUE(ps && ps->exit_code == 0);
   EXPECT_NE(ps->out.find("df-same1"), std::string::npos) << ps->out;
   for (int i = 0; i < kCallers; ++i) {
-    auto shell = Curl("POST", distinct[i] + "/v1/shell/exec", "", {"Content-Type: application/json"},
-                      false, {"--data-binary", R"({"command":"echo ok"})"});
+    auto shell =
+        Curl("POST", distinct[i] + "/v1/shell/exec", "", {"Content-Type: application/json"}, false,
+             {"--data-binary", R"({"command":"echo ok"})"});
     EXPECT_EQ(shell.Json()["data"]["output"], "ok\n") << shell.body;
   }
   for (int i = 0; i < kCallers; ++i) {
@@ -122,10 +123,14 @@ TEST_F(ServeTest, ConcurrentCreatesAreIdempotentPerId) {
 
 TEST_F(ServeTest, EveryApiPathNeedsTheKey) {
   StartDaemon(Config());
-  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
-           {"GET", "/api/sandboxes"}, {"POST", "/api/sandboxes"}, {"GET", "/api/capabilities"},
-           {"DELETE", "/api/sandboxes/x"}, {"GET", "/api/nope"}, {"PATCH", "/api/sandboxes"},
-           {"GET", "/api"}}) {
+  for (const auto& [method, path] :
+       std::vector<std::pair<std::string, std::string>>{{"GET", "/api/sandboxes"},
+                                                        {"POST", "/api/sandboxes"},
+                                                        {"GET", "/api/capabilities"},
+                                                        {"DELETE", "/api/sandboxes/x"},
+                                                        {"GET", "/api/nope"},
+                                                        {"PATCH", "/api/sandboxes"},
+                                                        {"GET", "/api"}}) {
     auto none = Curl(method, Url(path), "", {}, false);
     EXPECT_EQ(none.status, 401) << method << " " << path;
     EXPECT_EQ(none.body, "Unauthorized");
@@ -152,7 +157,8 @@ TEST_F(ServeTest, TokensAreTheCredentialOfSandboxRoutes) {
   auto unknown = Curl("GET", Url("/sandboxes/nosuch/" + token + "/v1/sandbox"), "", {}, false);
   auto bad = Curl("GET", Url("/sandboxes/tok1/" + wrong + "/v1/sandbox"), "", {}, false);
   auto missing = Curl("GET", Url("/sandboxes/tok1"), "", {}, false);
-  auto short_token = Curl("GET", Url("/sandboxes/tok1/" + token.substr(0, 8) + "/v1/sandbox"), "", {}, false);
+  auto short_token =
+      Curl("GET", Url("/sandboxes/tok1/" + token.substr(0, 8) + "/v1/sandbox"), "", {}, false);
   EXPECT_EQ(unknown.status, 404);
   for (const auto* a : {&bad, &missing, &short_token}) {
     EXPECT_EQ(a->status, unknown.status);
@@ -163,7 +169,8 @@ TEST_F(ServeTest, TokensAreTheCredentialOfSandboxRoutes) {
   // The API key opens a sandbox's routes too.
   EXPECT_EQ(Curl("GET", Url("/sandboxes/tok1/" + wrong + "/v1/sandbox")).status, 200);
   // No CORS, ever.
-  auto r = RunProgram("/usr/bin/curl", {"-sS", "-i", "-H", "Origin: http://evil.example", url + "/v1/sandbox"});
+  auto r = RunProgram("/usr/bin/curl",
+                      {"-sS", "-i", "-H", "Origin: http://evil.example", url + "/v1/sandbox"});
   ASSERT_TRUE(r);
   EXPECT_EQ(server::ToLower(r->out).find("access-control-"), std::string::npos) << r->out;
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/tok1").status, 200);
@@ -174,7 +181,9 @@ TEST_F(ServeTest, HostHeaderMustNameTheServer) {
   auto foreign = Curl("GET", Url("/health"), "", {"Host: evil.example:" + std::to_string(port_)});
   EXPECT_EQ(foreign.status, 421) << foreign.body;
   EXPECT_NE(foreign.body.find("Host"), std::string::npos);
-  EXPECT_EQ(Curl("POST", Url("/api/sandboxes"), CreateBody("h1", "t-h"), {"Host: evil.example"}).status, 421);
+  EXPECT_EQ(
+      Curl("POST", Url("/api/sandboxes"), CreateBody("h1", "t-h"), {"Host: evil.example"}).status,
+      421);
   EXPECT_EQ(Curl("GET", Url("/health"), "", {"Host: 127.0.0.1:1"}).status, 421);
   auto local = Curl("GET", Url("/health"), "", {"Host: localhost:" + std::to_string(port_)});
   EXPECT_EQ(local.status, 200);
@@ -206,7 +215,8 @@ TEST_F(ServeTest, AnotherMethodOnAKnownPathIs405NamingTheAllowedOnes) {
     auto a = Curl(c.method, Url(c.path), "", {}, true, {"-i"});
     EXPECT_EQ(a.status, 405) << c.method << " " << c.path << "\n" << a.body;
     EXPECT_NE(a.body.find("Allow: " + c.allow + "\r\n"), std::string::npos)
-        << c.method << " " << c.path << "\n" << a.body;
+        << c.method << " " << c.path << "\n"
+        << a.body;
   }
   EXPECT_EQ(Api("GET", "/api/sandboxes/").status, 404) << "no id: no route";
   EXPECT_EQ(Api("GET", "/api/corral/v1/nothing").status, 404);
@@ -228,7 +238,8 @@ TEST_F(ServeTest, BadIdsAndBodiesAreRefusedClearly) {
        {std::string("{not json"), std::string("[]"), std::string(R"({"thread_id":"t"})"),
         std::string(R"({"sandbox_id":5})"), std::string(R"({"sandbox_id":"a/b"})"),
         std::string(R"({"sandbox_id":"..","thread_id":"t"})"),
-        std::string(R"({"sandbox_id":"a\u0000b"})"), json({{"sandbox_id", std::string(200, 'x')}}).dump(),
+        std::string(R"({"sandbox_id":"a\u0000b"})"),
+        json({{"sandbox_id", std::string(200, 'x')}}).dump(),
         std::string(R"({"sandbox_id":"ok","thread_id":7})"),
         std::string(R"({"sandbox_id":"ok","thread_id":"../x"})"),
         std::string(R"({"sandbox_id":"ok","user_id":"a b"})"),
@@ -242,8 +253,11 @@ TEST_F(ServeTest, BadIdsAndBodiesAreRefusedClearly) {
            {{{"host_path", base}, {"container_path", "/etc"}}, "not allowed"},
            {{{"host_path", "rel"}, {"container_path", "/mnt/acp-workspace"}}, "absolute"},
            {{{"host_path", "/etc"}, {"container_path", "/mnt/acp-workspace"}}, "base directory"},
-           {{{"host_path", base + "/../x"}, {"container_path", "/mnt/acp-workspace"}}, "normalized"},
-           {{{"host_path", base + "/nope"}, {"container_path", "/mnt/acp-workspace"}, {"read_only", true}},
+           {{{"host_path", base + "/../x"}, {"container_path", "/mnt/acp-workspace"}},
+            "normalized"},
+           {{{"host_path", base + "/nope"},
+             {"container_path", "/mnt/acp-workspace"},
+             {"read_only", true}},
             "does not exist"}}) {
     json body = {{"sandbox_id", "m1"}, {"thread_id", "t"}, {"extra_mounts", json::array({mount})}};
     auto r = Api("POST", "/api/sandboxes", body.dump());
@@ -251,8 +265,9 @@ TEST_F(ServeTest, BadIdsAndBodiesAreRefusedClearly) {
     EXPECT_NE(r.body.find(why), std::string::npos) << r.body;
   }
   json dup = {{"sandbox_id", "m1"},
-              {"extra_mounts", json::array({{{"host_path", base}, {"container_path", "/mnt/acp-workspace"}},
-                                            {{"host_path", base}, {"container_path", "/mnt/acp-workspace"}}})}};
+              {"extra_mounts",
+               json::array({{{"host_path", base}, {"container_path", "/mnt/acp-workspace"}},
+                            {{"host_path", base}, {"container_path", "/mnt/acp-workspace"}}})}};
   EXPECT_EQ(Api("POST", "/api/sandboxes", dup.dump()).status, 400);
   EXPECT_EQ(Api("GET", "/api/sandboxes").Json()["count"], 0) << "nothing was created";
   EXPECT_EQ(Curl("GET", Url("/health"), "", {}, false).status, 200);
@@ -268,8 +283,8 @@ TEST_F(ServeTest, DeeplyNestedBodiesAreRefusedAndTheDaemonStaysUp) {
   ASSERT_EQ(created.status, 200) << created.body;
   const std::string url = created.Json()["sandbox_url"];
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  for (const char* route : {"/v1/shell/exec", "/v1/bash/exec", "/v1/file/read",
-                                   "/v1/file/write", "/v1/file/list", "/v1/shell/sessions/create"}) {
+  for (const char* route : {"/v1/shell/exec", "/v1/bash/exec", "/v1/file/read", "/v1/file/write",
+                            "/v1/file/list", "/v1/shell/sessions/create"}) {
     for (const std::string& body : {R"({"command":)" + deep + "}",
                                     R"({"command":"true","file":"/tmp/x","extra":)" + deep + "}"}) {
       auto r = Curl("POST", url + std::string(route), body, {}, false);
@@ -280,7 +295,8 @@ TEST_F(ServeTest, DeeplyNestedBodiesAreRefusedAndTheDaemonStaysUp) {
   auto provision = Api("POST", "/api/sandboxes", R"({"sandbox_id":)" + deep + "}");
   EXPECT_EQ(provision.status, 400) << provision.body.substr(0, 200);
   EXPECT_EQ(Curl("GET", Url("/health"), "", {}, false).status, 200) << DaemonLog();
-  auto shell = Curl("POST", url + "/v1/shell/exec", json({{"command", "echo alive"}}).dump(), {}, false);
+  auto shell =
+      Curl("POST", url + "/v1/shell/exec", json({{"command", "echo alive"}}).dump(), {}, false);
   ASSERT_EQ(shell.status, 200) << shell.body;
   EXPECT_EQ(shell.Json()["data"]["output"], "alive\n");
 }
@@ -295,10 +311,11 @@ TEST_F(ServeTest, ARestrictiveUmaskStillMakesUsableThreadDirectories) {
   auto created = Api("POST", "/api/sandboxes", CreateBody("umask1", "t-umask"));
   ASSERT_EQ(created.status, 200) << created.body << DaemonLog();
   const std::string url = created.Json()["sandbox_url"];
-  auto shell = Curl("POST", url + "/v1/shell/exec",
-                    json({{"command", "echo ok > /mnt/user-data/workspace/f && cat /mnt/user-data/workspace/f"}})
-                        .dump(),
-                    {}, false);
+  auto shell = Curl(
+      "POST", url + "/v1/shell/exec",
+      json({{"command", "echo ok > /mnt/user-data/workspace/f && cat /mnt/user-data/workspace/f"}})
+          .dump(),
+      {}, false);
   ASSERT_EQ(shell.status, 200) << shell.body;
   EXPECT_EQ(shell.Json()["data"]["output"], "ok\n") << shell.body;
 }
@@ -310,8 +327,9 @@ TEST_F(ServeTest, ARestrictiveUmaskStillMakesUsableThreadDirectories) {
 TEST_F(ServeTest, SkillsViewsAndAcpWorkspaceAreMountedReadOnly) {
   StartDaemon(Config());
   const std::string base = dir_.Join("base");
-  for (const char* d : {"skills_view/public", "users/u1/skills_view/custom", "users/u1/skills_view/legacy",
-                        "users/u1/skills_view/integrations", "users/u1/threads/t-sk/acp-workspace"}) {
+  for (const char* d :
+       {"skills_view/public", "users/u1/skills_view/custom", "users/u1/skills_view/legacy",
+        "users/u1/skills_view/integrations", "users/u1/threads/t-sk/acp-workspace"}) {
     ASSERT_TRUE(dir_.MakeDirs(std::string("base/") + d));
   }
   ASSERT_TRUE(dir_.WriteFile("base/skills_view/public/p.md", "public\n"));
@@ -319,11 +337,19 @@ TEST_F(ServeTest, SkillsViewsAndAcpWorkspaceAreMountedReadOnly) {
   ASSERT_TRUE(dir_.WriteFile("base/users/u1/skills_view/legacy/l.md", "legacy\n"));
   ASSERT_TRUE(dir_.WriteFile("base/users/u1/skills_view/integrations/i.md", "integrations\n"));
   ASSERT_TRUE(dir_.WriteFile("base/users/u1/threads/t-sk/acp-workspace/a.md", "acp\n"));
-  json body = {{"sandbox_id", "sk1"}, {"thread_id", "t-sk"}, {"user_id", "u1"},
-               {"extra_mounts", json::array({
-                   {{"host_path", base + "/users/u1/skills_view/custom"}, {"container_path", "/mnt/skills/custom"}, {"read_only", true}},
-                   {{"host_path", base + "/users/u1/skills_view/integrations"}, {"container_path", "/mnt/skills/integrations"}, {"read_only", false}},
-                   {{"host_path", base + "/users/u1/threads/t-sk/acp-workspace"}, {"container_path", "/mnt/acp-workspace"}, {"read_only", false}}})}};
+  json body = {
+      {"sandbox_id", "sk1"},
+      {"thread_id", "t-sk"},
+      {"user_id", "u1"},
+      {"extra_mounts", json::array({{{"host_path", base + "/users/u1/skills_view/custom"},
+                                     {"container_path", "/mnt/skills/custom"},
+                                     {"read_only", true}},
+                                    {{"host_path", base + "/users/u1/skills_view/integrations"},
+                                     {"container_path", "/mnt/skills/integrations"},
+                                     {"read_only", false}},
+                                    {{"host_path", base + "/users/u1/threads/t-sk/acp-workspace"},
+                                     {"container_path", "/mnt/acp-workspace"},
+                                     {"read_only", false}}})}};
   auto created = Api("POST", "/api/sandboxes", body.dump());
   ASSERT_EQ(created.status, 200) << created.body << DaemonLog();
   const std::string url = created.Json()["sandbox_url"];
@@ -336,8 +362,10 @@ TEST_F(ServeTest, SkillsViewsAndAcpWorkspaceAreMountedReadOnly) {
             "public\ncustom\nlegacy\nintegrations\nacp\n");
   for (const char* dir : {"/mnt/skills/public", "/mnt/skills/custom", "/mnt/skills/legacy",
                           "/mnt/skills/integrations", "/mnt/acp-workspace"}) {
-    EXPECT_EQ(shell(std::string("touch ") + dir + "/new 2>/dev/null && echo writable || echo read-only"),
-              "read-only\n") << dir;
+    EXPECT_EQ(
+        shell(std::string("touch ") + dir + "/new 2>/dev/null && echo writable || echo read-only"),
+        "read-only\n")
+        << dir;
   }
   EXPECT_EQ(shell("touch /mnt/user-data/workspace/new && echo writable"), "writable\n");
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/sk1").status, 200);
@@ -354,8 +382,8 @@ TEST_F(ServeTest, LimitsAndSlowClientsLeaveTheDaemonHealthy) {
   // ... and through curl with a real 2 MB body.
   EXPECT_EQ(Api("POST", "/api/sandboxes", std::string(2 << 20, 'x')).status, 413);
   // Headers past 16 KiB: 431.
-  auto huge = Raw("GET /health HTTP/1.1\r\nHost: " + Authority() + "\r\nX-Pad: " +
-                      std::string(20000, 'p') + "\r\n\r\n",
+  auto huge = Raw("GET /health HTTP/1.1\r\nHost: " + Authority() +
+                      "\r\nX-Pad: " + std::string(20000, 'p') + "\r\n\r\n",
                   milliseconds(3000));
   EXPECT_EQ(huge.received.rfind("HTTP/1.1 431", 0), 0u) << huge.received.substr(0, 200);
   // A client that never finishes its headers is cut off after header_timeout (2 s here).
@@ -388,7 +416,8 @@ TEST_F(ServeTest, KillNineThenRestartAdoptsTheSandbox) {
   auto wrote = Curl("POST", url + "/v1/file/write",
                     json({{"file", "/tmp/aio.txt"}, {"content", "via aio"}}).dump(), {}, false);
   ASSERT_EQ(wrote.status, 200) << wrote.body;
-  auto shell = Curl("POST", url + "/v1/shell/exec", json({{"command", "cd /tmp"}}).dump(), {}, false);
+  auto shell =
+      Curl("POST", url + "/v1/shell/exec", json({{"command", "cd /tmp"}}).dump(), {}, false);
   ASSERT_EQ(shell.status, 200) << shell.body;
   const std::string session = shell.Json()["data"]["session_id"];
   const int port = port_;
@@ -403,13 +432,15 @@ TEST_F(ServeTest, KillNineThenRestartAdoptsTheSandbox) {
   auto cat = RunCorral({"exec", "df-k9", "--", "cat", "/tmp/state", "/mnt/user-data/workspace/f"});
   ASSERT_TRUE(cat);
   EXPECT_EQ(cat->out, "kept\ndata\n");
-  auto read = Curl("POST", url + "/v1/file/read", json({{"file", "/tmp/aio.txt"}}).dump(), {}, false);
+  auto read =
+      Curl("POST", url + "/v1/file/read", json({{"file", "/tmp/aio.txt"}}).dump(), {}, false);
   EXPECT_EQ(read.Json()["data"]["content"], "via aio") << read.body;
   // The session died with the old daemon: DeerFlow's "recreate the session" answer.
   auto old = Curl("POST", url + "/v1/shell/exec",
                   json({{"command", "pwd"}, {"id", session}}).dump(), {}, false);
   EXPECT_EQ(old.status, 404) << old.body;
-  EXPECT_EQ(old.Json(), json({{"success", false}, {"message", "Session not found"}, {"data", nullptr}}));
+  EXPECT_EQ(old.Json(),
+            json({{"success", false}, {"message", "Session not found"}, {"data", nullptr}}));
 
   // A sandbox that died while no daemon ran is forgotten by the next one.
   StopDaemon(SIGKILL);
@@ -458,10 +489,12 @@ TEST_F(ServeTest, KillNineDuringConcurrentCreatesStrandsNothing) {
   }
   auto ps = RunCorral({"ps"});
   ASSERT_TRUE(ps && ps->exit_code == 0);
-  for (int i = 0; i < kCreates; ++i) ASSERT_EQ(Api("DELETE", "/api/sandboxes/" + id(i)).status, 200);
+  for (int i = 0; i < kCreates; ++i)
+    ASSERT_EQ(Api("DELETE", "/api/sandboxes/" + id(i)).status, 200);
   auto after = RunCorral({"ps"});
   ASSERT_TRUE(after && after->exit_code == 0);
-  EXPECT_EQ(after->out.find("df-cc"), std::string::npos) << "left after every delete:\n" << after->out;
+  EXPECT_EQ(after->out.find("df-cc"), std::string::npos) << "left after every delete:\n"
+                                                         << after->out;
 }
 
 // kill -9 of the daemon in the middle of deletes: after a restart each sandbox is there
@@ -483,7 +516,8 @@ TEST_F(ServeTest, KillNineDuringDeletesLeavesEachSandboxWholeOrGone) {
     for (int i = 0; i < kSandboxes; ++i) n += runtime::InspectSandbox("df-" + id(i)) ? 1 : 0;
     return n;
   };
-  for (int i = 0; i < 500 && left() == kSandboxes; ++i) std::this_thread::sleep_for(milliseconds(2));
+  for (int i = 0; i < 500 && left() == kSandboxes; ++i)
+    std::this_thread::sleep_for(milliseconds(2));
   StopDaemon(SIGKILL);
   for (auto& t : callers) t.join();
 
@@ -499,9 +533,10 @@ TEST_F(ServeTest, KillNineDuringDeletesLeavesEachSandboxWholeOrGone) {
     ASSERT_EQ(shell.status, 200) << id(i) << " is listed but broken: " << shell.body << DaemonLog();
     EXPECT_EQ(shell.Json()["data"]["output"], "ok\n") << id(i) << ": " << shell.body;
   }
-  std::cerr << "[figure] kill -9 during " << kSandboxes << " deletes: " << kept
-            << " kept whole, " << kSandboxes - kept << " gone\n";
-  for (int i = 0; i < kSandboxes; ++i) ASSERT_EQ(Api("DELETE", "/api/sandboxes/" + id(i)).status, 200);
+  std::cerr << "[figure] kill -9 during " << kSandboxes << " deletes: " << kept << " kept whole, "
+            << kSandboxes - kept << " gone\n";
+  for (int i = 0; i < kSandboxes; ++i)
+    ASSERT_EQ(Api("DELETE", "/api/sandboxes/" + id(i)).status, 200);
   auto ps = RunCorral({"ps"});
   ASSERT_TRUE(ps && ps->exit_code == 0);
   EXPECT_EQ(ps->out.find("df-dd"), std::string::npos) << ps->out;
@@ -519,15 +554,17 @@ TEST_F(ServeTest, AioCallsReachTheSandboxAndDeleteEndsTheirSessions) {
   EXPECT_NE(Api("GET", "/metrics").body.find("corral_aio_live_sessions 1"), std::string::npos);
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/aio1").status, 200);
   EXPECT_NE(Api("GET", "/metrics").body.find("corral_aio_live_sessions 0"), std::string::npos);
-  EXPECT_EQ(Curl("POST", url + "/v1/shell/exec", json({{"command", "true"}}).dump(), {}, false).status,
-            404);
+  EXPECT_EQ(
+      Curl("POST", url + "/v1/shell/exec", json({{"command", "true"}}).dump(), {}, false).status,
+      404);
 }
 
 // Counts the entries of /proc/<pid>/<sub> ("fd", "task").
 size_t CountEntries(pid_t pid, const std::string& sub) {
   std::error_code ec;
   size_t n = 0;
-  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/" + sub, ec);
+  for (auto it =
+           std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/" + sub, ec);
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
     ++n;
   }
@@ -564,10 +601,9 @@ TEST_F(ServeTest, DeletedSandboxesGiveBackTheirResourcesWithoutAnotherRequest) {
   const size_t fds = CountEntries(daemon_, "fd"), threads = CountEntries(daemon_, "task");
   for (int i = 1; i <= 6; ++i) ASSERT_NO_FATAL_FAILURE(cycle("fd" + std::to_string(i)));
   // No request from here on: whatever the six sandboxes held must go by itself.
-  EXPECT_TRUE(settled(fds, threads))
-      << "fds " << CountEntries(daemon_, "fd") << " (were " << fds << "), threads "
-      << CountEntries(daemon_, "task") << " (were " << threads << "), children "
-      << ChildrenOf(daemon_).size();
+  EXPECT_TRUE(settled(fds, threads)) << "fds " << CountEntries(daemon_, "fd") << " (were " << fds
+                                     << "), threads " << CountEntries(daemon_, "task") << " (were "
+                                     << threads << "), children " << ChildrenOf(daemon_).size();
 }
 
 TEST_F(ServeTest, SigtermExitsCleanlyAndKeepsSandboxes) {
@@ -608,7 +644,8 @@ TEST_F(ServeTest, RequestsInFlightAndConnectionsPerClientAreBounded) {
   std::ifstream in(dir_.Join("headers"));
   std::stringstream headers;
   headers << in.rdbuf();
-  EXPECT_NE(server::ToLower(headers.str()).find("retry-after: 1"), std::string::npos) << headers.str();
+  EXPECT_NE(server::ToLower(headers.str()).find("retry-after: 1"), std::string::npos)
+      << headers.str();
   EXPECT_EQ(Curl("GET", Url("/health"), "", {}, false).status, 200) << "/health is exempt";
   slow.join();
   EXPECT_EQ(Api("GET", "/api/capabilities").status, 200);
@@ -624,7 +661,8 @@ TEST_F(ServeTest, RequestsInFlightAndConnectionsPerClientAreBounded) {
     held.push_back(std::move(fd));
   }
   std::this_thread::sleep_for(milliseconds(300));
-  auto fourth = Raw("GET /health HTTP/1.1\r\nHost: " + Authority() + "\r\n\r\n", milliseconds(3000));
+  auto fourth =
+      Raw("GET /health HTTP/1.1\r\nHost: " + Authority() + "\r\n\r\n", milliseconds(3000));
   EXPECT_EQ(fourth.received.rfind("HTTP/1.1 429", 0), 0u) << fourth.received;
   held.clear();
   std::this_thread::sleep_for(milliseconds(300));
@@ -671,8 +709,10 @@ TEST_F(ServeTest, ServesOnAUnixSocket) {
   const std::string url = created.Json()["sandbox_url"];
   EXPECT_EQ(url.rfind("http://localhost/sandboxes/u1/", 0), 0u) << url;
   EXPECT_EQ(Curl("GET", url + "/v1/sandbox", "", {}, false, {"--unix-socket", sock}).status, 200);
-  EXPECT_EQ(Curl("DELETE", "http://localhost/api/sandboxes/u1", "", {}, true, {"--unix-socket", sock}).status,
-            200);
+  EXPECT_EQ(
+      Curl("DELETE", "http://localhost/api/sandboxes/u1", "", {}, true, {"--unix-socket", sock})
+          .status,
+      200);
   int status = StopDaemon(SIGTERM);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
@@ -709,8 +749,8 @@ TEST_F(ServeTest, RefusesToStartUnsafely) {
   ASSERT_TRUE(dir_.WriteFile("nokey.yaml", "sandbox: {base_dir: " + dir_.Join("base") + "}\n"));
   RunOptions no_key;
   no_key.env = {"CORRAL_API_KEY="};
-  auto nokey = RunCorral({"serve", "--config", dir_.Join("nokey.yaml"), "--listen", "127.0.0.1:0"},
-                         no_key);
+  auto nokey =
+      RunCorral({"serve", "--config", dir_.Join("nokey.yaml"), "--listen", "127.0.0.1:0"}, no_key);
   ASSERT_TRUE(nokey);
   EXPECT_EQ(nokey->exit_code, 125);
   EXPECT_NE(nokey->err.find("no API key"), std::string::npos) << nokey->err;

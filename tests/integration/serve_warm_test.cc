@@ -73,9 +73,8 @@ class ServeWarmTest : public ServeTest {
     EXPECT_EQ(r.status, 200) << r.body;
     json j = r.Json();
     if (!j.is_object() || !j["data"].is_object()) return {"", -1};
-    return {j["data"].value("output", ""), j["data"]["exit_code"].is_number()
-                                               ? j["data"]["exit_code"].get<int>()
-                                               : -1};
+    return {j["data"].value("output", ""),
+            j["data"]["exit_code"].is_number() ? j["data"]["exit_code"].get<int>() : -1};
   }
 
   // The per-mount options of `path` in the sandbox's own mount table ("rw,nosuid,...").
@@ -103,8 +102,8 @@ TEST_F(ServeWarmTest, CreateIsServedFromThePoolAndLooksCold) {
   ASSERT_TRUE(dir_.MakeDirs("base/users/default/threads/tw1/acp-workspace", 0777));
   ASSERT_TRUE(dir_.WriteFile("base/users/default/threads/tw1/acp-workspace/seen.txt", "acp\n"));
 
-  const double before = std::chrono::duration<double>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
+  const double before =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto created = Api("POST", "/api/sandboxes", CreateBody("w1", "tw1"));
   ASSERT_EQ(created.status, 200) << created.body << DaemonLog();
   EXPECT_EQ(Metric("corral_sandbox_events_total{event=\"created_warm\"}"), 1) << DaemonLog();
@@ -119,14 +118,17 @@ TEST_F(ServeWarmTest, CreateIsServedFromThePoolAndLooksCold) {
   EXPECT_TRUE(warm.count(info->record.cgroup_name.substr(4))) << "one of the two ready ones";
   EXPECT_EQ(info->record.spec.user_data_dir, ThreadDir("tw1") + "/user-data");
   EXPECT_EQ(info->record.spec.acp_workspace_dir, ThreadDir("tw1") + "/acp-workspace");
-  EXPECT_FALSE(runtime::InspectSandbox(info->record.cgroup_name.substr(4))) << "the old name is gone";
+  EXPECT_FALSE(runtime::InspectSandbox(info->record.cgroup_name.substr(4)))
+      << "the old name is gone";
   struct stat st;
   EXPECT_NE(::stat(dir_.Join("run/warm/" + info->record.cgroup_name.substr(4)).c_str(), &st), 0)
       << "its placeholders are removed";
 
   // Files written in the sandbox land in the thread's directory on the host.
-  auto [out, code] = Shell(url, "echo hello > /mnt/user-data/workspace/out.txt; "
-                                "echo up > /mnt/user-data/outputs/o.txt; pwd; cat /mnt/acp-workspace/seen.txt");
+  auto [out, code] =
+      Shell(url,
+            "echo hello > /mnt/user-data/workspace/out.txt; "
+            "echo up > /mnt/user-data/outputs/o.txt; pwd; cat /mnt/acp-workspace/seen.txt");
   EXPECT_EQ(code, 0);
   EXPECT_EQ(out, "/mnt/user-data/workspace\nacp\n");
   std::ifstream written(ThreadDir("tw1") + "/user-data/workspace/out.txt");
@@ -236,8 +238,8 @@ TEST_F(ServeWarmTest, ReservedIdentityLeavesThePoolOffAndSaysWhy) {
   ASSERT_EQ(created.status, 200) << created.body;
   EXPECT_EQ(Metric("corral_sandbox_events_total{event=\"created_warm\"}"), 0);
   EXPECT_TRUE(WarmNames().empty());
-  auto [out, code] = Shell(created.Json()["sandbox_url"],
-                           "id -u; echo x > /mnt/user-data/workspace/r.txt");
+  auto [out, code] =
+      Shell(created.Json()["sandbox_url"], "id -u; echo x > /mnt/user-data/workspace/r.txt");
   EXPECT_EQ(out, "1000\n");
   struct stat st;
   ASSERT_EQ(::stat((ThreadDir("tr") + "/user-data/workspace/r.txt").c_str(), &st), 0);

@@ -25,7 +25,8 @@ class ToolsAioTest : public ServeTest {
     if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(dir_.MakeDirs("skills/public", 0755));
     ASSERT_TRUE(dir_.WriteFile("skills/public/SKILL.md", "# skill\n", 0644));
-    ASSERT_NO_FATAL_FAILURE(StartDaemon(Config() + "skills:\n  path: " + dir_.Join("skills") + "\n"));
+    ASSERT_NO_FATAL_FAILURE(
+        StartDaemon(Config() + "skills:\n  path: " + dir_.Join("skills") + "\n"));
     config_.use = runtime::ProviderKind::kAio;
     config_.provisioner_url = Url("");
     config_.provisioner_api_key = kKey;
@@ -72,7 +73,8 @@ TEST_F(ToolsAioTest, BackgroundSurvivesAndTimeoutsKillTheTree) {
   config_.bash_command_timeout = 1;
   Rebuild();
   t0 = std::chrono::steady_clock::now();
-  auto out = Call("bash", {{"command", "while true; do date +%s%N > /tmp/marker; sleep 0.1; done"}});
+  auto out =
+      Call("bash", {{"command", "while true; do date +%s%N > /tmp/marker; sleep 0.1; done"}});
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   EXPECT_NE(out.text.find("Command timed out after 1 second and was terminated."),
             std::string::npos)
@@ -92,13 +94,16 @@ TEST_F(ToolsAioTest, WriteReadAppendRangesAndErrors) {
   EXPECT_EQ(Call("read_file", {{"path", p}, {"start_line", 2}, {"end_line", 3}}).text,
             "two\nthree\n");
   struct stat st;
-  std::string host = dir_.Join("base") + "/users/default/threads/t1/user-data/workspace/sub/dir/a.txt";
+  std::string host =
+      dir_.Join("base") + "/users/default/threads/t1/user-data/workspace/sub/dir/a.txt";
   ASSERT_EQ(::stat(host.c_str(), &st), 0) << "the daemon's sandbox writes the thread's host dir";
   // As the sandbox user: whoever its bash writes as (a reserved host id: identity.h).
   Bash("touch by-bash");
   struct stat bash_st;
-  ASSERT_EQ(::stat((dir_.Join("base") + "/users/default/threads/t1/user-data/workspace/by-bash").c_str(),
-                   &bash_st), 0);
+  ASSERT_EQ(
+      ::stat((dir_.Join("base") + "/users/default/threads/t1/user-data/workspace/by-bash").c_str(),
+             &bash_st),
+      0);
   EXPECT_EQ(st.st_uid, bash_st.st_uid);
   EXPECT_NE(st.st_uid, 0u);
   EXPECT_EQ(Bash("cat sub/dir/a.txt | wc -l"), "3\n");

@@ -25,8 +25,8 @@ TEST_F(ToolsCliLocksTest, ConcurrentStrReplaceProcessesLoseNoUpdate) {
   options.env = {"CORRAL_RUNTIME_DIR=" + runtime.path()};
   const std::string file = "/mnt/user-data/workspace/f.txt";
   auto tool = [&](const std::string& name, const std::string& args) {
-    return RunCorral({"tool", name, "--provider", "local", "--base-dir", base.path(),
-                      "--thread", "t1", "--args", args},
+    return RunCorral({"tool", name, "--provider", "local", "--base-dir", base.path(), "--thread",
+                      "t1", "--args", args},
                      options);
   };
   Result<RunResult> w = tool("write_file", R"({"path":")" + file + R"(","content":"END\n"})");
@@ -37,9 +37,9 @@ TEST_F(ToolsCliLocksTest, ConcurrentStrReplaceProcessesLoseNoUpdate) {
   std::atomic<int> ok{0};
   for (int i = 0; i < kProcesses; ++i) {
     threads.emplace_back([&, i] {
-      Result<RunResult> r = tool("str_replace", R"({"path":")" + file +
-                                                    R"(","old_str":"END","new_str":"X)" +
-                                                    std::to_string(i) + R"(\nEND"})");
+      Result<RunResult> r =
+          tool("str_replace", R"({"path":")" + file + R"(","old_str":"END","new_str":"X)" +
+                                  std::to_string(i) + R"(\nEND"})");
       if (r && r->exit_code == 0 && r->out == "OK") ++ok;
     });
   }

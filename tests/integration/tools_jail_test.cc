@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "base/files.h"
-#include "tools/providers/jail_sandbox.h"
 #include "runtime/sandboxes/persistent.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tools_jail_fixture.h"
+#include "tools/providers/jail_sandbox.h"
 #include "tools/tool_service.h"
 
 namespace corral::test {
@@ -82,8 +82,10 @@ TEST_F(ToolsJailTest, WriteReadAppendRangesAndOwnership) {
   // As the sandbox user: whoever its bash writes as (a reserved host id: identity.h).
   Bash("touch by-bash");
   struct stat bash_st;
-  ASSERT_EQ(::stat((config_.base_dir + "/users/alice/threads/t1/user-data/workspace/by-bash").c_str(),
-                   &bash_st), 0);
+  ASSERT_EQ(
+      ::stat((config_.base_dir + "/users/alice/threads/t1/user-data/workspace/by-bash").c_str(),
+             &bash_st),
+      0);
   EXPECT_EQ(st.st_uid, bash_st.st_uid);
   EXPECT_EQ(st.st_gid, bash_st.st_gid);
   EXPECT_NE(st.st_uid, 0u);

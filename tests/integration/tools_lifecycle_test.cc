@@ -23,7 +23,9 @@ constexpr const char* kRecreated = "has been created anew";
 
 class ToolsIdleTest : public ToolsJailTest {
  protected:
-  void SetUp() override { SetUpWith([](runtime::ProviderConfig& c) { c.idle_timeout = 3; }); }
+  void SetUp() override {
+    SetUpWith([](runtime::ProviderConfig& c) { c.idle_timeout = 3; });
+  }
   void TearDown() override {
     ToolsJailTest::TearDown();
     (void)runtime::RemoveSandbox(SandboxName());  // made by calls "as new processes"
@@ -59,7 +61,8 @@ TEST_F(ToolsIdleTest, FileToolsCountAsActivityForTheIdleReaper) {
   auto info = runtime::InspectSandbox(SandboxName());
   ASSERT_TRUE(info) << info.error().message();
   EXPECT_LT(info->idle_seconds, 2.0);
-  auto last = CallAsNewProcess("bash", {{"command", "cat /tmp/state; pgrep -x sleep >/dev/null && echo alive"}});
+  auto last = CallAsNewProcess(
+      "bash", {{"command", "cat /tmp/state; pgrep -x sleep >/dev/null && echo alive"}});
   EXPECT_EQ(last.text, "kept\nalive\n");
 }
 
@@ -118,8 +121,7 @@ TEST_F(ToolsJailTest, TwoBaseDirectoriesNeverShareASandbox) {
                           {{"path", "/mnt/user-data/workspace/who"}, {"content", "B"}});
   EXPECT_EQ(b.text, "OK");
   EXPECT_EQ(Call("read_file", {{"path", "/mnt/user-data/workspace/who"}}).text, "A");
-  EXPECT_EQ((*other)->Call("alice", "t1", "bash", {{"command", "cat who"}}).text,
-            "B");
+  EXPECT_EQ((*other)->Call("alice", "t1", "bash", {{"command", "cat who"}}).text, "B");
   EXPECT_NE(runtime::JailSandboxName(config_.base_dir, "alice", "t1"),
             runtime::JailSandboxName(other_config.base_dir, "alice", "t1"));
   (*other)->provider().Shutdown();
@@ -140,7 +142,8 @@ TEST_F(ToolsJailTest, NoErrorAnAgentReadsNamesAHostPath) {
       {"write_file", {{"path", "/mnt/user-data/workspace/d"}, {"content", "x"}}},
       {"write_file", {{"path", "/usr/bin/x"}, {"content", "x"}}},
       {"write_file", {{"path", "/proc/self/x"}, {"content", "x"}}},
-      {"str_replace", {{"path", "/mnt/user-data/workspace/none"}, {"old_str", "a"}, {"new_str", "b"}}},
+      {"str_replace",
+       {{"path", "/mnt/user-data/workspace/none"}, {"old_str", "a"}, {"new_str", "b"}}},
       {"glob", {{"path", "/mnt/user-data/none"}, {"pattern", "*"}}},
       {"grep", {{"path", "/mnt/user-data"}, {"pattern", "("}}},
       {"grep", {{"path", "/nowhere"}, {"pattern", "x"}}},

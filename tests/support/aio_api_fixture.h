@@ -36,7 +36,8 @@ class AioApiTest : public JailTest {
     JailTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     ::setenv("CORRAL_RUNTIME_DIR", dir_.Join("run").c_str(), 1);
-    for (const char* d : {"user-data", "user-data/workspace", "user-data/uploads", "user-data/outputs"}) {
+    for (const char* d :
+         {"user-data", "user-data/workspace", "user-data/uploads", "user-data/outputs"}) {
       ASSERT_TRUE(dir_.MakeDirs(d, 0777));
       ASSERT_EQ(::chmod(dir_.Join(d).c_str(), 0777), 0);
     }

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdlib>
-
 #include <string>
 #include <vector>
 

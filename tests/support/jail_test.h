@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-
 #include <unistd.h>
 
 #include <memory>
@@ -101,7 +100,8 @@ class JailTest : public LeakCheckedTest {
 
  private:
   void AsCaller(std::vector<std::string>* args, RunOptions* options) const {
-    if (!args->empty()) args->insert(args->begin() + 1, {"--config", user_dir_->Join("limits.yaml")});
+    if (!args->empty())
+      args->insert(args->begin() + 1, {"--config", user_dir_->Join("limits.yaml")});
     *args = AsTestUser(test_user_, CorralBinary(), *args);
     options->env.push_back("XDG_RUNTIME_DIR=" + user_dir_->Join("runtime"));
   }

@@ -25,9 +25,9 @@ bool Lookup(TestUser* out) {
 Result<TestUser> EnsureTestUser() {
   TestUser user;
   if (Lookup(&user)) return user;
-  ASSIGN_OR_RETURN(RunResult made,
-                   RunProgram("/usr/sbin/useradd", {"--system", "--no-create-home", "--user-group",
-                                                    "--shell", "/usr/sbin/nologin", kTestUserName}));
+  ASSIGN_OR_RETURN(RunResult made, RunProgram("/usr/sbin/useradd",
+                                              {"--system", "--no-create-home", "--user-group",
+                                               "--shell", "/usr/sbin/nologin", kTestUserName}));
   if (!Lookup(&user)) {
     return Error(ErrorCode::kSetupFailed, "could not create the test user " +
                                               std::string(kTestUserName) + "\n" + made.Describe());

@@ -16,7 +16,9 @@ namespace corral::test {
 
 class ToolsJailTest : public JailTest {
  protected:
-  void SetUp() override { SetUpWith([](runtime::ProviderConfig&) {}); }
+  void SetUp() override {
+    SetUpWith([](runtime::ProviderConfig&) {});
+  }
   // SetUp with `edit` applied to the provider config first.
   template <typename Edit>
   void SetUpWith(Edit edit) {

@@ -18,11 +18,14 @@ using runtime::SandboxErrc;
 json Body(const HttpResponse& r) { return json::parse(r.body); }
 
 TEST(AioEnvelope, OkFailAndSessionNotFound) {
-  EXPECT_EQ(Body(aio::Ok(json{{"a", 1}})),
-            json({{"success", true}, {"message", "Operation successful"}, {"data", {{"a", 1}}}, {"hint", nullptr}}));
+  EXPECT_EQ(Body(aio::Ok(json{{"a", 1}})), json({{"success", true},
+                                                 {"message", "Operation successful"},
+                                                 {"data", {{"a", 1}}},
+                                                 {"hint", nullptr}}));
   HttpResponse nf = aio::SessionNotFound();
   EXPECT_EQ(nf.status, 404);
-  EXPECT_EQ(Body(nf), json({{"success", false}, {"message", "Session not found"}, {"data", nullptr}}));
+  EXPECT_EQ(Body(nf),
+            json({{"success", false}, {"message", "Session not found"}, {"data", nullptr}}));
   EXPECT_EQ(Body(aio::RouteNotFound()), json({{"detail", "Not Found"}}));
 }
 
@@ -34,13 +37,20 @@ TEST(AioEnvelope, FileOperationErrors) {
   EXPECT_EQ(e["exception_type"], "FileNotFoundError");
   EXPECT_EQ(e["path"], "/p");
   EXPECT_EQ(e["operation"], "read");
-  EXPECT_EQ(aio::FileErrorData({SandboxErrc::kIo, "full", ENOSPC}, "/p", "write")["error_type"], "no_space_left");
-  EXPECT_EQ(aio::FileErrorData({SandboxErrc::kIo, "ro", EROFS}, "/p", "write")["error_type"], "read_only_filesystem");
-  EXPECT_EQ(aio::FileErrorData({SandboxErrc::kBinary, "bin", 0}, "/p", "read")["error_type"], "decode_error");
-  EXPECT_EQ(aio::FileErrorData({SandboxErrc::kIsDirectory, "dir", 0}, "/p", "read")["error_type"], "invalid_target");
-  EXPECT_EQ(aio::FileErrorData({SandboxErrc::kPermissionDenied, "no", EACCES}, "/p", "read")["error_type"],
+  EXPECT_EQ(aio::FileErrorData({SandboxErrc::kIo, "full", ENOSPC}, "/p", "write")["error_type"],
+            "no_space_left");
+  EXPECT_EQ(aio::FileErrorData({SandboxErrc::kIo, "ro", EROFS}, "/p", "write")["error_type"],
+            "read_only_filesystem");
+  EXPECT_EQ(aio::FileErrorData({SandboxErrc::kBinary, "bin", 0}, "/p", "read")["error_type"],
+            "decode_error");
+  EXPECT_EQ(aio::FileErrorData({SandboxErrc::kIsDirectory, "dir", 0}, "/p", "read")["error_type"],
+            "invalid_target");
+  EXPECT_EQ(aio::FileErrorData({SandboxErrc::kPermissionDenied, "no", EACCES}, "/p",
+                               "read")["error_type"],
             "permission_denied");
-  EXPECT_EQ(aio::FileErrorData({SandboxErrc::kInvalidArgument, "nul", 0}, "/p", "read")["error_type"], "invalid_path");
+  EXPECT_EQ(
+      aio::FileErrorData({SandboxErrc::kInvalidArgument, "nul", 0}, "/p", "read")["error_type"],
+      "invalid_path");
   HttpResponse r = aio::FileFail({SandboxErrc::kNotFound, "gone", 0}, "/p", "read");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(Body(r)["success"], false);
@@ -56,7 +66,8 @@ TEST(AioEnvelope, FieldsValidateLikeFastApi) {
   EXPECT_EQ(Body(broken.Error())["detail"][0]["type"], "json_invalid");
   aio::Fields list("[1]");
   EXPECT_FALSE(list.ok());
-  aio::Fields f(R"({"command": 5, "n": 2.0, "m": 2.5, "b": "yes", "env": {"A": "1", "B": null, "C": 3}, "x": null})");
+  aio::Fields f(
+      R"({"command": 5, "n": 2.0, "m": 2.5, "b": "yes", "env": {"A": "1", "B": null, "C": 3}, "x": null})");
   EXPECT_FALSE(f.String("command").has_value());
   EXPECT_EQ(f.Integer("n"), 2);
   EXPECT_FALSE(f.Integer("m").has_value());
@@ -68,10 +79,12 @@ TEST(AioEnvelope, FieldsValidateLikeFastApi) {
   json detail = Body(f.Error())["detail"];
   std::vector<std::string> types;
   for (const auto& d : detail) types.push_back(d["type"]);
-  EXPECT_EQ(types, (std::vector<std::string>{"string_type", "int_from_float", "bool_type", "string_type", "missing"}));
+  EXPECT_EQ(types, (std::vector<std::string>{"string_type", "int_from_float", "bool_type",
+                                             "string_type", "missing"}));
   EXPECT_EQ(detail[0]["loc"], json({"body", "command"}));
   EXPECT_EQ(detail[3]["loc"], json({"body", "env", "C"}));
-  aio::Fields nul(json{{"file", std::string("a\0b", 3)}, {"content", std::string("x\0y", 3)}}.dump());
+  aio::Fields nul(
+      json{{"file", std::string("a\0b", 3)}, {"content", std::string("x\0y", 3)}}.dump());
   EXPECT_FALSE(nul.String("file").has_value());
   EXPECT_EQ(nul.String("content", false, true), std::string("x\0y", 3));
   EXPECT_FALSE(nul.ok());
@@ -115,7 +128,8 @@ HttpResponse Handle(AioApi& api, const std::string& method, const std::string& s
   r.body = body;
   std::promise<HttpResponse> p;
   auto fut = p.get_future();
-  api.Handle({"sbx", "no-such-corral-sandbox"}, subpath, r, [&p](HttpResponse x) { p.set_value(x); });
+  api.Handle({"sbx", "no-such-corral-sandbox"}, subpath, r,
+             [&p](HttpResponse x) { p.set_value(x); });
   return fut.get();
 }
 
@@ -138,7 +152,9 @@ TEST(AioDispatch, RoutesMethodsAndValidationNeedNoSandbox) {
   EXPECT_EQ(Handle(api, "POST", "v1/shell/exec", "{").status, 422);
   EXPECT_EQ(Handle(api, "POST", "v1/bash/exec", "{\"command\": []}").status, 422);
   EXPECT_EQ(Handle(api, "POST", "v1/file/read", "{}").status, 422);
-  EXPECT_EQ(Handle(api, "POST", "v1/file/grep", R"({"path":"/","pattern":"x","max_results":0})").status, 422);
+  EXPECT_EQ(
+      Handle(api, "POST", "v1/file/grep", R"({"path":"/","pattern":"x","max_results":0})").status,
+      422);
   HttpResponse unknown = Handle(api, "POST", "v1/shell/view", R"({"id":"nope"})");
   EXPECT_EQ(unknown.status, 404);
   EXPECT_EQ(Body(unknown)["message"], "Session not found");

@@ -142,7 +142,8 @@ TEST(BenchReport, RecordsTheIdlePauseBeforeLaunches) {
   BenchResults r = MakeResults();
   EXPECT_THAT(FormatTable(r), Not(HasSubstr("idle before each launch")));
   r.pause_ms = 100;
-  EXPECT_THAT(FormatTable(r), HasSubstr("3 interleaved per workload, 100 ms idle before each launch"));
+  EXPECT_THAT(FormatTable(r),
+              HasSubstr("3 interleaved per workload, 100 ms idle before each launch"));
   EXPECT_EQ(nlohmann::json::parse(ToJson(r))["settings"]["pause_ms"], 100);
 }
 

@@ -15,13 +15,13 @@
 namespace corral::cgroups {
 namespace {
 
-using internal::JoinPath;
-using internal::PathExists;
 using fakes::ComountedV1;
 using fakes::FakeCgroupFs;
 using fakes::MustCreate;
 using fakes::PureV2;
 using fakes::SomeLimits;
+using internal::JoinPath;
+using internal::PathExists;
 
 // ---- v2 ----
 

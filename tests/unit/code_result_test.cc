@@ -1,11 +1,11 @@
 // runtime/code/code_result.cc: the runner's header line is trusted only as the very first
 // line of stderr and with the run's nonce; status and exit code follow from it and the
 // outcome (a limit's kill wins over a refusal).
+#include "runtime/code/code_result.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
-#include "runtime/code/code_result.h"
 
 namespace corral::runtime::code {
 namespace {
@@ -15,8 +15,10 @@ const std::string kFindings =
     R"( "message": "os.system is denied"}])";
 
 std::string Header(const std::string& nonce, bool refused) {
-  return "\x1e" "corral-code {\"nonce\": \"" + nonce + "\", " + kFindings +
-         ", \"refused\": " + (refused ? "true" : "false") + ", \"scan_ms\": 1.5}\n";
+  return "\x1e"
+         "corral-code {\"nonce\": \"" +
+         nonce + "\", " + kFindings + ", \"refused\": " + (refused ? "true" : "false") +
+         ", \"scan_ms\": 1.5}\n";
 }
 
 RunOutcome Exited(int code, const std::string& err) {

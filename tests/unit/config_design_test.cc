@@ -85,17 +85,17 @@ sandbox:
   EXPECT_EQ(spec.limits.pids, 20);
   EXPECT_EQ(spec.user_data_dir, Root());
   EXPECT_EQ(spec.rootfs, std::nullopt) << "root is the sandbox's work directory, not a rootfs";
-  EXPECT_THAT(spec.mounts, ElementsAre(MountSpec{Data(), "/data", true},
-                                       MountSpec{Data(), "/scratch", false},
-                                       MountSpec{Data(), "/default", true}));
+  EXPECT_THAT(spec.mounts,
+              ElementsAre(MountSpec{Data(), "/data", true}, MountSpec{Data(), "/scratch", false},
+                          MountSpec{Data(), "/default", true}));
   EXPECT_EQ(spec.network.mode, NetworkMode::kAllowlist);
   EXPECT_THAT(spec.network.allow, ElementsAre("pypi.org", "*.github.com:443"));
   EXPECT_TRUE(spec.namespaces.net);
   EXPECT_EQ(spec.python.interpreter, "/usr/bin/python3");
   EXPECT_THAT(spec.python.allowlist, ElementsAre("math", "json"));
-  EXPECT_THAT(spec.env, ElementsAre(std::make_pair(std::string("OMP_NUM_THREADS"), std::string("2")),
-                                    std::make_pair(std::string("GREETING"),
-                                                   std::string("hello there"))));
+  EXPECT_THAT(spec.env,
+              ElementsAre(std::make_pair(std::string("OMP_NUM_THREADS"), std::string("2")),
+                          std::make_pair(std::string("GREETING"), std::string("hello there"))));
   // What the design does not cover keeps corral's defaults.
   EXPECT_EQ(spec.limits.cpus, JailSpec{}.limits.cpus);
   EXPECT_EQ(spec.limits.output_limit_bytes, JailSpec{}.limits.output_limit_bytes);
@@ -184,15 +184,16 @@ TEST_F(ConfigDesign, HostPathsAreCheckedUnderTheDesignsNames) {
   EXPECT_EQ(LoadError("sandbox:\n  filesystem:\n    root: /nonexistent-corral-root\n"),
             "t.yaml:3: sandbox.filesystem.root: does not exist on the host (got "
             "\"/nonexistent-corral-root\")");
-  EXPECT_EQ(LoadError("sandbox:\n  filesystem: {root: " + dir_.Join("file") + "}\n"),
-            "t.yaml:2: sandbox.filesystem.root: must be a directory (got \"" + dir_.Join("file") +
-                "\")");
+  EXPECT_EQ(
+      LoadError("sandbox:\n  filesystem: {root: " + dir_.Join("file") + "}\n"),
+      "t.yaml:2: sandbox.filesystem.root: must be a directory (got \"" + dir_.Join("file") + "\")");
   EXPECT_EQ(LoadError("sandbox:\n  filesystem: {root: relative/dir}\n"),
             "t.yaml:2: sandbox.filesystem.root: must be an absolute host path (got "
             "\"relative/dir\")");
   const std::string mounts = "sandbox:\n  filesystem:\n    mounts:\n      - {host: " + Data() +
                              ", guest: /data}\n      - {host: /nonexistent-corral-host, "
-                             "guest: /tmp/x}\n      - {host: " + Data() + ", guest: /data}\n";
+                             "guest: /tmp/x}\n      - {host: " +
+                             Data() + ", guest: /data}\n";
   EXPECT_EQ(LoadError(mounts),
             "t.yaml:5: sandbox.filesystem.mounts[1].host: does not exist on the host (got "
             "\"/nonexistent-corral-host\")\n"
@@ -241,13 +242,14 @@ TEST_F(ConfigDesign, ASettingWrittenBothWaysIsRefused) {
               HasSubstr("t.yaml:1: mode: also set by sandbox.mode"));
   EXPECT_THAT(LoadError("network: {mode: none}\nsandbox: {network: {enabled: false}}\n"),
               HasSubstr("t.yaml:1: network: also set by sandbox.network"));
-  EXPECT_THAT(LoadError("user_data_dir: " + Data() + "\nsandbox: {filesystem: {root: " +
-                        Root() + "}}\n"),
-              HasSubstr("t.yaml:1: user_data_dir: also set by sandbox.filesystem.root"));
+  EXPECT_THAT(
+      LoadError("user_data_dir: " + Data() + "\nsandbox: {filesystem: {root: " + Root() + "}}\n"),
+      HasSubstr("t.yaml:1: user_data_dir: also set by sandbox.filesystem.root"));
   // corral's keys for what the design's section leaves out are fine beside it, and win
   // over the design's defaults.
-  const JailSpec spec = Load("sandbox: {timeout: 5}\nlimits: {memory: 1g, cpus: 0.5}\n"
-                             "seccomp: {profile: strict}\n");
+  const JailSpec spec = Load(
+      "sandbox: {timeout: 5}\nlimits: {memory: 1g, cpus: 0.5}\n"
+      "seccomp: {profile: strict}\n");
   EXPECT_EQ(spec.limits.timeout_seconds, 5);
   EXPECT_EQ(spec.limits.memory_bytes, kGiB);
   EXPECT_EQ(spec.limits.pids, 16);
@@ -269,8 +271,7 @@ TEST_F(ConfigDesign, NetworkAgreesWithNamespacesNet) {
 
 TEST_F(ConfigDesign, DeerFlowsSandboxSectionIsToldApart) {
   // DeerFlow's keys, its network mapping among them: the tool layer's, corral's defaults.
-  const JailSpec spec =
-      Load("sandbox:\n  use: jail\n  replicas: 2\n  network: {mode: isolated}\n");
+  const JailSpec spec = Load("sandbox:\n  use: jail\n  replicas: 2\n  network: {mode: isolated}\n");
   EXPECT_EQ(SpecToJson(spec), SpecToJson(JailSpec{}));
   EXPECT_THAT(LoadError("sandbox:\n  replicas: 0\n"), HasSubstr("sandbox.replicas: must be > 0"));
   // A network with the design's own keys is the design's.
@@ -279,8 +280,9 @@ TEST_F(ConfigDesign, DeerFlowsSandboxSectionIsToldApart) {
 }
 
 TEST_F(ConfigDesign, ToolConfigFileSplitsTheDesignShapeToTheJail) {
-  ASSERT_TRUE(dir_.WriteFile("tool.yaml", "sandbox:\n  limits: {max_processes: 40}\n"
-                                          "skills: {container_path: /mnt/skills}\n"));
+  ASSERT_TRUE(dir_.WriteFile("tool.yaml",
+                             "sandbox:\n  limits: {max_processes: 40}\n"
+                             "skills: {container_path: /mnt/skills}\n"));
   ProviderConfig provider;
   JailSpec spec;
   Status s = LoadToolConfigFile(dir_.Join("tool.yaml"), &provider, &spec);
@@ -295,11 +297,12 @@ TEST_F(ConfigDesign, ToolConfigFileSplitsTheDesignShapeToTheJail) {
 // loader's messages carry the file's own line numbers (it used to get a re-emitted text,
 // and named the file only).
 TEST_F(ConfigDesign, ToolConfigFileProblemsNameTheFilesOwnLines) {
-  ASSERT_TRUE(dir_.WriteFile("tool.yaml", "skills: {container_path: /mnt/skills}\n"
-                                          "# a comment\n"
-                                          "limits:\n"
-                                          "  memory: lots\n"
-                                          "  pidz: 4\n"));
+  ASSERT_TRUE(dir_.WriteFile("tool.yaml",
+                             "skills: {container_path: /mnt/skills}\n"
+                             "# a comment\n"
+                             "limits:\n"
+                             "  memory: lots\n"
+                             "  pidz: 4\n"));
   ProviderConfig provider;
   JailSpec spec;
   Status s = LoadToolConfigFile(dir_.Join("tool.yaml"), &provider, &spec);
@@ -385,7 +388,8 @@ sandbox:
   mode: process
   timeout: 30
   limits: {memory_mb: 256, cpu_seconds: 10, max_processes: 16}
-  filesystem: {root: )" + Root() + R"(, mounts: [{host: )" + Data() +
+  filesystem: {root: )" + Root() +
+                             R"(, mounts: [{host: )" + Data() +
                              R"(, guest: /data, readonly: true}]}
   network: {enabled: false}
   python: {version: "3", allowlist: [math, json]}
@@ -424,7 +428,8 @@ mode: container
 hostname: "null"
 env: {A: "", B: "true", C: "~"}
 user_data_dir: )" + Root() + R"(
-mounts: [{host_path: )" + Data() + R"(, container_path: /d, read_only: false}]
+mounts: [{host_path: )" + Data() +
+                             R"(, container_path: /d, read_only: false}]
 namespaces: {net: false}
 limits: {memory: 1.5g, cpus: 0.5, timeout: 0.25, output: 1000, tmp_size: 3m}
 network: {mode: host, allow: [pypi.org], max_bytes: 1m}

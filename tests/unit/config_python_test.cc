@@ -62,10 +62,13 @@ python:
 }
 
 TEST(ConfigPython, DefaultDenyCallsAreTheIssuesList) {
-  const std::vector<std::string> expected = {
-      "os.system", "os.popen", "os.exec*", "os.spawn*", "subprocess.*", "pty.spawn",
-      "pickle.loads", "pickle.load", "marshal.loads", "eval", "exec", "compile", "__import__",
-      "importlib.import_module"};
+  const std::vector<std::string> expected = {"os.system",     "os.popen",
+                                             "os.exec*",      "os.spawn*",
+                                             "subprocess.*",  "pty.spawn",
+                                             "pickle.loads",  "pickle.load",
+                                             "marshal.loads", "eval",
+                                             "exec",          "compile",
+                                             "__import__",    "importlib.import_module"};
   EXPECT_EQ(PythonSpec{}.scan.deny_calls, expected);
   EXPECT_EQ(PythonSpec{}.scan.mode, ScanMode::kDeny);
   EXPECT_TRUE(PythonSpec{}.allowlist.empty());

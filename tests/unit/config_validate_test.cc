@@ -132,8 +132,8 @@ TEST(ConfigValidate, MountContainerPaths) {
   }
   for (const char* bad :
        {"/", "/proc", "/proc/sys", "/dev", "/dev/shm", "/sys", "/sys/fs/cgroup", "/tmp", "/tmp/x",
-        "/mnt/skills", "/mnt/user-data", "/mnt/user-data/workspace",
-        "/mnt/acp-workspace", "/mnt", "relative", "/a/../b", "/a//b", "/a/"}) {
+        "/mnt/skills", "/mnt/user-data", "/mnt/user-data/workspace", "/mnt/acp-workspace", "/mnt",
+        "relative", "/a/../b", "/a//b", "/a/"}) {
     spec.mounts[0].container_path = bad;
     OneProblem(spec, "mounts[0].container_path");
   }

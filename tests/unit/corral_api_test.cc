@@ -56,18 +56,23 @@ std::string FieldOf(const std::variant<SandboxCreate, ApiError>& r) {
 
 TEST(CorralApiRequest, SandboxSpecErrorsNameTheField) {
   runtime::JailSpec base;
-  auto parse = [&](const json& body) { return ParseSandboxCreate(body.dump(), base, "/nonexistent"); };
+  auto parse = [&](const json& body) {
+    return ParseSandboxCreate(body.dump(), base, "/nonexistent");
+  };
   EXPECT_EQ(FieldOf(parse({{"spec", {{"limits", {{"memory", "lots"}}}}}})), "spec.limits.memory");
-  EXPECT_EQ(FieldOf(parse({{"spec", {{"limits", {{"open_files", "x"}}}}}})), "spec.limits.open_files");
+  EXPECT_EQ(FieldOf(parse({{"spec", {{"limits", {{"open_files", "x"}}}}}})),
+            "spec.limits.open_files");
   EXPECT_EQ(FieldOf(parse({{"spec", {{"cgroups", {{"driver", "v2"}}}}}})), "spec.cgroups");
-  EXPECT_EQ(FieldOf(parse({{"spec", {{"mounts", {{{"host_path", "/tmp"}, {"container_path", "/t"}}}}}}})),
-            "spec.mounts[0].host_path");
+  EXPECT_EQ(
+      FieldOf(parse({{"spec", {{"mounts", {{{"host_path", "/tmp"}, {"container_path", "/t"}}}}}}})),
+      "spec.mounts[0].host_path");
   EXPECT_EQ(FieldOf(parse({{"spec", "limits"}})), "spec");
   EXPECT_EQ(FieldOf(parse({{"name", ""}})), "name");
   EXPECT_EQ(FieldOf(parse({{"name", std::string(65, 'a')}})), "name");
   EXPECT_EQ(std::get<ApiError>(parse(json::array())).status, 400);
 
-  auto ok = parse({{"name", "box"}, {"spec", {{"limits", {{"memory", "64m"}}}, {"env", {{"A", "b"}}}}}});
+  auto ok =
+      parse({{"name", "box"}, {"spec", {{"limits", {{"memory", "64m"}}}, {"env", {{"A", "b"}}}}}});
   ASSERT_TRUE(std::holds_alternative<SandboxCreate>(ok)) << std::get<ApiError>(ok).message;
   const SandboxCreate& c = std::get<SandboxCreate>(ok);
   EXPECT_EQ(c.name, "box");
@@ -76,7 +81,9 @@ TEST(CorralApiRequest, SandboxSpecErrorsNameTheField) {
 }
 
 TEST(CorralApiRequest, ExecRequest) {
-  auto ok = ParseExecRequest(R"({"command":"echo hi","env":{"A":"1"},"timeout":2.5,"output_limit":"1k","workdir":"/tmp"})", "box");
+  auto ok = ParseExecRequest(
+      R"({"command":"echo hi","env":{"A":"1"},"timeout":2.5,"output_limit":"1k","workdir":"/tmp"})",
+      "box");
   ASSERT_TRUE(std::holds_alternative<runtime::ExecRequest>(ok));
   const auto& r = std::get<runtime::ExecRequest>(ok);
   EXPECT_EQ(r.sandbox, "box");
@@ -97,12 +104,14 @@ TEST(CorralApiRequest, ExecRequest) {
   EXPECT_EQ(field(R"({"command":"x","env":{"A":1}})"), "env.A");
   EXPECT_EQ(field(R"({"command":"x","extra":1})"), "extra");
   EXPECT_EQ(field("{\"argv\":[\"a\\u0000b\"]}"), "argv");
-  EXPECT_EQ(field(R"({"command":"x","stream":true})"), "stream") << "unknown without a stream out-parameter";
+  EXPECT_EQ(field(R"({"command":"x","stream":true})"), "stream")
+      << "unknown without a stream out-parameter";
 }
 
 TEST(CorralApiRequest, ExecStreamField) {
   bool stream = true;
-  ASSERT_TRUE(std::holds_alternative<runtime::ExecRequest>(ParseExecRequest(R"({"command":"x"})", "box", &stream)));
+  ASSERT_TRUE(std::holds_alternative<runtime::ExecRequest>(
+      ParseExecRequest(R"({"command":"x"})", "box", &stream)));
   EXPECT_TRUE(stream) << "left alone when not given (the Accept header decides)";
   ASSERT_TRUE(std::holds_alternative<runtime::ExecRequest>(
       ParseExecRequest(R"({"command":"x","stream":false})", "box", &stream)));

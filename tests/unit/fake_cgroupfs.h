@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
 #include <cerrno>
 #include <map>
+
 #include "base/files.h"
 #include "cgroups/cgroup.h"
 #include "cgroups/internal.h"
@@ -157,7 +159,7 @@ inline FakeCgroupFs ComountedV1() {
 }
 
 inline FakeCgroupFs PureV2(std::vector<std::string> controllers = {"cpuset", "cpu", "io", "memory",
-                                                            "pids"}) {
+                                                                   "pids"}) {
   return FakeCgroupFs({{"/sys/fs/cgroup", true, std::move(controllers)}});
 }
 

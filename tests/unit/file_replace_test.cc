@@ -1,8 +1,8 @@
 // Whole-file writes replace the content under its name in one step
 // (tools/providers/file_replace.h): readers never see a mix, a failed write keeps the old
 // content, and symlinks, hard links and permission bits mean what they meant before.
-#include <gtest/gtest.h>
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -78,7 +78,9 @@ TEST_F(FileReplaceTest, AFailedWriteKeepsTheOldContent) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     ::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit limit {4096, 4096};
+    struct rlimit limit {
+      4096, 4096
+    };
     ::setrlimit(RLIMIT_FSIZE, &limit);
     auto written = runtime::WriteBytes(View(), "data.txt", std::string(65536, 'x'), false);
     ::_exit(written ? 1 : 0);

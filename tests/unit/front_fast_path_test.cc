@@ -1,8 +1,6 @@
 // The command lines the `corral` front program serves itself, and the one it hands to the
 // full CLI after the pool declined: anything outside the plainest form must go to the full
 // CLI, which parses and reports it.
-#include "cli/front/fast_path.h"
-
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/front/fast_path.h"
 #include "cli/front/text.h"
 
 namespace corral::cli::front {
@@ -94,13 +93,13 @@ TEST(FrontFastPathTest, EverythingElseGoesToTheFullCli) {
            {"corral", "--help"},
            {"corral", "ps"},
            {"corral", "run"},
-           {"corral", "run", "--"},                              // no command
-           {"corral", "run", "true"},                            // no "--"
-           {"corral", "run", "--json", "--", "true"},            // output the full CLI renders
-           {"corral", "run", "--memory", "1g", "--", "true"},    // a spec option
-           {"corral", "run", "--pool", "off", "--", "true"},     // cold by request
+           {"corral", "run", "--"},                            // no command
+           {"corral", "run", "true"},                          // no "--"
+           {"corral", "run", "--json", "--", "true"},          // output the full CLI renders
+           {"corral", "run", "--memory", "1g", "--", "true"},  // a spec option
+           {"corral", "run", "--pool", "off", "--", "true"},   // cold by request
            {"corral", "run", "--pool=off", "--", "true"},
-           {"corral", "run", "--pool", "--", "true"},            // "--" taken as the value
+           {"corral", "run", "--pool", "--", "true"},  // "--" taken as the value
            {"corral", "run", "--pool"},
            {"corral", "run", "--pool=", "--", "true"},
            {"corral", "run", "-ie", "--", "true"},
@@ -117,8 +116,8 @@ TEST(FrontFastPathTest, EverythingElseGoesToTheFullCli) {
 TEST(FrontFastPathTest, WithPoolOffReplacesEveryPoolOptionBeforeTheCommand) {
   EXPECT_EQ(WithPoolOff({"corral", "run", "--", "x"}),
             (Args{"corral", "run", "--pool", "off", "--", "x"}));
-  EXPECT_EQ(WithPoolOff({"corral", "exec", "-i", "--pool", "/s", "box", "--pool=/t", "--", "--pool",
-                         "x"}),
+  EXPECT_EQ(WithPoolOff(
+                {"corral", "exec", "-i", "--pool", "/s", "box", "--pool=/t", "--", "--pool", "x"}),
             (Args{"corral", "exec", "--pool", "off", "-i", "box", "--", "--pool", "x"}));
 }
 

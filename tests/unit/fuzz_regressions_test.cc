@@ -9,10 +9,10 @@
 #include "base/files.h"
 #include "jail/seccomp_profile_parse.h"
 #include "runtime/pool/pool_protocol.h"
-#include "runtime/spec/spec_json.h"
 #include "runtime/pool/pool_request.h"
 #include "runtime/spec/config.h"
 #include "runtime/spec/provider_config.h"
+#include "runtime/spec/spec_json.h"
 #include "tests/support/temp_dir.h"
 #include "tools/providers/local_sandbox.h"
 
@@ -111,7 +111,9 @@ TEST(FuzzRegressions, SpecJsonWithAFloatOrOutOfRangeIntegerFieldIsAnError) {
   auto good = nlohmann::json::parse(runtime::SpecToJson(runtime::JailSpec()));
   EXPECT_TRUE(runtime::SpecFromJson(good.dump()));
   for (auto [key, value] : {std::pair<const char*, nlohmann::json>{"gid", 6.5e96},
-                            {"uid", -1}, {"uid", 4294967296LL}, {"uid", 1000.0}}) {
+                            {"uid", -1},
+                            {"uid", 4294967296LL},
+                            {"uid", 1000.0}}) {
     auto bad = good;
     bad[key] = value;
     auto spec = runtime::SpecFromJson(bad.dump());
@@ -163,9 +165,9 @@ TEST(FuzzRegressions, LocalPathsWithRepeatedSlashesMapLikeSingleOnes) {
   ASSERT_TRUE(dir.MakeDirs("data"));
   ASSERT_TRUE(dir.WriteFile("ud/workspace/a.txt", "alpha\n"));
   ASSERT_TRUE(dir.WriteFile("data/x", "x\n"));
-  runtime::LocalSandbox sb("t", {{"/mnt/user-data", dir.Join("ud"), false},
-                                 {"/mnt/data", dir.Join("data"), true}},
-                           false);
+  runtime::LocalSandbox sb(
+      "t", {{"/mnt/user-data", dir.Join("ud"), false}, {"/mnt/data", dir.Join("data"), true}},
+      false);
   auto x = sb.Resolve("/mnt/data//x", false);
   ASSERT_TRUE(x) << x.error().message;
   EXPECT_EQ(x->rel, "x");

@@ -26,8 +26,8 @@ constexpr const char* kGroup = "root:x:0:\ncloudsdk:x:1000:\nnogroup:x:65534:\n"
 struct FakeEtc {
   TempDir dir;
   IdFiles files;
-  FakeEtc(const std::string& subuid, const std::string& subgid,
-          const std::string& passwd = kPasswd, const std::string& group = kGroup) {
+  FakeEtc(const std::string& subuid, const std::string& subgid, const std::string& passwd = kPasswd,
+          const std::string& group = kGroup) {
     files = {dir.Join("subuid"), dir.Join("subgid"), dir.Join("passwd"), dir.Join("group")};
     EXPECT_TRUE(dir.WriteFile("subuid", subuid));
     EXPECT_TRUE(dir.WriteFile("subgid", subgid));
@@ -81,8 +81,7 @@ TEST(ReservedRange, AnotherSubordinateRangeOverlappingIsRefused) {
   FakeEtc etc("alice:100000:65536\ncorral:100000:10\n", "");
   Status st = CheckRangeFree({{165535, 10}, {900000, 10}}, etc.files);
   ASSERT_FALSE(st);
-  EXPECT_NE(st.error().message().find("alice's subordinate range 100000:65536"),
-            std::string::npos)
+  EXPECT_NE(st.error().message().find("alice's subordinate range 100000:65536"), std::string::npos)
       << st.error().message();
   // corral's own line is not "another" range; right after alice's is free.
   EXPECT_TRUE(CheckRangeFree({{165536, 10}, {900000, 10}}, etc.files));
@@ -136,8 +135,7 @@ TEST(ResolveIdentity, ReservedWhenARangeIsThereElseHostUidUnderAuto) {
   spec.identity = IdentityMode::kReserved;
   id = ResolveIdentity(spec, none.files);
   ASSERT_FALSE(id);
-  EXPECT_NE(id.error().message().find("identity: reserved: no range reserved"),
-            std::string::npos)
+  EXPECT_NE(id.error().message().find("identity: reserved: no range reserved"), std::string::npos)
       << id.error().message();
 }
 
@@ -190,8 +188,7 @@ TEST(ReserveRange, CreatesTheSubidFilesWhereTheSystemHasNone) {
   ASSERT_TRUE(done) << done.error().message();
   EXPECT_EQ(*ReadFile(etc.files.subuid), "corral:1879048192:65536\n");
   EXPECT_EQ(*ReadFile(etc.files.subgid), "corral:1879048192:65536\n");
-  EXPECT_EQ(std::filesystem::status(etc.files.subuid).permissions(),
-            std::filesystem::perms(0644));
+  EXPECT_EQ(std::filesystem::status(etc.files.subuid).permissions(), std::filesystem::perms(0644));
 }
 
 TEST(ReserveRange, RefusesARangeWithAnAccountAndWritesNothing) {

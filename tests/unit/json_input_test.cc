@@ -1,12 +1,13 @@
 // JSON from outside the process is bounded in size and depth (base/json_input.h), and every
 // front end that parses it refuses a body nested too deeply with a 4xx instead of ending
 // the process. 100,000 levels overflowed the daemon's stack before the bound existed.
+#include "base/json_input.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "base/json_input.h"
 #include "runtime/pool/pool_request.h"
 #include "runtime/spec/spec_json.h"
 #include "server/aio/envelope.h"
@@ -70,9 +71,9 @@ TEST(JsonInput, SizeBound) {
 // Each front end: the field holds the wrong type (as in the report) or is ignored; either
 // way the answer is a 400 that says why, and nothing recurses into the value.
 TEST(JsonInput, AioFacesAnswer400) {
-  for (const std::string& body : {DeepCommand(100000), R"({"command":"ls","x":)" +
-                                                           std::string(1000, '[') +
-                                                           std::string(1000, ']') + "}"}) {
+  for (const std::string& body :
+       {DeepCommand(100000),
+        R"({"command":"ls","x":)" + std::string(1000, '[') + std::string(1000, ']') + "}"}) {
     server::aio::Fields fields(body);
     EXPECT_FALSE(fields.ok());
     server::HttpResponse answer = fields.Error();

@@ -1,10 +1,11 @@
 // The Landlock part of the plan: the decision per ABI and mode, the rules derived from a
 // mount list, the record round trip, and the `landlock:` config keys with their errors.
+#include "runtime/run/landlock_plan.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 
-#include "runtime/run/landlock_plan.h"
 #include "runtime/run/planner.h"
 #include "runtime/spec/config.h"
 
@@ -228,8 +229,8 @@ TEST(LandlockRecord, RoundTripsAndAMalformedOneDoesNotEnforce) {
 }
 
 TEST(LandlockConfig, EnabledTakesAutoTrueFalse) {
-  for (auto [text, want] : {std::pair{"auto", "auto"}, std::pair{"true", "true"},
-                            std::pair{"false", "false"}}) {
+  for (auto [text, want] :
+       {std::pair{"auto", "auto"}, std::pair{"true", "true"}, std::pair{"false", "false"}}) {
     JailSpec spec;
     Status s = LoadConfigText(std::string("landlock: {enabled: ") + text + "}\n", "t.yaml", &spec);
     ASSERT_TRUE(s) << s.error().message();

@@ -1,5 +1,3 @@
-#include "runtime/netproxy/dns_answer.h"
-
 #include <gtest/gtest.h>
 #include <ldns/ldns.h>
 
@@ -7,6 +5,8 @@
 #include <memory>
 #include <random>
 #include <vector>
+
+#include "runtime/netproxy/dns_answer.h"
 
 namespace corral::runtime::net {
 namespace {
@@ -90,7 +90,8 @@ TEST(NetDnsAnswer, ANameNotAllowedDoesNotExist) {
 }
 
 TEST(NetDnsAnswer, QueriesThatCannotBeAnsweredByName) {
-  std::optional<DnsQuery> chaos = DnsQuery::Parse(Query("version.bind.", LDNS_RR_TYPE_TXT, LDNS_RR_CLASS_CH));
+  std::optional<DnsQuery> chaos =
+      DnsQuery::Parse(Query("version.bind.", LDNS_RR_TYPE_TXT, LDNS_RR_CLASS_CH));
   ASSERT_TRUE(chaos);
   EXPECT_EQ(DecideDnsAnswer(*chaos, true), DnsAnswerKind::kRefused);
 

@@ -1,10 +1,10 @@
 // The allow-list policy (runtime/net/policy.h): rule syntax, matching, the ranges that are
 // never reached, and the JSON form the proxy process receives.
-#include "runtime/net/policy.h"
-
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+
+#include "runtime/net/policy.h"
 
 namespace corral::runtime::net {
 namespace {
@@ -108,15 +108,26 @@ TEST(NetPolicyTest, StarMeansPublicAddressesOnly) {
     const char* ip;
     const char* range;
   };
-  for (Case c : {Case{"169.254.169.254", "cloud metadata"}, Case{"fd00:ec2::254", "cloud metadata"},
-                 Case{"127.0.0.1", "loopback"}, Case{"127.9.9.9", "loopback"}, Case{"::1", "loopback"},
-                 Case{"::ffff:127.0.0.1", "loopback"}, Case{"10.0.0.1", "private"},
-                 Case{"172.16.5.4", "private"}, Case{"172.31.255.255", "private"},
-                 Case{"192.168.1.1", "private"}, Case{"100.64.0.1", "private"},
-                 Case{"fd12::1", "private"}, Case{"169.254.1.1", "link-local"},
-                 Case{"fe80::1", "link-local"}, Case{"0.0.0.0", "unspecified"}, Case{"::", "unspecified"},
-                 Case{"224.0.0.1", "multicast"}, Case{"ff02::1", "multicast"},
-                 Case{"255.255.255.255", "reserved"}, Case{"2001:db8::1", "reserved"}}) {
+  for (Case c : {Case{"169.254.169.254", "cloud metadata"},
+                 Case{"fd00:ec2::254", "cloud metadata"},
+                 Case{"127.0.0.1", "loopback"},
+                 Case{"127.9.9.9", "loopback"},
+                 Case{"::1", "loopback"},
+                 Case{"::ffff:127.0.0.1", "loopback"},
+                 Case{"10.0.0.1", "private"},
+                 Case{"172.16.5.4", "private"},
+                 Case{"172.31.255.255", "private"},
+                 Case{"192.168.1.1", "private"},
+                 Case{"100.64.0.1", "private"},
+                 Case{"fd12::1", "private"},
+                 Case{"169.254.1.1", "link-local"},
+                 Case{"fe80::1", "link-local"},
+                 Case{"0.0.0.0", "unspecified"},
+                 Case{"::", "unspecified"},
+                 Case{"224.0.0.1", "multicast"},
+                 Case{"ff02::1", "multicast"},
+                 Case{"255.255.255.255", "reserved"},
+                 Case{"2001:db8::1", "reserved"}}) {
     EXPECT_EQ(ForbiddenRange(Ip(c.ip)), c.range) << c.ip;
     EXPECT_FALSE(p.CheckAddress("anything.example", Ip(c.ip), 443).allowed) << c.ip;
   }
@@ -150,7 +161,8 @@ TEST(NetPolicyTest, TestOverridesAndNever) {
   EXPECT_TRUE(p.CheckAddress("allowed.test", Ip("127.0.0.1"), 8080).allowed);
   EXPECT_FALSE(p.CheckAddress("other.test", Ip("127.0.0.1"), 8080).allowed);
   p.AddNever(Ip("127.0.0.1"), 8421);
-  EXPECT_EQ(p.CheckAddress("allowed.test", Ip("127.0.0.1"), 8421).reason, "corral's own API address");
+  EXPECT_EQ(p.CheckAddress("allowed.test", Ip("127.0.0.1"), 8421).reason,
+            "corral's own API address");
   EXPECT_TRUE(p.CheckAddress("allowed.test", Ip("127.0.0.1"), 8080).allowed);
 }
 

@@ -26,8 +26,9 @@ TEST(NetProxyTarget, Authorities) {
 }
 
 TEST(NetProxyTarget, BadAuthorities) {
-  for (const char* text : {"pypi.org", ":443", "pypi.org:", "pypi.org:0", "pypi.org:65536", "pypi.org:44x",
-                           "user@pypi.org:443", "[::1", "[::1]x:80", "2001:db8::1:443", "pypi.org:123456"}) {
+  for (const char* text :
+       {"pypi.org", ":443", "pypi.org:", "pypi.org:0", "pypi.org:65536", "pypi.org:44x",
+        "user@pypi.org:443", "[::1", "[::1]x:80", "2001:db8::1:443", "pypi.org:123456"}) {
     EXPECT_FALSE(ParseAuthority(text, std::nullopt)) << text;
   }
 }
@@ -59,7 +60,8 @@ TEST(NetProxyTarget, NotForwardTargets) {
 }
 
 TEST(NetProxyHead, OriginFormWithHostFromTheUriAndConnectionClose) {
-  http::request<http::empty_body> request{http::verb::post, "http://example.com:8080/upload?x=1", 11};
+  http::request<http::empty_body> request{http::verb::post, "http://example.com:8080/upload?x=1",
+                                          11};
   request.set(http::field::host, "evil.example");
   request.set(http::field::proxy_authorization, "Basic eA==");
   request.set("Proxy-Connection", "keep-alive");

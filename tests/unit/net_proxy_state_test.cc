@@ -38,7 +38,9 @@ TEST(NetCaptureTable, RunsOutAfterTheLimit) {
   EXPECT_FALSE(table.AddressFor("one-more.example"));
 }
 
-Decision Deny(const std::string& host, const std::string& via = "http") { return {via, host, 80, false, "no", ""}; }
+Decision Deny(const std::string& host, const std::string& via = "http") {
+  return {via, host, 80, false, "no", ""};
+}
 
 TEST(NetProxyStats, CountsAndListsDistinctRefusals) {
   ProxyStats stats;
@@ -54,7 +56,9 @@ TEST(NetProxyStats, CountsAndListsDistinctRefusals) {
   EXPECT_EQ(j["allowed"], 1) << j;
   EXPECT_EQ(j["denied_count"], 3) << j;
   ASSERT_EQ(j["denied"].size(), 2u) << j;
-  EXPECT_EQ(j["denied"][0], (nlohmann::json{{"host", "evil.org"}, {"port", 80}, {"reason", "no"}, {"via", "http"}}));
+  EXPECT_EQ(
+      j["denied"][0],
+      (nlohmann::json{{"host", "evil.org"}, {"port", 80}, {"reason", "no"}, {"via", "http"}}));
   EXPECT_EQ(j["bytes_out"], 10);
   EXPECT_EQ(j["bytes_in"], 20);
 }

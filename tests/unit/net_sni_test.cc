@@ -1,11 +1,11 @@
-#include "runtime/netproxy/proxy_sni.h"
-
 #include <gtest/gtest.h>
 
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "runtime/netproxy/proxy_sni.h"
 
 namespace corral::runtime::net {
 namespace {
@@ -47,7 +47,8 @@ Bytes ServerName(const std::vector<std::pair<uint8_t, std::string>>& entries) {
 
 // A ClientHello handshake message (type, length, body) with these extensions; without
 // `with_extensions` the extensions block is left out entirely.
-Bytes Handshake(const std::vector<Bytes>& extensions, bool with_extensions = true, uint8_t type = 1) {
+Bytes Handshake(const std::vector<Bytes>& extensions, bool with_extensions = true,
+                uint8_t type = 1) {
   Bytes body = {0x03, 0x03};
   body.insert(body.end(), 32, 0xAB);  // random
   body.push_back(32);                 // session id
@@ -81,7 +82,8 @@ Bytes Records(const Bytes& handshake, size_t fragment = 16384) {
 }
 
 Bytes Hello(const std::string& name) {
-  return Records(Handshake({Extension(0x000a, {0, 2, 0, 0x1d}), ServerName({{0, name}}), Extension(0x002b, {2, 3, 4})}));
+  return Records(Handshake(
+      {Extension(0x000a, {0, 2, 0, 0x1d}), ServerName({{0, name}}), Extension(0x002b, {2, 3, 4})}));
 }
 
 SniResult Extract(const Bytes& b) { return ExtractSni(b); }
@@ -128,28 +130,37 @@ TEST(NetSni, OtherProtocolsAreNotTls) {
 TEST(NetSni, AHelloWithoutServerNameHasNoSni) {
   EXPECT_EQ(Extract(Records(Handshake({}, false))).status, Status::kNoSni);
   EXPECT_EQ(Extract(Records(Handshake({}))).status, Status::kNoSni);
-  EXPECT_EQ(Extract(Records(Handshake({Extension(0x000a, {0, 2, 0, 0x1d})}))).status, Status::kNoSni);
+  EXPECT_EQ(Extract(Records(Handshake({Extension(0x000a, {0, 2, 0, 0x1d})}))).status,
+            Status::kNoSni);
   // A server_name list with only a non-host_name entry.
   EXPECT_EQ(Extract(Records(Handshake({ServerName({{7, "x"}})}))).status, Status::kNoSni);
 }
 
 TEST(NetSni, MalformedHellosAreRefused) {
-  EXPECT_EQ(Extract(Records(Handshake({ServerName({{0, "a.com"}})}, true, 2))).status, Status::kMalformed)
-      << "ServerHello";
-  EXPECT_EQ(Extract(Records(Handshake({ServerName({{0, "a.com"}}), ServerName({{0, "b.com"}})}))).status,
+  EXPECT_EQ(Extract(Records(Handshake({ServerName({{0, "a.com"}})}, true, 2))).status,
             Status::kMalformed)
+      << "ServerHello";
+  EXPECT_EQ(
+      Extract(Records(Handshake({ServerName({{0, "a.com"}}), ServerName({{0, "b.com"}})}))).status,
+      Status::kMalformed)
       << "two server_name extensions";
-  EXPECT_EQ(Extract(Records(Handshake({ServerName({{0, "a.com"}, {0, "b.com"}})}))).status, Status::kMalformed)
+  EXPECT_EQ(Extract(Records(Handshake({ServerName({{0, "a.com"}, {0, "b.com"}})}))).status,
+            Status::kMalformed)
       << "two host names";
   EXPECT_EQ(Extract(Records(Handshake({ServerName({{0, "a b.com"}})}))).status, Status::kMalformed);
-  EXPECT_EQ(Extract(Records(Handshake({ServerName({{0, std::string("a\0b", 3)}})}))).status, Status::kMalformed);
+  EXPECT_EQ(Extract(Records(Handshake({ServerName({{0, std::string("a\0b", 3)}})}))).status,
+            Status::kMalformed);
   EXPECT_EQ(Extract(Records(Handshake({ServerName({{0, ""}})}))).status, Status::kMalformed);
-  EXPECT_EQ(Extract(Records(Handshake({ServerName({{0, std::string(300, 'a')}})}))).status, Status::kMalformed);
-  EXPECT_EQ(Extract(Records(Handshake({Extension(0, {})}))).status, Status::kMalformed) << "empty server_name";
+  EXPECT_EQ(Extract(Records(Handshake({ServerName({{0, std::string(300, 'a')}})}))).status,
+            Status::kMalformed);
+  EXPECT_EQ(Extract(Records(Handshake({Extension(0, {})}))).status, Status::kMalformed)
+      << "empty server_name";
   EXPECT_EQ(Extract({0x16, 0x02, 0x00, 0x00, 0x05}).status, Status::kMalformed) << "record version";
   EXPECT_EQ(Extract({0x16, 0x03, 0x01, 0x00, 0x00}).status, Status::kMalformed) << "empty record";
-  EXPECT_EQ(Extract({0x16, 0x03, 0x01, 0xFF, 0xFF}).status, Status::kMalformed) << "record too long";
-  EXPECT_EQ(Extract({0x16, 0x03, 0x01, 0x00, 0x04, 0x01, 0xFF, 0xFF, 0xFF}).status, Status::kMalformed)
+  EXPECT_EQ(Extract({0x16, 0x03, 0x01, 0xFF, 0xFF}).status, Status::kMalformed)
+      << "record too long";
+  EXPECT_EQ(Extract({0x16, 0x03, 0x01, 0x00, 0x04, 0x01, 0xFF, 0xFF, 0xFF}).status,
+            Status::kMalformed)
       << "message too long";
   // The extensions block claims more than the message holds.
   Bytes handshake = Handshake({ServerName({{0, "a.com"}})});
@@ -165,8 +176,9 @@ TEST(NetSni, MalformedHellosAreRefused) {
 // (".clit.example.com" as is, "a.com.." as "a.com."), so the proxy compared a name that
 // no resolver would look up; the same goes for labels the allow-list refuses.
 TEST(NetSni, ANameWithAnEmptyLabelIsMalformed) {
-  const std::vector<std::string> names = {".clit.example.com", "a..com", "a.com..", ".", "..", "-a.com",
-                                         "a-.com", std::string(64, 'a') + ".com"};
+  const std::vector<std::string> names = {
+      ".clit.example.com",          "a..com", "a.com..", ".", "..", "-a.com", "a-.com",
+      std::string(64, 'a') + ".com"};
   for (const std::string& name : names) {
     SniResult r = Extract(Hello(name));
     EXPECT_EQ(r.status, Status::kMalformed) << "'" << name << "' gave '" << r.name << "'";
@@ -208,7 +220,9 @@ TEST(NetSni, SurvivesGarbageAndMutations) {
     if (r.status == Status::kFound) {
       ASSERT_FALSE(r.name.empty());
       ASSERT_LE(r.name.size(), 253u);
-      for (char c : r.name) ASSERT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_');
+      for (char c : r.name)
+        ASSERT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ||
+                    c == '_');
     }
   }
 }

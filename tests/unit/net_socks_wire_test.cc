@@ -1,9 +1,9 @@
-#include "runtime/netproxy/proxy_socks_wire.h"
-
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
+
+#include "runtime/netproxy/proxy_socks_wire.h"
 
 namespace corral::runtime::net {
 namespace {

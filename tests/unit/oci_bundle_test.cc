@@ -1,14 +1,14 @@
 // runtime/oci's bundle pieces without running a runtime: the minimal config `corral bench`
 // uses, corral's seccomp profile in OCI form, and a JailSpec's config.json (namespaces,
 // identity, mounts, masks, limits).
-#include <gtest/gtest.h>
+#include "runtime/oci/oci_bundle.h"
 
-#include <nlohmann/json.hpp>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
 
-#include "runtime/oci/oci_bundle.h"
 #include "runtime/oci/oci_runtime.h"
 #include "runtime/oci/oci_seccomp.h"
 #include "tests/support/temp_dir.h"

@@ -34,7 +34,8 @@ TEST(PoolFrames, CarryTheBodyAndTheDescriptors) {
   ASSERT_TRUE(body) << body.error().message();
   EXPECT_EQ(*body, R"({"op":"run"})");
   ASSERT_EQ(fds.size(), 3u);
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   ASSERT_EQ(::fstat(fds[0].get(), &a), 0);
   ASSERT_EQ(::fstat(null.get(), &b), 0);
   EXPECT_EQ(a.st_rdev, b.st_rdev);  // the same file, received as a new descriptor
@@ -97,7 +98,8 @@ RunOutcome FullOutcome() {
   o.interrupted_by = 2;
   o.pooled = true;
   o.warnings = {"w1", "w2"};
-  o.network_json = R"({"mode":"allowlist","denied":[{"host":"evil.test","port":443}],"sandbox":"pool-1-2"})";
+  o.network_json =
+      R"({"mode":"allowlist","denied":[{"host":"evil.test","port":443}],"sandbox":"pool-1-2"})";
   return o;
 }
 

@@ -272,7 +272,6 @@ int ErrnoUnder(const SeccompProgram& program, const std::function<long()>& call)
 
 bool KilledBySigsys(int status) { return WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS; }
 
-
 constexpr long kX32SyscallBit = 0x40000000;
 
 // Each built-in profile compiled once for the whole test binary.

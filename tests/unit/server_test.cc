@@ -1,5 +1,7 @@
 // The pure parts of `corral serve`: credentials, listen addresses and the Host check,
 // request validation, the registry's files, route templates, the `server:` config section.
+#include "server/http/server.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -11,18 +13,17 @@
 #include "runtime/spec/server_config.h"
 #include "server/http/auth.h"
 #include "server/http/content_disposition.h"
-#include "server/http/server.h"
 #include "server/http/listen_address.h"
 #include "server/provisioner/provision_request.h"
-#include "server/router.h"
 #include "server/provisioner/sandbox_registry.h"
+#include "server/router.h"
 #include "tests/support/temp_dir.h"
 
 namespace corral::server {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 TEST(ServerAuth, ConstantTimeEquals) {
   EXPECT_TRUE(ConstantTimeEquals("secret-key", "secret-key"));
@@ -162,14 +163,17 @@ TEST(ServerRequest, CreateBodies) {
   test::TempDir dir;
   ASSERT_TRUE(dir.MakeDirs("base/shared"));
   const std::string base = dir.Join("base");
-  auto ok = ParseCreateRequest(R"({"sandbox_id":"s1","thread_id":null,"include_legacy_skills":true})", base);
+  auto ok = ParseCreateRequest(
+      R"({"sandbox_id":"s1","thread_id":null,"include_legacy_skills":true})", base);
   ASSERT_EQ(StatusOf(ok), 200) << DetailOf(ok);
   const auto& p = std::get<CreateParams>(ok);
   EXPECT_EQ(p.user_id, "default");
   EXPECT_FALSE(p.thread_id);
   EXPECT_TRUE(p.include_legacy_skills);
   auto full = ParseCreateRequest(
-      json({{"sandbox_id", "s1"}, {"thread_id", "t-1"}, {"user_id", "u_2"},
+      json({{"sandbox_id", "s1"},
+            {"thread_id", "t-1"},
+            {"user_id", "u_2"},
             {"extra_mounts", json::array({{{"host_path", base + "/shared"},
                                            {"container_path", "/mnt/skills/custom"},
                                            {"read_only", true}},
@@ -184,13 +188,16 @@ TEST(ServerRequest, CreateBodies) {
   EXPECT_EQ(StatusOf(ParseCreateRequest("{", base)), 422);
   EXPECT_EQ(StatusOf(ParseCreateRequest("{}", base)), 422);
   EXPECT_THAT(DetailOf(ParseCreateRequest("{}", base)), HasSubstr("Field required"));
-  EXPECT_EQ(StatusOf(ParseCreateRequest(R"({"sandbox_id":"s","include_legacy_skills":"yes"})", base)), 422);
+  EXPECT_EQ(
+      StatusOf(ParseCreateRequest(R"({"sandbox_id":"s","include_legacy_skills":"yes"})", base)),
+      422);
   EXPECT_EQ(StatusOf(ParseCreateRequest(R"({"sandbox_id":"s","user_id":""})", base)), 422);
   json eleven = json::array();
   for (int i = 0; i < 11; ++i) {
     eleven.push_back({{"host_path", base}, {"container_path", "/mnt/acp-workspace"}});
   }
-  auto many = ParseCreateRequest(json({{"sandbox_id", "s"}, {"extra_mounts", eleven}}).dump(), base);
+  auto many =
+      ParseCreateRequest(json({{"sandbox_id", "s"}, {"extra_mounts", eleven}}).dump(), base);
   EXPECT_EQ(StatusOf(many), 400);
   EXPECT_THAT(DetailOf(many), HasSubstr("at most 10"));
   // A symlink under the base that leads out of it.
@@ -279,9 +286,9 @@ TEST(ServerConfig, SectionKeysAndProblems) {
                  "access_log: rel, session_slots: -1}"),
       &c);
   ASSERT_FALSE(bad);
-  for (const char* want : {"server.max_in_flight: must be > 0", "server.header_timeout",
-                           "server.lisen: unknown key", "server.max_body_bytes",
-                           "server.access_log", "server.session_slots: must be >= 0"}) {
+  for (const char* want :
+       {"server.max_in_flight: must be > 0", "server.header_timeout", "server.lisen: unknown key",
+        "server.max_body_bytes", "server.access_log", "server.session_slots: must be >= 0"}) {
     EXPECT_THAT(bad.error().message(), HasSubstr(want));
   }
   // The default body limit fits a 100 MiB file as base64 in a JSON body.
@@ -297,7 +304,8 @@ TEST(ContentDisposition, PlainNamesStayAndOthersAreEncoded) {
             "filename*=UTF-8''a%22b%0D%0ASet-Cookie%3A%20x");
   EXPECT_EQ(AttachmentDisposition("\xe6\x97\xa5.md"),
             "attachment; filename=\"___.md\"; filename*=UTF-8''%E6%97%A5.md");
-  EXPECT_EQ(AttachmentDisposition("100%"), "attachment; filename=\"100_\"; filename*=UTF-8''100%25");
+  EXPECT_EQ(AttachmentDisposition("100%"),
+            "attachment; filename=\"100_\"; filename*=UTF-8''100%25");
 }
 
 }  // namespace

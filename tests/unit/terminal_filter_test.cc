@@ -43,7 +43,9 @@ TEST(TerminalFilterTest, PlainTextAndKeptControlsPassUnchanged) {
 }
 
 TEST(TerminalFilterTest, Utf8TextPassesUnchanged) {
-  std::string text = "gr\xC3\xBC\xC3\x9F" "e \xE2\x82\xAC \xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80 \xC2\xA0\n";
+  std::string text =
+      "gr\xC3\xBC\xC3\x9F"
+      "e \xE2\x82\xAC \xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80 \xC2\xA0\n";
   EXPECT_EQ(Filter(text), text);
 }
 
@@ -53,7 +55,9 @@ TEST(TerminalFilterTest, SgrColoursAreKept) {
 }
 
 TEST(TerminalFilterTest, Osc52ClipboardIsDropped) {
-  EXPECT_EQ(Filter("a\x1b]52;c;ZWNobyBwd25lZAo=\x07" "b"), "ab");
+  EXPECT_EQ(Filter("a\x1b]52;c;ZWNobyBwd25lZAo=\x07"
+                   "b"),
+            "ab");
   EXPECT_EQ(Filter("a\x1b]52;c;ZWNobyBwd25lZAo=\x1b\\b"), "ab");
 }
 
@@ -64,16 +68,22 @@ TEST(TerminalFilterTest, TitleAndHyperlinkOscAreDropped) {
 }
 
 TEST(TerminalFilterTest, DcsApcPmSosAreDropped) {
-  EXPECT_EQ(Filter("1\x1bP+q544e\x1b\\2"), "12");         // DCS (XTGETTCAP)
-  EXPECT_EQ(Filter("1\x1b_Gf=100;AAAA\x1b\\2"), "12");     // APC (kitty graphics)
-  EXPECT_EQ(Filter("1\x1b^privacy\x1b\\2"), "12");         // PM
-  EXPECT_EQ(Filter("1\x1bXsos\x1b\\2"), "12");             // SOS
-  EXPECT_EQ(Filter("1\x1bPq#0;2;0;0;0\x07" "2"), "12");    // BEL ends it too
+  EXPECT_EQ(Filter("1\x1bP+q544e\x1b\\2"), "12");       // DCS (XTGETTCAP)
+  EXPECT_EQ(Filter("1\x1b_Gf=100;AAAA\x1b\\2"), "12");  // APC (kitty graphics)
+  EXPECT_EQ(Filter("1\x1b^privacy\x1b\\2"), "12");      // PM
+  EXPECT_EQ(Filter("1\x1bXsos\x1b\\2"), "12");          // SOS
+  EXPECT_EQ(Filter("1\x1bPq#0;2;0;0;0\x07"
+                   "2"),
+            "12");  // BEL ends it too
 }
 
 TEST(TerminalFilterTest, NonSgrCsiAndEscapesAreDropped) {
   EXPECT_EQ(Filter("a\x1b[2Jb\x1b[H\x1b[?1049h\x1b[6n\x1b[21t\x1b[1;31;2 qc"), "abc");
-  EXPECT_EQ(Filter("a\x1b" "cb\x1b" "7\x1b" "8\x1b(0c"), "abc");  // reset, save/restore, charset
+  EXPECT_EQ(Filter("a\x1b"
+                   "cb\x1b"
+                   "7\x1b"
+                   "8\x1b(0c"),
+            "abc");  // reset, save/restore, charset
   // Private or intermediate bytes make an 'm' sequence something else than SGR.
   EXPECT_EQ(Filter("\x1b[>4;2mx\x1b[?1mx\x1b[1 mx"), "xxx");
 }
@@ -86,28 +96,54 @@ TEST(TerminalFilterTest, OverlongSgrIsDropped) {
 }
 
 TEST(TerminalFilterTest, OtherControlsAreShownInCaretNotation) {
-  EXPECT_EQ(Filter("bell\x07" "del\x7f" "nul" + std::string(1, '\0') + "\x0e\x0f"),
+  EXPECT_EQ(Filter("bell\x07"
+                   "del\x7f"
+                   "nul" +
+                   std::string(1, '\0') + "\x0e\x0f"),
             "bell^Gdel^?nul^@^N^O");
   EXPECT_EQ(Filter("lone\x1b\n"), "lone^[\n");
 }
 
 TEST(TerminalFilterTest, C1ControlsInUtf8FormAreNeutralised) {
-  EXPECT_EQ(Filter("a\xC2\x9D" "52;c;QQ==\x07" "b"), "ab");    // OSC
-  EXPECT_EQ(Filter("a\xC2\x9D" "0;t\xC2\x9C" "b"), "ab");      // ended by ST (U+009C)
-  EXPECT_EQ(Filter("a\xC2\x9B" "2Jb"), "ab");                  // CSI
-  EXPECT_EQ(Filter("\xC2\x9B" "31mr"), "\x1b[31mr");           // SGR through 8-bit CSI
-  EXPECT_EQ(Filter("a\xC2\x90q\xC2\x9C" "b"), "ab");           // DCS
-  EXPECT_EQ(Filter("a\xC2\x85" "b"), "a<U+0085>b");            // NEL
+  EXPECT_EQ(Filter("a\xC2\x9D"
+                   "52;c;QQ==\x07"
+                   "b"),
+            "ab");  // OSC
+  EXPECT_EQ(Filter("a\xC2\x9D"
+                   "0;t\xC2\x9C"
+                   "b"),
+            "ab");  // ended by ST (U+009C)
+  EXPECT_EQ(Filter("a\xC2\x9B"
+                   "2Jb"),
+            "ab");  // CSI
+  EXPECT_EQ(Filter("\xC2\x9B"
+                   "31mr"),
+            "\x1b[31mr");  // SGR through 8-bit CSI
+  EXPECT_EQ(Filter("a\xC2\x90q\xC2\x9C"
+                   "b"),
+            "ab");  // DCS
+  EXPECT_EQ(Filter("a\xC2\x85"
+                   "b"),
+            "a<U+0085>b");  // NEL
 }
 
 TEST(TerminalFilterTest, RawEightBitBytesBecomeReplacementCharacters) {
   // Raw C1 bytes (a terminal in 8-bit mode takes 0x9b for CSI) are no UTF-8.
-  EXPECT_EQ(Filter("a\x9b" "2Jb"), "a\xEF\xBF\xBD" "2Jb");
-  EXPECT_EQ(Filter("a\x9d" "0;t\x07"), "a\xEF\xBF\xBD" "0;t^G");
-  EXPECT_EQ(Filter("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");        // overlong '/'
+  EXPECT_EQ(Filter("a\x9b"
+                   "2Jb"),
+            "a\xEF\xBF\xBD"
+            "2Jb");
+  EXPECT_EQ(Filter("a\x9d"
+                   "0;t\x07"),
+            "a\xEF\xBF\xBD"
+            "0;t^G");
+  EXPECT_EQ(Filter("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong '/'
   EXPECT_EQ(Filter("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
-  EXPECT_EQ(Filter("\xE2\x82" "x"), "\xEF\xBF\xBD" "x");            // truncated, then ASCII
-  EXPECT_EQ(Filter("end\xE2\x82"), "end\xEF\xBF\xBD");              // truncated at EOF
+  EXPECT_EQ(Filter("\xE2\x82"
+                   "x"),
+            "\xEF\xBF\xBD"
+            "x");                                       // truncated, then ASCII
+  EXPECT_EQ(Filter("end\xE2\x82"), "end\xEF\xBF\xBD");  // truncated at EOF
 }
 
 TEST(TerminalFilterTest, EscapeInsideAStringStartsANewSequence) {
@@ -117,9 +153,7 @@ TEST(TerminalFilterTest, EscapeInsideAStringStartsANewSequence) {
   EXPECT_EQ(Filter("\x1b[31\x1aok"), "ok");
 }
 
-TEST(TerminalFilterTest, ControlInsideCsiAbandonsIt) {
-  EXPECT_EQ(Filter("\x1b[3\n1m"), "\n1m");
-}
+TEST(TerminalFilterTest, ControlInsideCsiAbandonsIt) { EXPECT_EQ(Filter("\x1b[3\n1m"), "\n1m"); }
 
 TEST(TerminalFilterTest, UnterminatedStringEndsAtItsBound) {
   std::string payload(TerminalFilter::kMaxStringBytes + 5, 'A');

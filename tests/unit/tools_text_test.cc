@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include "tools/audit_log.h"
 #include "runtime/spec/provider_config.h"
+#include "tools/audit_log.h"
 #include "tools/providers/aio_sandbox.h"
 #include "tools/providers/sandbox.h"
 #include "tools/providers/sandbox_fileops.h"
@@ -195,7 +195,8 @@ sandbox:
 }
 
 TEST(ProviderConfig, AioNeedsAServerAndReadsItsKeyFromTheEnvironment) {
-  YAML::Node missing = YAML::Load("sandbox: {use: deerflow.community.aio_sandbox:AioSandboxProvider}");
+  YAML::Node missing =
+      YAML::Load("sandbox: {use: deerflow.community.aio_sandbox:AioSandboxProvider}");
   runtime::ProviderConfig c;
   auto st = runtime::LoadProviderConfig(missing["sandbox"], missing["skills"], &c);
   ASSERT_FALSE(st);

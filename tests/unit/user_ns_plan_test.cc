@@ -1,11 +1,12 @@
 // Rootless mode's pure parts: reading /etc/subuid lines, the id maps built around the
 // jail's uid, and the delegated-cgroup decision on fake cgroup trees.
+#include "runtime/run/user_ns_plan.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include "cgroups/cgroup.h"
 #include "runtime/run/user_cgroup.h"
-#include "runtime/run/user_ns_plan.h"
 #include "tests/support/temp_dir.h"
 
 // Found by argument-dependent lookup from std::vector's ==.
@@ -33,14 +34,13 @@ TEST(SubordinateRange, FoundByNameOrByUidFirstMatchWins) {
 }
 
 TEST(MapAround, SingleIdWithoutARange) {
-  EXPECT_EQ(MapAround(1000, 4321, std::nullopt),
-            (std::vector<jail::IdMapping>{{1000, 4321, 1}}));
+  EXPECT_EQ(MapAround(1000, 4321, std::nullopt), (std::vector<jail::IdMapping>{{1000, 4321, 1}}));
 }
 
 TEST(MapAround, RangeFillsBelowAndAboveTheCallersId) {
-  EXPECT_EQ(MapAround(1000, 4321, SubordinateRange{100000, 65536}),
-            (std::vector<jail::IdMapping>{{1000, 4321, 1}, {0, 100000, 1000},
-                                          {1001, 101000, 64536}}));
+  EXPECT_EQ(
+      MapAround(1000, 4321, SubordinateRange{100000, 65536}),
+      (std::vector<jail::IdMapping>{{1000, 4321, 1}, {0, 100000, 1000}, {1001, 101000, 64536}}));
   // A range smaller than the jail's uid: only the low ids.
   EXPECT_EQ(MapAround(1000, 4321, SubordinateRange{100000, 10}),
             (std::vector<jail::IdMapping>{{1000, 4321, 1}, {0, 100000, 10}}));
@@ -91,8 +91,7 @@ TEST_F(DelegatedCgroupTest, HybridHostHasNoV2Memory) {
   info_.v2_controllers = {"hugetlb"};
   auto found = cgroups::FindDelegatedCgroup(info_, "0::/\n", ::geteuid());
   EXPECT_FALSE(found.dir);
-  EXPECT_NE(found.why_not.find("the memory controller is not on cgroup v2 here"),
-            std::string::npos)
+  EXPECT_NE(found.why_not.find("the memory controller is not on cgroup v2 here"), std::string::npos)
       << found.why_not;
 }
 

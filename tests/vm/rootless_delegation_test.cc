@@ -82,11 +82,12 @@ class DelegatedV2Test : public ::testing::Test {
   // the delegated cgroup (`delegated`) or left in the test's own, root-owned cgroup.
   Result<JailRun> RunAsUser(const std::vector<std::string>& flags,
                             const std::vector<std::string>& probe_args, bool delegated = true) {
-    std::string enter = delegated ? "echo $$ > " + std::string(kDelegated) + "/cgroup.procs && "
-                                  : "";
+    std::string enter =
+        delegated ? "echo $$ > " + std::string(kDelegated) + "/cgroup.procs && " : "";
     std::vector<std::string> args = {
-        "-c", enter + "exec " + std::string(kSetprivBinary) + " --reuid=" + std::to_string(kUid) +
-                  " --regid=" + std::to_string(kUid) + " --clear-groups -- \"$@\"",
+        "-c",
+        enter + "exec " + std::string(kSetprivBinary) + " --reuid=" + std::to_string(kUid) +
+            " --regid=" + std::to_string(kUid) + " --clear-groups -- \"$@\"",
         "sh", corral_};
     for (const std::string& a : ProbeRunArgs(probe_, flags, probe_args)) args.push_back(a);
     RunOptions options;
@@ -128,7 +129,8 @@ TEST_F(DelegatedV2Test, CpuLimitThrottles) {
   Result<JailRun> run = RunAsUser({"--cpus", "0.2"}, {"spin", "2"});
   ASSERT_TRUE(run) << run.error().message();
   ASSERT_EQ(run->outcome["status"], "exited") << run->Describe();
-  double cpu = run->outcome["cpu_user_ms"].get<double>() + run->outcome["cpu_system_ms"].get<double>();
+  double cpu =
+      run->outcome["cpu_user_ms"].get<double>() + run->outcome["cpu_system_ms"].get<double>();
   double wall = run->outcome["wall_ms"].get<double>();
   std::printf("rootless cpus=0.2: %.0f ms CPU in %.0f ms wall (%.0f%%)\n", cpu, wall,
               100 * cpu / wall);
@@ -145,7 +147,8 @@ TEST_F(DelegatedV2Test, TheJailRunsAsUid1000MappedToTheCaller) {
   EXPECT_NE(map.find(std::to_string(kUid)), std::string::npos) << map;
   EXPECT_EQ(run->outcome.value("warnings", json::array()).dump().find("NOT enforced"),
             std::string::npos)
-      << "limits are enforced here, no warning may say otherwise\n" << run->Describe();
+      << "limits are enforced here, no warning may say otherwise\n"
+      << run->Describe();
 }
 
 // The same user, started in the test's root-owned cgroup: nothing is delegated to it, so

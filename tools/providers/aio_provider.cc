@@ -59,16 +59,16 @@ Result<std::string> AioSandboxProvider::Provision(const ThreadDirs& dirs, const 
   if (!config_.provisioner_api_key.empty()) {
     call.headers.emplace_back("X-API-Key", config_.provisioner_api_key);
   }
-  call.body = json({{"sandbox_id", id}, {"thread_id", dirs.thread_id}, {"user_id", dirs.user_id}})
-                  .dump();
+  call.body =
+      json({{"sandbox_id", id}, {"thread_id", dirs.thread_id}, {"user_id", dirs.user_id}}).dump();
   ASSIGN_OR_RETURN(HttpReply reply, Perform(call));
   json body = ParseJsonInputOrDiscarded(reply.body);
   if (reply.status != 200 || !body.is_object() || !body.contains("sandbox_url") ||
       !body["sandbox_url"].is_string()) {
     std::string why = body.is_object() && body.contains("detail") ? body["detail"].dump()
                                                                   : reply.body.substr(0, 200);
-    return Error(ErrorCode::kIo, "provisioner create failed: HTTP " +
-                                     std::to_string(reply.status) + ": " + why);
+    return Error(ErrorCode::kIo,
+                 "provisioner create failed: HTTP " + std::to_string(reply.status) + ": " + why);
   }
   return body["sandbox_url"].get<std::string>();
 }

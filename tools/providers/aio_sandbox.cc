@@ -41,11 +41,11 @@ SandboxError ErrorOfReply(const HttpReply& reply, const json& body, const std::s
   if (body.is_object() && body.contains("message") && body["message"].is_string()) {
     message = body["message"].get<std::string>();
   } else if (body.is_object() && body.contains("detail")) {
-    message = body["detail"].is_string() ? body["detail"].get<std::string>()
-                                         : body["detail"].dump();
+    message =
+        body["detail"].is_string() ? body["detail"].get<std::string>() : body["detail"].dump();
   }
   if (message.empty()) message = "sandbox server answered HTTP " + std::to_string(reply.status);
-  SandboxErrc code = reply.status == 404 ? SandboxErrc::kNotFound
+  SandboxErrc code = reply.status == 404                          ? SandboxErrc::kNotFound
                      : reply.status == 422 || reply.status == 400 ? SandboxErrc::kInvalidArgument
                                                                   : SandboxErrc::kIo;
   if (!path.empty() && message.find(path) == std::string::npos) message = path + ": " + message;
@@ -87,8 +87,8 @@ std::string Trimmed(std::string path) {
 AioSandbox::AioSandbox(std::string id, std::string base_url)
     : Sandbox(std::move(id)), base_url_(Trimmed(std::move(base_url))) {}
 
-SbResult<json> AioSandbox::Call(const std::string& route, const json& body,
-                                const std::string& path, double timeout_seconds) {
+SbResult<json> AioSandbox::Call(const std::string& route, const json& body, const std::string& path,
+                                double timeout_seconds) {
   HttpCall call;
   call.method = "POST";
   call.url = base_url_ + "/v1/" + route;
@@ -104,8 +104,7 @@ SbResult<json> AioSandbox::Call(const std::string& route, const json& body,
   return ErrorOfReply(*reply, parsed, path);
 }
 
-SbResult<CommandResult> AioSandbox::DoExecuteCommand(const std::string& command,
-                                                     const EnvList& env,
+SbResult<CommandResult> AioSandbox::DoExecuteCommand(const std::string& command, const EnvList& env,
                                                      std::optional<double> timeout) {
   const double seconds = timeout.value_or(kDefaultCommandTimeoutSeconds);
   if (!has_bash_api_) {
@@ -119,7 +118,9 @@ SbResult<CommandResult> AioSandbox::DoExecuteCommand(const std::string& command,
   for (const auto& [k, v] : env) env_json[k] = v;
   const auto started = std::chrono::steady_clock::now();
   auto data = Call("bash/exec",
-                   {{"command", command}, {"exec_dir", kWorkspace}, {"env", env_json},
+                   {{"command", command},
+                    {"exec_dir", kWorkspace},
+                    {"env", env_json},
                     {"hard_timeout", seconds}},
                    "", seconds + 30);
   if (!data && data.error().code == SandboxErrc::kNotFound) {
@@ -128,13 +129,13 @@ SbResult<CommandResult> AioSandbox::DoExecuteCommand(const std::string& command,
   }
   if (!data) return data.error();
   CommandResult r;
-  r.exit_code = data->value("exit_code", json()).is_number_integer() ? (*data)["exit_code"].get<int>()
-                                                                      : -1;
+  r.exit_code =
+      data->value("exit_code", json()).is_number_integer() ? (*data)["exit_code"].get<int>() : -1;
   std::string status = data->value("status", "completed");
   r.timed_out = status == "timed_out";
   if (r.timed_out) r.limit = "wall_time";
-  r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-                  .count();
+  r.wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   r.text = FormatCommandText(data->value("stdout", ""), data->value("stderr", ""), r.exit_code,
                              r.timed_out ? std::optional<double>(seconds) : std::nullopt);
   return r;
@@ -154,8 +155,8 @@ SbResult<CommandResult> AioSandbox::ExecThroughShell(const std::string& command,
   if (r.timed_out) r.limit = "wall_time";
   const json& code = data->contains("exit_code") ? (*data)["exit_code"] : json();
   r.exit_code = code.is_number_integer() ? code.get<int>() : (r.timed_out ? 124 : 0);
-  r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-                  .count();
+  r.wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   r.text = FormatCommandText(data->value("output", ""), "", r.exit_code,
                              r.timed_out ? std::optional<double>(seconds) : std::nullopt);
   return r;
@@ -206,17 +207,16 @@ SbResult<std::vector<std::string>> AioSandbox::DoListDir(const std::string& path
   return out;
 }
 
-SbStatus AioSandbox::DoWriteFile(const std::string& path, const std::string& content,
-                                 bool append) {
+SbStatus AioSandbox::DoWriteFile(const std::string& path, const std::string& content, bool append) {
   auto data = Call("file/write", {{"file", path}, {"content", content}, {"append", append}}, path);
   if (!data) return data.error();
   return {};
 }
 
 SbStatus AioSandbox::DoUpdateFile(const std::string& path, const std::string& bytes) {
-  auto data = Call("file/write",
-                   {{"file", path}, {"content", Base64Encode(bytes)}, {"encoding", "base64"}},
-                   path, 300);
+  auto data =
+      Call("file/write", {{"file", path}, {"content", Base64Encode(bytes)}, {"encoding", "base64"}},
+           path, 300);
   if (!data) return data.error();
   return {};
 }
@@ -226,8 +226,8 @@ SbResult<GlobResult> AioSandbox::DoGlob(const std::string& path, const std::stri
   const std::string root = Trimmed(path);
   std::vector<std::string> found;
   if (include_dirs) {  // find returns files only; the listing has both
-    auto data = Call("file/list", {{"path", root}, {"recursive", true}, {"show_hidden", true}},
-                     path);
+    auto data =
+        Call("file/list", {{"path", root}, {"recursive", true}, {"show_hidden", true}}, path);
     if (!data) return data.error();
     for (const json& f : data->value("files", json::array())) {
       std::string entry = f.is_object() ? Trimmed(f.value("path", "")) : "";
@@ -281,8 +281,8 @@ SbResult<GrepResult> AioSandbox::DoGrep(const std::string& path, const std::stri
       result.truncated = true;
       break;
     }
-    result.matches.push_back({file, m.value("line_number", 0),
-                              GrepSummary(m.value("line_content", ""))});
+    result.matches.push_back(
+        {file, m.value("line_number", 0), GrepSummary(m.value("line_content", ""))});
   }
   return result;
 }

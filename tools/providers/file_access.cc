@@ -1,9 +1,9 @@
 #include "tools/providers/file_access.h"
 
 #include <dirent.h>
-#include <sched.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -14,9 +14,9 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <system_error>
 #include <thread>
-#include <nlohmann/json.hpp>
 
 #include "base/json_input.h"
 #include "base/unique_fd.h"
@@ -151,8 +151,7 @@ SbResult<UniqueFd> OpenRootFd(const FileView& view) {
 SbResult<std::string> RunDropped(uid_t uid, gid_t gid, int root_fd, const Op& op) {
   if (::unshare(CLONE_FS) != 0) return ErrorFromErrno(errno, "unshare(CLONE_FS)");
   ::umask(022);
-  if (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
-      ::syscall(SYS_setresgid, gid, gid, gid) != 0 ||
+  if (::syscall(SYS_setgroups, 0, nullptr) != 0 || ::syscall(SYS_setresgid, gid, gid, gid) != 0 ||
       ::syscall(SYS_setresuid, uid, uid, uid) != 0) {
     // Never fall back to operating as root.
     return SandboxError{SandboxErrc::kIo,
@@ -167,12 +166,12 @@ SbResult<std::string> RunOp(const FileView& view, const Op& op) {
   if (!view.drop_to) return op(root->get());
   SbResult<std::string> result = SandboxError{SandboxErrc::kIo, "file access thread did not run"};
   try {
-    std::thread worker([&] {
-      result = RunDropped(view.drop_to->first, view.drop_to->second, root->get(), op);
-    });
+    std::thread worker(
+        [&] { result = RunDropped(view.drop_to->first, view.drop_to->second, root->get(), op); });
     worker.join();
   } catch (const std::system_error& e) {
-    return SandboxError{SandboxErrc::kIo, std::string("starting the file access thread: ") + e.what()};
+    return SandboxError{SandboxErrc::kIo,
+                        std::string("starting the file access thread: ") + e.what()};
   }
   return result;
 }
@@ -258,8 +257,8 @@ std::string EncodeEntries(const std::vector<TreeEntry>& entries) {
   for (const auto& e : entries) {
     char type = e.is_dir ? 'd' : 'f';
     s.push_back(e.is_symlink ? static_cast<char>(type - 'a' + 'A') : type);
-    s += std::to_string(e.size) + " " + std::to_string(e.mtime) + " " + std::to_string(e.mode) +
-         " ";
+    s +=
+        std::to_string(e.size) + " " + std::to_string(e.mtime) + " " + std::to_string(e.mode) + " ";
     s += e.rel;
     s.push_back('\0');
   }

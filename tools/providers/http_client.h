@@ -25,8 +25,8 @@ struct HttpCall {
   std::string method = "GET";  // GET, POST, DELETE
   std::string url;
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;              // sent when non-empty or method is POST
-  double timeout_seconds = 30;   // whole request
+  std::string body;                     // sent when non-empty or method is POST
+  double timeout_seconds = 30;          // whole request
   size_t max_reply_bytes = 256u << 20;  // a longer reply is an error, not a truncation
 };
 

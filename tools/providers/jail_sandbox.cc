@@ -129,8 +129,7 @@ SbResult<std::vector<std::string>> JailSandbox::DoListDir(const std::string& pat
   return OpsListDir(*rp, max_depth);
 }
 
-SbResult<std::vector<FileEntry>> JailSandbox::ListEntries(const std::string& path,
-                                                         int max_depth) {
+SbResult<std::vector<FileEntry>> JailSandbox::ListEntries(const std::string& path, int max_depth) {
   auto rp = Resolve(path);  // refuses a NUL byte first
   if (!rp) return rp.error();
   return OpsListEntries(*rp, max_depth);

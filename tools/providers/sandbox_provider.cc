@@ -1,6 +1,5 @@
 #include "tools/providers/sandbox_provider.h"
 
-
 namespace corral::runtime {
 
 void ProviderBase::Touch(Entry& e, const std::string& id) {

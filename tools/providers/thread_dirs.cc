@@ -31,8 +31,8 @@ Status MakeDir(const std::string& path, bool world_writable) {
   if (!fd) return Error::FromErrno(errno, "opening " + path + " (must be a real directory)");
   mode_t mode = world_writable ? 0777 : 0755;
   if ((world_writable || created) && ::fchmod(fd.get(), mode) != 0) {
-    return Error::FromErrno(errno, "chmod " + std::string(world_writable ? "0777 " : "0755 ") +
-                                       path);
+    return Error::FromErrno(errno,
+                            "chmod " + std::string(world_writable ? "0777 " : "0755 ") + path);
   }
   return Ok();
 }
