@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -35,16 +36,39 @@ std::string RatioCell(const WorkloadResult& w, const std::string& a, const char*
   return r ? Fmt("%.2f", r->median_ratio) : "-";
 }
 
+// Wide enough for every launcher's name and two spaces (container and rootless rows run
+// past the 32 columns that the others fit in).
+size_t NameWidth(const BenchResults& r) {
+  size_t width = 34;
+  for (const auto& w : r.latency) {
+    for (const auto& e : w.entries) width = std::max(width, e.name.size() + 4);
+  }
+  for (const auto& t : r.throughput) width = std::max(width, t.name.size() + 4);
+  return width;
+}
+
+std::string LoadText(const std::optional<std::array<double, 3>>& load) {
+  if (!load) return "unknown";
+  return Fmt("%.2f", (*load)[0]) + " " + Fmt("%.2f", (*load)[1]) + " " + Fmt("%.2f", (*load)[2]);
+}
+
+std::string Verdict(const TargetResult& t) {
+  if (!t.measured) return "n/a";
+  if (t.estimate) return "estimate";
+  if (t.unclear) return "unclear";
+  return t.pass ? "pass" : "miss";
+}
+
 std::string MiB(std::optional<double> bytes) {
   return bytes ? Fmt("%.2f MiB", *bytes / (1024.0 * 1024.0)) : "-";
 }
 
-void LatencyTable(const WorkloadResult& w, std::string& out) {
+void LatencyTable(const WorkloadResult& w, size_t name_width, std::string& out) {
   out += "\nlatency: " + w.workload + " (ms; ratios = median of per-round ratios)\n";
-  out += Pad("  launcher", 34) + PadLeft("median", 9) + PadLeft("p90", 9) + PadLeft("p99", 9) +
-         PadLeft("x bare", 8) + PadLeft("x bwrap", 9) + "\n";
+  out += Pad("  launcher", name_width) + PadLeft("median", 9) + PadLeft("p90", 9) +
+         PadLeft("p99", 9) + PadLeft("x bare", 8) + PadLeft("x bwrap", 9) + "\n";
   for (const auto& e : w.entries) {
-    std::string line = Pad("  " + e.name, 34);
+    std::string line = Pad("  " + e.name, name_width);
     if (e.status == EntryStatus::kOk) {
       line += PadLeft(Fmt("%.2f", e.summary.median), 9) + PadLeft(Fmt("%.2f", e.summary.p90), 9) +
               PadLeft(Fmt("%.2f", e.summary.p99), 9) + PadLeft(RatioCell(w, e.name, kBareName), 8) +
@@ -62,7 +86,7 @@ bool IsLadderRung(const LatencyEntry& e) {
 }
 
 // What each row is, so the table is not read as one ladder from top to bottom.
-void LaunchersSection(const BenchResults& r, std::string& out) {
+void LaunchersSection(const BenchResults& r, size_t name_width, std::string& out) {
   if (r.latency.empty()) return;
   out += "\nlaunchers:\n";
   out +=
@@ -72,7 +96,7 @@ void LaunchersSection(const BenchResults& r, std::string& out) {
       "  way, and the peer rows other sandboxes: side by side, not further rungs.\n";
   for (const auto& e : r.latency.front().entries) {
     std::string kind = IsLadderRung(e) ? "" : e.group == "peer" ? "peer: " : "corral: ";
-    out += Pad("  " + e.name, 34) + kind + e.description + "\n";
+    out += Pad("  " + e.name, name_width) + kind + e.description + "\n";
   }
   out +=
       "  order: launcher N leads round N, the others run in an order shuffled per round, so\n"
@@ -125,17 +149,22 @@ std::string FormatTable(const BenchResults& r) {
   out += "machine: " + m.kernel + ", " + std::to_string(m.cores) + " cores (" + m.cpu_model +
          "), " + Fmt("%.1f GiB", static_cast<double>(m.memory_bytes) / (1 << 30)) + ", cgroups " +
          m.cgroup_mode + "\n";
+  out += "host load: load average " + LoadText(m.load_start) + " at the start, " +
+         LoadText(m.load_end) + " at the end; CPU steal " +
+         (m.steal_percent ? Fmt("%.1f%%", *m.steal_percent) : std::string("unknown")) +
+         " over the run (other work on the host moves every figure)\n";
   out += "command: " + r.command + "\n";
   out += "rounds: " + std::to_string(r.rounds) + " interleaved per workload" +
          (r.pause_ms > 0 ? ", " + std::to_string(r.pause_ms) + " ms idle before each launch" : "") +
          "; workers: " + std::to_string(r.workers) + "\n";
-  LaunchersSection(r, out);
-  for (const auto& w : r.latency) LatencyTable(w, out);
+  const size_t name_width = NameWidth(r);
+  LaunchersSection(r, name_width, out);
+  for (const auto& w : r.latency) LatencyTable(w, name_width, out);
 
   if (!r.throughput.empty()) {
     out += "\nthroughput: /bin/true, " + std::to_string(r.workers) + " workers\n";
     for (const auto& t : r.throughput) {
-      std::string line = Pad("  " + t.name, 34);
+      std::string line = Pad("  " + t.name, name_width);
       line += t.status == EntryStatus::kOk
                   ? PadLeft(Fmt("%.1f/s", t.launches_per_s), 10)
                   : "  " + std::string(EntryStatusName(t.status)) + ": " + t.reason;
@@ -158,17 +187,22 @@ std::string FormatTable(const BenchResults& r) {
   }
   out += FormatServe(r.serve);
   out += "\ntargets:\n";
+  out +=
+      "  (PASS or MISS only when the interquartile range of the per-round figures, where\n"
+      "  there are any, is clear of the target; else UNCLEAR)\n";
   for (const auto& t : r.targets) {
     std::string line = Pad("  " + t.name, 52) + Pad(t.target, 13);
     if (t.measured) {
+      std::string verdict = Verdict(t);
+      if (verdict != "estimate") {
+        for (char& c : verdict) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      }
       line += PadLeft(Fmt(t.unit == "x" ? "%.2fx" : "%.2f", t.value) +
                           (t.unit == "x" ? "" : " " + t.unit),
                       11) +
-              (t.estimate ? "  estimate"
-               : t.pass   ? "  PASS"
-                          : "  MISS");
+              "  " + Pad(verdict, 8);
     } else {
-      line += "  n/a ";
+      line += "  n/a     ";
     }
     out += line + "  (" + t.note + ")\n";
   }
@@ -185,6 +219,13 @@ std::string ToJson(const BenchResults& r) {
                   {"cores", r.machine.cores},
                   {"memory_bytes", r.machine.memory_bytes},
                   {"cgroup_mode", r.machine.cgroup_mode}};
+  auto load_json = [](const std::optional<std::array<double, 3>>& l) {
+    return l ? json(*l) : json(nullptr);
+  };
+  j["host_load"] = {
+      {"loadavg_start", load_json(r.machine.load_start)},
+      {"loadavg_end", load_json(r.machine.load_end)},
+      {"steal_percent", r.machine.steal_percent ? json(*r.machine.steal_percent) : json(nullptr)}};
   j["settings"] = {{"rounds", r.rounds}, {"pause_ms", r.pause_ms}, {"workers", r.workers}};
   j["latency"] = json::array();
   for (const auto& w : r.latency) {
@@ -232,14 +273,17 @@ std::string ToJson(const BenchResults& r) {
   j["serve"] = ServeJson(r.serve);
   j["targets"] = json::array();
   for (const auto& t : r.targets) {
-    j["targets"].push_back({{"name", t.name},
-                            {"target", t.target},
-                            {"measured", t.measured},
-                            {"value", t.measured ? json(t.value) : json(nullptr)},
-                            {"unit", t.unit},
-                            {"estimate", t.estimate},
-                            {"pass", t.measured && !t.estimate ? json(t.pass) : json(nullptr)},
-                            {"note", t.note}});
+    j["targets"].push_back(
+        {{"name", t.name},
+         {"target", t.target},
+         {"measured", t.measured},
+         {"value", t.measured ? json(t.value) : json(nullptr)},
+         {"unit", t.unit},
+         {"estimate", t.estimate},
+         {"pass", t.measured && !t.estimate && !t.unclear ? json(t.pass) : json(nullptr)},
+         {"verdict", Verdict(t)},
+         {"iqr", t.spread ? json({t.spread->first, t.spread->second}) : json(nullptr)},
+         {"note", t.note}});
   }
   return j.dump(2) + "\n";
 }
@@ -318,8 +362,9 @@ void SvgPanel(const BenchResults& r, const WorkloadResult& w, bool with_throughp
                       Fmt("%.2f", e.summary.p90) + ")",
                   "text-anchor=\"end\"");
     } else {
-      svg += Text(kSvgLabel, y + 12,
-                  std::string(EntryStatusName(e.status)) + ": " + e.reason.substr(0, 80),
+      // The reason in full under the panels (NotMeasuredLines); here as much as fits.
+      const std::string text = std::string(EntryStatusName(e.status)) + ": " + e.reason;
+      svg += Text(kSvgLabel, y + 12, text.size() > 80 ? text.substr(0, 77) + "... (below)" : text,
                   "fill=\"#999\"");
     }
     if (with_throughput) {
@@ -331,12 +376,43 @@ void SvgPanel(const BenchResults& r, const WorkloadResult& w, bool with_throughp
   y += 14;
 }
 
+// "name: skipped: reason" for every launcher not measured (once, however many workloads),
+// wrapped at `width` characters: the whole reason, which a row has no room for.
+std::vector<std::string> NotMeasuredLines(const BenchResults& r, size_t width) {
+  std::vector<std::string> lines;
+  std::vector<std::string> seen;
+  for (const auto& w : r.latency) {
+    for (const auto& e : w.entries) {
+      if (e.status == EntryStatus::kOk ||
+          std::find(seen.begin(), seen.end(), e.name) != seen.end()) {
+        continue;
+      }
+      seen.push_back(e.name);
+      std::string text = e.name + ": " + EntryStatusName(e.status) + ": " + e.reason;
+      bool first = true;
+      while (!text.empty()) {
+        size_t cut = text.size() <= width ? text.size() : text.rfind(' ', width);
+        if (cut == std::string::npos || cut == 0) cut = std::min(width, text.size());
+        lines.push_back((first ? "" : "    ") + text.substr(0, cut));
+        text.erase(0, cut);
+        while (!text.empty() && text.front() == ' ') text.erase(0, 1);
+        first = false;
+      }
+    }
+  }
+  return lines;
+}
+
+constexpr int kNoteLine = 15;  // line height of the notes under the panels
+
 }  // namespace
 
 std::string ToSvg(const BenchResults& r) {
+  const std::vector<std::string> notes = NotMeasuredLines(r, 140);
   int height = 120;
   for (const auto& w : r.latency)
     height += 28 + static_cast<int>(w.entries.size()) * (kBarH + kRowGap) + 14;
+  if (!notes.empty()) height += 24 + static_cast<int>(notes.size()) * kNoteLine;
   std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + Num(kSvgWidth) + "\" height=\"" +
          Num(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
@@ -368,6 +444,14 @@ std::string ToSvg(const BenchResults& r) {
   int y = 100;
   for (size_t i = 0; i < r.latency.size(); ++i) {
     SvgPanel(r, r.latency[i], /*with_throughput=*/i == 0 && !r.throughput.empty(), y, svg);
+  }
+  if (!notes.empty()) {
+    svg += Text(10, y + 12, "not measured", "font-weight=\"bold\"");
+    y += 24;
+    for (const std::string& line : notes) {
+      svg += Text(10, y + 10, line, "font-size=\"11\" fill=\"#495057\"");
+      y += kNoteLine;
+    }
   }
   svg += "</svg>\n";
   return svg;

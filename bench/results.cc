@@ -1,6 +1,8 @@
 #include "bench/results.h"
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "bench/serve_figures.h"
 
@@ -35,6 +37,36 @@ std::optional<PairedRatio> RatioBetween(const WorkloadResult& w, const std::stri
   return ComputePairedRatio(ea->samples_ms, eb->samples_ms);
 }
 
+std::optional<std::array<double, 3>> ReadLoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::array<double, 3> load{};
+  if (!(in >> load[0] >> load[1] >> load[2])) return std::nullopt;
+  return load;
+}
+
+std::optional<std::pair<uint64_t, uint64_t>> ReadStealJiffies() {
+  std::ifstream in("/proc/stat");
+  std::string line;
+  if (!std::getline(in, line) || line.rfind("cpu ", 0) != 0) return std::nullopt;
+  std::istringstream fields(line.substr(4));
+  // user nice system idle iowait irq softirq steal [guest guest_nice: already in user/nice]
+  uint64_t v[8] = {};
+  for (uint64_t& x : v) {
+    if (!(fields >> x)) return std::nullopt;
+  }
+  uint64_t total = 0;
+  for (uint64_t x : v) total += x;
+  return std::make_pair(v[7], total);
+}
+
+void JudgeWithSpread(TargetResult* t, double q1, double q3, double limit, bool at_most) {
+  t->spread = std::make_pair(q1, q3);
+  const bool all_meet = at_most ? q3 <= limit : q1 >= limit;
+  const bool none_meet = at_most ? q1 > limit : q3 < limit;
+  t->pass = all_meet;
+  t->unclear = !all_meet && !none_meet;
+}
+
 namespace {
 
 std::string Fmt(const char* fmt, double v) {
@@ -57,8 +89,9 @@ TargetResult RatioTarget(const BenchResults& r, const std::string& name, const c
   }
   t.measured = true;
   t.value = ratio->median_ratio;
-  t.pass = at_most ? t.value <= limit : t.value >= limit;
-  t.note = "median of " + std::to_string(ratio->pairs) + " interleaved pairs, p10-p90 " +
+  JudgeWithSpread(&t, ratio->q1, ratio->q3, limit, at_most);
+  t.note = "median of " + std::to_string(ratio->pairs) + " interleaved pairs, IQR " +
+           Fmt("%.2f", ratio->q1) + "-" + Fmt("%.2f", ratio->q3) + ", p10-p90 " +
            Fmt("%.2f", ratio->low) + "-" + Fmt("%.2f", ratio->high);
   return t;
 }
@@ -73,23 +106,38 @@ const ThroughputEntry* FindThroughput(const BenchResults& r, const std::string& 
 }  // namespace
 
 TargetResult IdleMemoryTarget(const std::string& name, std::optional<double> bytes_per_sandbox,
-                              int sandboxes, const std::string& why_not) {
+                              std::optional<double> cgroup_bytes_per_sandbox, int sandboxes,
+                              const std::string& why_not) {
   TargetResult t;
   t.name = name;
   t.unit = "MiB";
   t.target = "<= 1.00 MiB";
-  if (bytes_per_sandbox && *bytes_per_sandbox < 0) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  const std::string over = " over " + std::to_string(sandboxes) + " sandboxes";
+  if (bytes_per_sandbox && cgroup_bytes_per_sandbox &&
+      *cgroup_bytes_per_sandbox > *bytes_per_sandbox) {
+    // The drop reads below what the sandboxes' own cgroups are charged: the host's churn
+    // (page cache, reclaim) hid part of it. Host memory is at least the charge.
+    t.measured = true;
+    t.value = *cgroup_bytes_per_sandbox / kMiB;
+    t.pass = t.value <= 1.0;
+    t.note = "the sandboxes' cgroup charge" + over + " (a lower bound: the MemAvailable drop, " +
+             Fmt("%.2f", *bytes_per_sandbox / kMiB) + " MiB, read below it)";
+  } else if (bytes_per_sandbox && *bytes_per_sandbox < 0) {
     // MemAvailable rose while the sandboxes came up: the host's own churn (page cache,
     // reclaim) was larger than what they took, so the figure says nothing about them.
-    t.value = *bytes_per_sandbox / (1024.0 * 1024.0);
-    t.note = "not measured: MemAvailable rose by " + Fmt("%.2f", -t.value) +
-             " MiB per sandbox over " + std::to_string(sandboxes) +
-             " sandboxes (host noise larger than the figure; bring up more)";
+    t.value = *bytes_per_sandbox / kMiB;
+    t.note = "not measured: MemAvailable rose by " + Fmt("%.2f", -t.value) + " MiB per sandbox" +
+             over + " (host noise larger than the figure; bring up more)";
   } else if (bytes_per_sandbox) {
     t.measured = true;
-    t.value = *bytes_per_sandbox / (1024.0 * 1024.0);
+    t.value = *bytes_per_sandbox / kMiB;
     t.pass = t.value <= 1.0;
-    t.note = "drop in MemAvailable over " + std::to_string(sandboxes) + " sandboxes";
+    t.note =
+        "drop in MemAvailable" + over +
+        (cgroup_bytes_per_sandbox
+             ? " (cgroup charge " + Fmt("%.2f", *cgroup_bytes_per_sandbox / kMiB) + " MiB of it)"
+             : std::string());
   } else {
     t.note = "not measured: " + why_not;
   }
@@ -141,9 +189,10 @@ void EvaluateTargets(BenchResults* r) {
     if (ratio) {
       tp.measured = true;
       tp.value = ratio->median_ratio;
-      tp.pass = tp.value >= 3.0;
+      JudgeWithSpread(&tp, ratio->q1, ratio->q3, 3.0, /*at_most=*/false);
       tp.note = Fmt("%.0f/s vs ", c->launches_per_s) + Fmt("%.0f/s", b->launches_per_s) +
-                ", median of " + std::to_string(ratio->pairs) + " interleaved slices";
+                ", median of " + std::to_string(ratio->pairs) + " interleaved slices, IQR " +
+                Fmt("%.2f", ratio->q1) + "-" + Fmt("%.2f", ratio->q3);
     }
   } else {
     tp.note = "not measured: needs corral run and bwrap throughput";
@@ -154,6 +203,7 @@ void EvaluateTargets(BenchResults* r) {
   const bool ok = s.status == EntryStatus::kOk;
   r->targets.push_back(IdleMemoryTarget("host memory per idle persistent sandbox",
                                         ok ? s.mem_available_per_sandbox_bytes : std::nullopt,
+                                        ok ? s.cgroup_memory_per_sandbox_bytes : std::nullopt,
                                         s.created, s.reason));
   r->targets.push_back(BringUpTarget("1000 sandboxes up", 1000, 10.0, ok, s.created, s.bring_up_s,
                                      s.reason, "; run --sandboxes 1000 to measure it", ""));

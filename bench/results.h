@@ -2,9 +2,11 @@
 // rendered by the report writers (bench/report.h).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/stats.h"
@@ -17,7 +19,15 @@ struct MachineInfo {
   int cores = 0;             // online CPUs
   int64_t memory_bytes = 0;  // MemTotal
   std::string cgroup_mode;   // "v2", "hybrid (v1 controllers, v2 at /sys/fs/cgroup/unified)", "v1"
+  // How busy the host was: other load moves the figures, so a report says how much there was.
+  std::optional<std::array<double, 3>> load_start, load_end;  // /proc/loadavg 1, 5, 15 min
+  std::optional<double> steal_percent;  // CPU time stolen by the hypervisor over the run
 };
+
+// /proc/loadavg's three averages; nullopt if unreadable.
+std::optional<std::array<double, 3>> ReadLoadAverage();
+// /proc/stat's aggregate cpu line: (steal, total) jiffies; nullopt if unreadable.
+std::optional<std::pair<uint64_t, uint64_t>> ReadStealJiffies();
 
 enum class EntryStatus { kOk, kSkipped, kFailed };
 const char* EntryStatusName(EntryStatus s);  // "ok", "skipped", "failed"
@@ -89,6 +99,11 @@ struct TargetResult {
   bool estimate = false;
   double value = 0;
   std::string unit;  // "x", "MiB", "s"
+  // The interquartile range of the per-round figures behind `value`, where there are any:
+  // a verdict must clear it. PASS (pass) only when all of it meets the target, MISS only
+  // when none of it does; otherwise unclear, and the verdict is left open.
+  std::optional<std::pair<double, double>> spread;
+  bool unclear = false;
   bool pass = false;
   std::string note;  // e.g. "extrapolated from 100 sandboxes"
 };
@@ -126,8 +141,16 @@ inline constexpr const char* kCorralRootlessPoolRunName = "corral run, rootless,
 inline constexpr const char* kBwrapRootlessName = "bwrap, unprivileged";
 
 // Host memory per idle sandbox (MemAvailable drop) against <= 1 MiB; unset: not measured.
+// Sets t's spread and verdict from the interquartile range [q1, q3] of its per-round
+// figures against `limit` (at most, or at least).
+void JudgeWithSpread(TargetResult* t, double q1, double q3, double limit, bool at_most);
+
+// Judged on the larger of the MemAvailable drop and the sandboxes' own cgroup charge, both
+// per sandbox (host memory is at least what the cgroups are charged; the drop alone reads
+// below it when the host's own churn is larger than a few sandboxes).
 TargetResult IdleMemoryTarget(const std::string& name, std::optional<double> bytes_per_sandbox,
-                              int sandboxes, const std::string& why_not);
+                              std::optional<double> cgroup_bytes_per_sandbox, int sandboxes,
+                              const std::string& why_not);
 // `count` sandboxes up within `limit_s`, from `created` brought up in `bring_up_s`: an
 // estimate (shown, never judged) when fewer were made. `estimate_hint` ends an estimate's
 // note, `how` a measured one's.

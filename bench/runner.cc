@@ -228,6 +228,8 @@ Result<BenchResults> RunBench(const BenchOptions& options) {
   results.command = o.command;
   results.started_at = NowIso();
   results.machine = DescribeMachine();
+  results.machine.load_start = ReadLoadAverage();
+  const auto steal_start = ReadStealJiffies();
   results.rounds = o.rounds;
   results.pause_ms = o.pause_ms;
   results.workers = o.workers;
@@ -266,6 +268,14 @@ Result<BenchResults> RunBench(const BenchOptions& options) {
     results.serve.reason = "skipped (--serve-sandboxes 0)";
   }
   progress.Done();
+  results.machine.load_end = ReadLoadAverage();
+  if (const auto steal_end = ReadStealJiffies(); steal_start && steal_end) {
+    const uint64_t total = steal_end->second - steal_start->second;
+    if (total > 0) {
+      results.machine.steal_percent =
+          100.0 * static_cast<double>(steal_end->first - steal_start->first) / total;
+    }
+  }
   EvaluateTargets(&results);
   results.duration_s = MsSince(t0) / 1000.0;
   return results;

@@ -81,7 +81,7 @@ void AddServeTargets(const ServeFigures& f, std::vector<TargetResult>* targets) 
   const bool ok = f.status == EntryStatus::kOk;
   targets->push_back(IdleMemoryTarget("serve: host memory per idle sandbox",
                                       ok ? f.mem_available_per_sandbox_bytes : std::nullopt,
-                                      f.created, why_not));
+                                      std::nullopt, f.created, why_not));
   targets->push_back(BringUpTarget("serve: 10000 sandboxes up (create + first exec)", 10000, 60.0,
                                    ok, f.created, f.bring_up_s, why_not, ", one client",
                                    ", one client"));

@@ -46,6 +46,8 @@ std::optional<PairedRatio> ComputePairedRatio(const std::vector<double>& a,
   r.median_ratio = *Percentile(ratios, 50);
   r.low = *Percentile(ratios, 10);
   r.high = *Percentile(ratios, 90);
+  r.q1 = *Percentile(ratios, 25);
+  r.q3 = *Percentile(ratios, 75);
   return r;
 }
 

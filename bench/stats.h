@@ -34,6 +34,8 @@ struct PairedRatio {
   double median_ratio = 0;  // median over i of a[i] / b[i]: the headline figure
   double low = 0;           // 10th percentile of the per-pair ratios
   double high = 0;          // 90th percentile
+  double q1 = 0;            // 25th percentile: with q3, the spread a verdict must clear
+  double q3 = 0;            // 75th percentile
 };
 
 // Uses the first min(a.size(), b.size()) pairs; pairs with b[i] <= 0 are ignored.

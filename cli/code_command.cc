@@ -57,15 +57,9 @@ int Report(const runtime::code::CodeResult& r, const runtime::LimitsSpec& limits
   std::fwrite(r.outcome.stdout_stream.text.data(), 1, r.outcome.stdout_stream.text.size(), stdout);
   std::fflush(stdout);
   std::fwrite(r.outcome.stderr_stream.text.data(), 1, r.outcome.stderr_stream.text.size(), stderr);
+  if (r.status == "refused") return r.exit_code;  // its stderr said why
   for (const auto& f : r.findings) {
-    std::fprintf(stderr, "corral: %s: %s\n", r.status == "refused" ? "refused" : "warning",
-                 runtime::code::FindingLine(f).c_str());
-  }
-  if (r.status == "refused") {
-    std::fprintf(stderr,
-                 "corral: the code was not run (change the keys named above, or set "
-                 "python.scan.mode: warn to run it anyway)\n");
-    return r.exit_code;
+    std::fprintf(stderr, "corral: warning: %s\n", runtime::code::FindingLine(f).c_str());
   }
   std::fputs(runtime::OutcomeReport(r.outcome, limits, /*with_reason=*/true).c_str(), stderr);
   return r.exit_code;

@@ -26,6 +26,12 @@ void SetArgsBeforeDoubleDash(std::vector<std::string> args);
 // option the subcommand does not have (`-d`, `-t` of `-it`).
 Result<std::vector<std::string>> CommandOf(CLI::App* sub);
 
+// A subcommand's long option names, without dashes (for "did you mean").
+std::vector<std::string> LongOptionNames(const CLI::App* sub);
+// After CLI11 refused words it did not expect: "did you mean --json?" for each that is
+// within two edits of an option of the subcommand it was given to.
+void SuggestForUnexpectedOptions(const CLI::App& app);
+
 // "-v /nope:/work": the spelling among `names` that the user gave with `value` ("-v" or
 // "--mount"), then the value; the first name when it cannot be told.
 std::string FlagAsGiven(std::initializer_list<std::string_view> names, const std::string& value);

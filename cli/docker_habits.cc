@@ -2,6 +2,8 @@
 
 #include <initializer_list>
 
+#include "base/edit_distance.h"
+
 namespace corral::cli {
 
 namespace {
@@ -54,8 +56,6 @@ const Hint kOptionHints[] = {
     {{"-p", "--publish", "-P", "--publish-all", "--expose"},
      "a jail has no network but its own loopback, so nothing can be published; reach a server "
      "from inside: corral exec NAME -- curl http://127.0.0.1:PORT/"},
-    {{"-m"}, "the memory limit is --memory SIZE (e.g. --memory 256m)"},
-    {{"-u"}, "the user is --user UID[:GID] (numeric ids)"},
     {{"--memory-swap", "--memory-swappiness"}, "a jail has no swap: --memory is the whole limit"},
     {{"--pids"}, "the process limit is --pids-limit N"},
     {{"--env-file"},
@@ -66,7 +66,6 @@ const Hint kOptionHints[] = {
      "config.example.yaml (--config FILE)"},
     {{"--entrypoint"}, "give the whole command after --: corral run [OPTIONS] -- CMD [ARGS...]"},
     {{"--restart"}, "corral does not restart commands"},
-    {{"--init"}, "a persistent sandbox's PID 1 is already an init (corral create)"},
     {{"--platform", "--pull"}, kNoImages},
     {{"-l", "--label"}, "corral sandboxes have no labels; a name is given with create --name"},
     {{"-a", "--attach"}, "a run's output is always attached; -i passes stdin through"},
@@ -103,12 +102,46 @@ std::string UnknownCommandMessage(std::string_view verb) {
   return message + " (corral --help)";
 }
 
-std::string UnknownOptionMessage(std::string_view subcommand, std::string_view option) {
+std::string ImageLikeCommandHint(std::string_view command) {
+  if (command.empty() || command[0] == '/' || command[0] == '.' || command[0] == '-') return "";
+  const bool tagged = command.find(':') != std::string_view::npos;
+  const bool pathed = command.find('/') != std::string_view::npos;
+  if (!tagged && !pathed) return "";
+  for (char c : command) {
+    const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                         (c >= '0' && c <= '9') ||
+                         std::string_view("._-/:@").find(c) != std::string_view::npos;
+    if (!allowed) return "";
+  }
+  return std::string(command) + " looks like a Docker image, and " + std::string(kNoImages) +
+         ". Give the command itself: corral run [OPTIONS] -- CMD [ARGS...]";
+}
+
+std::string ClosestOption(std::string_view given, const std::vector<std::string>& known) {
+  if (given.size() < 4 || given.substr(0, 2) != "--") return "";
+  std::string_view name = given.substr(2, given.find('=') - 2);
+  std::string best;
+  size_t best_distance = 3;
+  for (const std::string& candidate : known) {
+    const size_t d = EditDistance(name, candidate);
+    if (d < best_distance && d < candidate.size()) {
+      best = candidate;
+      best_distance = d;
+    }
+  }
+  return best.empty() ? "" : "--" + best;
+}
+
+std::string UnknownOptionMessage(std::string_view subcommand, std::string_view option,
+                                 const std::vector<std::string>& known) {
   std::string message = std::string(subcommand) + ": " + std::string(option) + ": ";
   for (const Hint& hint : kOptionHints) {
     for (std::string_view name : hint.names) {
       if (OptionMatches(option, name)) return message + "no such option; " + std::string(hint.text);
     }
+  }
+  if (std::string closest = ClosestOption(option, known); !closest.empty()) {
+    return message + "no such option (did you mean " + closest + "?)";
   }
   return message + "no such option (corral " + std::string(subcommand) +
          " --help). A command whose own options come first goes after --: corral " +

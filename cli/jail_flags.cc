@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <tuple>
 
@@ -38,7 +39,7 @@ void AddJailFlags(CLI::App* run, JailFlags* f) {
   run->add_option("--identity", f->identity,
                   "who the jail's uid 1000 is on the host as root: auto (default: a reserved "
                   "id where corral setup ids made a range) | reserved | host-uid");
-  run->add_option("--user", f->user, "UID[:GID] inside the jail (default 1000:1000)");
+  run->add_option("-u,--user", f->user, "UID[:GID] inside the jail (default 1000:1000)");
   run->add_option("--seccomp", f->seccomp, "default | strict | unconfined | /path/profile.json");
   run->add_option("--network", f->network,
                   "none (default: loopback only) | allowlist (only what --allow names, through "
@@ -54,15 +55,25 @@ void AddJailFlags(CLI::App* run, JailFlags* f) {
                   "auto (default: where the kernel has it) | on (refuse to run without it) | off: "
                   "Landlock as a second filesystem fence");
   run->add_option("--landlock-tcp", f->landlock_tcp,
-                  "on (default) | off: with Landlock, also fence TCP bind/connect (off for a "
-                  "command that serves on localhost and connects to itself)");
-  run->add_option("--memory", f->memory, "memory limit, e.g. 256m (default 512m, no swap)");
+                  "on (default) | off: with Landlock and --network allowlist, also fence TCP "
+                  "bind/connect (off for a command there that serves on localhost); network "
+                  "none leaves the jail's own loopback open");
+  run->add_option("-m,--memory", f->memory, "memory limit, e.g. 256m (default 512m, no swap)");
   run->add_option("--cpus", f->cpus, "CPU limit in cores, e.g. 0.5 (default 1.0)");
   run->add_option("--pids-limit", f->pids, "max processes (default 256)");
   run->add_option("--timeout", f->timeout, "wall-clock limit in seconds (default 600, 0=none)");
   run->add_option("--cpu-time", f->cpu_time, "CPU-time limit in seconds (default none)");
   run->add_option("--output-limit", f->output_limit, "bytes kept per stream (default 10m)");
   run->add_option("--tmp-size", f->tmp_size, "size of /tmp (default 256m)");
+}
+
+void AddDockerDefaultFlags(CLI::App* app, JailFlags* f) {
+  app->add_flag("--read-only", f->docker_read_only,
+                "accepted for docker's sake: the jail's / is always read-only (/tmp, /var/tmp, "
+                "/run, $HOME and /dev/shm are writable tmpfs of the jail's own)");
+  app->add_flag("--init", f->docker_init,
+                "accepted for docker's sake: PID 1 of every jail is an init of corral's own, which "
+                "reaps orphans; the command is never PID 1");
 }
 
 Result<std::optional<std::pair<std::string, std::string>>> ParseEnvOption(const std::string& e) {
@@ -84,6 +95,15 @@ Result<std::optional<std::pair<std::string, std::string>>> ParseEnvOption(const 
 }
 
 namespace {
+
+// A host path as given on the command line, made absolute against the current directory and
+// normalised (`--user-data ./t1`, `-v ./src:/src`), as docker does for -v.
+std::string HostPathFromFlag(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  std::string absolute = std::filesystem::absolute(path).lexically_normal().string();
+  while (absolute.size() > 1 && absolute.back() == '/') absolute.pop_back();
+  return absolute;
+}
 
 // Applies the flags one by one, noting problems (by flag) and which flag set which key.
 class FlagApplier {
@@ -127,11 +147,19 @@ class FlagApplier {
       problems_->push_back(given + ": " + runtime::BadOciRuntimeText(*v));
     }
   }
-  void Size(const std::optional<std::string>& v, const char* flag, const char* key, int64_t* out) {
+  // Set() for a host path: a relative one is taken from the current directory.
+  void HostPath(const std::optional<std::string>& v, std::initializer_list<std::string_view> flag,
+                const char* key, std::optional<std::string>* out) {
+    if (!v) return;
+    *out = HostPathFromFlag(*v);
+    Key(key, FlagAsGiven(flag, *v));
+  }
+  void Size(const std::optional<std::string>& v, std::initializer_list<std::string_view> flag,
+            const char* key, int64_t* out) {
     if (!v) return;
     auto parsed = runtime::ParseSize(*v);
-    parsed ? void(*out = *parsed) : Note(FlagAsGiven({flag}, *v), parsed.error());
-    Key(key, FlagAsGiven({flag}, *v));
+    parsed ? void(*out = *parsed) : Note(FlagAsGiven(flag, *v), parsed.error());
+    Key(key, FlagAsGiven(flag, *v));
   }
 
   void Mounts(const std::vector<std::string>& mounts) {
@@ -141,6 +169,15 @@ class FlagApplier {
         Note(FlagAsGiven({"-v", "--mount"}, m), mount.error());
         continue;
       }
+      if (mount->host_path[0] != '/' && mount->host_path[0] != '.') {
+        Note(FlagAsGiven({"-v", "--mount"}, m),
+             Error(ErrorCode::kInvalidArgument,
+                   "corral has no named volumes: the host path is absolute or starts with . "
+                   "(for the directory " +
+                       mount->host_path + " here: ./" + mount->host_path + ")"));
+        continue;
+      }
+      mount->host_path = HostPathFromFlag(mount->host_path);
       Key("mounts[" + std::to_string(spec_->mounts.size()) + "]",
           FlagAsGiven({"-v", "--mount"}, m));
       spec_->mounts.push_back(*mount);
@@ -222,10 +259,10 @@ void ApplyFlags(const JailFlags& f, runtime::JailSpec* spec, std::vector<std::st
   FlagApplier a(spec, problems, names);
   a.Mode(f.mode, "--mode", "mode", &spec->mode);
   a.OciRuntime(f.oci_runtime);
-  a.Set(f.rootfs, {"--rootfs"}, "rootfs", &spec->rootfs);
-  a.Set(f.skills, {"--skills"}, "skills_dir", &spec->skills_dir);
-  a.Set(f.user_data, {"--user-data"}, "user_data_dir", &spec->user_data_dir);
-  a.Set(f.acp_workspace, {"--acp-workspace"}, "acp_workspace_dir", &spec->acp_workspace_dir);
+  a.HostPath(f.rootfs, {"--rootfs"}, "rootfs", &spec->rootfs);
+  a.HostPath(f.skills, {"--skills"}, "skills_dir", &spec->skills_dir);
+  a.HostPath(f.user_data, {"--user-data"}, "user_data_dir", &spec->user_data_dir);
+  a.HostPath(f.acp_workspace, {"--acp-workspace"}, "acp_workspace_dir", &spec->acp_workspace_dir);
   a.Set(f.workdir, {"-w", "--workdir"}, "workdir", &spec->workdir);
   a.Set(f.hostname, {"--hostname"}, "hostname", &spec->hostname);
   a.Mode(f.identity, "--identity", "identity", &spec->identity);
@@ -233,16 +270,16 @@ void ApplyFlags(const JailFlags& f, runtime::JailSpec* spec, std::vector<std::st
   if (f.user) {
     auto ids = runtime::ParseUserFlag(*f.user);
     ids ? void(std::tie(spec->uid, spec->gid) = *ids) : a.Note("--user", ids.error());
-    a.Key("user", FlagAsGiven({"--user"}, *f.user));
+    a.Key("user", FlagAsGiven({"-u", "--user"}, *f.user));
   }
   if (f.rootless) spec->rootless = true;
   a.Network(f);
   a.Landlock(f);
   a.Mounts(f.mounts);
   a.Env(f.env);
-  a.Size(f.memory, "--memory", "limits.memory", &spec->limits.memory_bytes);
-  a.Size(f.output_limit, "--output-limit", "limits.output", &spec->limits.output_limit_bytes);
-  a.Size(f.tmp_size, "--tmp-size", "limits.tmp_size", &spec->limits.tmp_size_bytes);
+  a.Size(f.memory, {"-m", "--memory"}, "limits.memory", &spec->limits.memory_bytes);
+  a.Size(f.output_limit, {"--output-limit"}, "limits.output", &spec->limits.output_limit_bytes);
+  a.Size(f.tmp_size, {"--tmp-size"}, "limits.tmp_size", &spec->limits.tmp_size_bytes);
   a.Set(f.cpus, {"--cpus"}, "limits.cpus", &spec->limits.cpus);
   a.Set(f.pids, {"--pids-limit"}, "limits.pids", &spec->limits.pids);
   a.Set(f.timeout, {"--timeout"}, "limits.timeout", &spec->limits.timeout_seconds);

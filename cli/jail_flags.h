@@ -25,9 +25,12 @@ struct JailFlags {
   std::optional<std::string> landlock, landlock_tcp;  // auto | on | off; on | off
   std::vector<std::string> mounts, env;
   bool rootless = false;
+  bool docker_read_only = false, docker_init = false;  // accepted: what corral always does
 };
 
 void AddJailFlags(CLI::App* app, JailFlags* flags);
+// Docker's --read-only and --init, which say what every jail already is (run, create).
+void AddDockerDefaultFlags(CLI::App* app, JailFlags* flags);
 
 // Which flag set which spec key ("mounts[1]" -> "-v /nope:/work", "limits.memory" ->
 // "--memory 1k"), so that the runtime's problems, worded by spec key, name the flag.

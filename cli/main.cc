@@ -90,6 +90,9 @@ int main(int argc, char** argv) {
     app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      corral::cli::SuggestForUnexpectedOptions(app);
+    }
     // Usage errors are corral's own failures: 125, like docker run.
     return rc == 0 ? 0 : 125;
   }

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/docker_habits.h"
 #include "cli/jail_flags.h"
 #include "cli/outcome_report.h"
 #include "runtime/oci/container_run.h"
@@ -56,7 +57,13 @@ int Run(const RunFlags& flags, CLI::App* run) {
                      ? runtime::oci::RunContainer(spec, options)
                      : runtime::RunPooledOrCold(flags.pool, spec, options);
   if (!outcome) return Refuse(NameFlags(outcome.error(), names), flags.json);
-  return ReportOutcome(*outcome, spec.limits, flags.json);
+  const int exit_code = ReportOutcome(*outcome, spec.limits, flags.json);
+  if (exit_code == 127) {  // `corral run ubuntu:22.04 bash`, as a Docker user types it
+    if (std::string hint = ImageLikeCommandHint(spec.argv[0]); !hint.empty()) {
+      std::fprintf(stderr, "corral: %s\n", hint.c_str());
+    }
+  }
+  return exit_code;
 }
 
 }  // namespace
@@ -72,6 +79,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   run->add_option("--pool", flags->pool,
                   "auto (a `corral pool` at the default socket, if one runs) | off | SOCKET");
   run->add_flag("--rm", flags->rm, "accepted for docker's sake: a run's jail is always removed");
+  AddDockerDefaultFlags(run, &flags->jail);
   // The first word that is no option starts the command (`corral run ls -la /`); a
   // command whose own options come first still needs `--`.
   run->prefix_command();

@@ -139,6 +139,7 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   auto create_flags = std::make_shared<CreateFlags>();
   CLI::App* create = app.add_subcommand("create", "create a persistent sandbox, print its name");
   AddJailFlags(create, &create_flags->jail);
+  AddDockerDefaultFlags(create, &create_flags->jail);
   create->add_option("--name", create_flags->name, "[A-Za-z0-9_-]{1,64}; default: a random id");
   create->prefix_command();  // a command given is refused, with a hint (see exec)
   create->add_option("--idle-timeout", create_flags->idle_timeout,

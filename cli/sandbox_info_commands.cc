@@ -136,6 +136,17 @@ void PrintStatsLines(const runtime::SandboxInfo& info) {
     return v ? " (peak " + show(*v) + ")" : std::string();
   };
   auto count = [](int64_t n) { return std::to_string(n); };
+  if (info.record.cgroup_name.empty()) {
+    // Rootless without a cgroup (unsafe.allow_missing_limits): nothing is counted, and of
+    // the limits only the pids one holds (as RLIMIT_NPROC); never show the others as if.
+    line("processes",
+         "- (not counted: no cgroup; at most " + std::to_string(limits.pids) + " as RLIMIT_NPROC)");
+    line("memory", "- (no limit: no cgroup, so limits.memory " + Size(limits.memory_bytes) +
+                       " is not enforced)");
+    line("cpu",
+         "- (no limit: no cgroup, so limits.cpus " + CpusText(limits.cpus) + " is not enforced)");
+    return;
+  }
   line("processes", std::to_string(info.processes) + " / " + std::to_string(limits.pids) +
                         (s ? peak(s->pids_peak, count) : ""));
   line("memory", MemoryText(info) + (s ? peak(s->memory_peak_bytes, Size) : ""));

@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <string_view>
 
 #include "cli/commands.h"
@@ -28,13 +29,33 @@ std::vector<std::string> CommandWithTrailing(const std::vector<std::string>& pos
   return out;
 }
 
+std::vector<std::string> LongOptionNames(const CLI::App* sub) {
+  std::vector<std::string> names;
+  for (const CLI::Option* option : sub->get_options()) {
+    for (const std::string& name : option->get_lnames()) names.push_back(name);
+  }
+  return names;
+}
+
+void SuggestForUnexpectedOptions(const CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands()) {
+    for (const std::string& word : sub->remaining()) {
+      if (std::string closest = ClosestOption(word, LongOptionNames(sub)); !closest.empty()) {
+        std::fprintf(stderr, "corral: %s: %s: did you mean %s?\n", sub->get_name().c_str(),
+                     word.c_str(), closest.c_str());
+      }
+    }
+  }
+}
+
 Result<std::vector<std::string>> CommandOf(CLI::App* sub) {
   // prefix_command() stops option parsing at the first word that is no option of the
   // subcommand's; an option corral does not know lands there too (first), and is refused:
   // taking it as the command would run `-d` or `-it`.
   std::vector<std::string> words = sub->remaining();
   if (!words.empty() && words[0].size() > 1 && words[0][0] == '-') {
-    return Error(ErrorCode::kInvalidArgument, UnknownOptionMessage(sub->get_name(), words[0]));
+    return Error(ErrorCode::kInvalidArgument,
+                 UnknownOptionMessage(sub->get_name(), words[0], LongOptionNames(sub)));
   }
   return CommandWithTrailing(words);
 }

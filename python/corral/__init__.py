@@ -32,7 +32,11 @@ class Result:
     exit_code: the interpreter's exit status (124 timeout, 128+N signal N, 137 OOM kill,
                125 when refused or corral could not run it)
     findings: the static scan's findings, each {"line", "col", "name", "key", "message"}
+              (a refusal also says them in stderr)
     limit: the limit that fired ("wall_time", "memory", ...) or None
+    warnings: what corral warned about this run: weakened isolation, a read-write mount the
+              sandbox user cannot write (with the host command that fixes it), and a hint
+              when the code was refused a permission
     """
 
     def __init__(self, data):
@@ -43,6 +47,11 @@ class Result:
         self.status = data.get("status", "")
         self.limit = data.get("limit")
         self.findings = data.get("findings", [])
+        outcome = data.get("outcome") or {}
+        self.warnings = list(outcome.get("warnings") or [])
+        hint = (outcome.get("landlock") or {}).get("hint")
+        if hint:
+            self.warnings.append(hint)
 
     @property
     def ok(self):

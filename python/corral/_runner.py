@@ -107,7 +107,12 @@ def main(payload):
     from corral import _guard, secure_command
     secure_command._configure(policy.get("commands", {}), policy.get("output_cap", 1 << 20))
     user_globals = {"__name__": "__main__", "__file__": SNIPPET, "__builtins__": builtins}
-    linecache.cache[SNIPPET] = (len(code), None, code.splitlines(True), SNIPPET)
+    # Every line ends in a newline, as linecache's own reads make them: traceback places its
+    # carets one column to the right on a last line without one.
+    lines = code.splitlines(True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[SNIPPET] = (len(code), None, lines, SNIPPET)
     sys.argv = [SNIPPET]
     try:
         compiled = compile(code, SNIPPET, "exec")

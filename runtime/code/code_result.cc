@@ -6,6 +6,10 @@
 namespace corral::runtime::code {
 namespace {
 
+constexpr std::string_view kNotRunLine =
+    "corral: the code was not run (change the keys named above, or set python.scan.mode: warn "
+    "to run it anyway)";
+
 constexpr std::string_view kHeaderPrefix =
     "\x1e"
     "corral-code ";
@@ -74,6 +78,11 @@ CodeResult InterpretOutcome(RunOutcome outcome, const std::string& nonce,
   if (refused && outcome.status == RunStatus::kExited) {
     r.status = "refused";
     r.exit_code = kRefusedExitCode;
+    // Said in stderr too, so that every front-end that shows stderr shows why.
+    for (const Finding& f : r.findings) {
+      outcome.stderr_stream.text += "corral: refused: " + FindingLine(f) + "\n";
+    }
+    outcome.stderr_stream.text += std::string(kNotRunLine) + "\n";
   } else {
     r.status = StatusOf(outcome);
     r.exit_code = CliExitCode(outcome);

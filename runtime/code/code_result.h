@@ -23,7 +23,9 @@ struct Finding {
 };
 
 struct CodeResult {
-  RunOutcome outcome;     // stderr without the runner's header line
+  // stderr without the runner's header line; when refused, the refusal's lines instead
+  // ("corral: refused: line N: ...", then that the code was not run).
+  RunOutcome outcome;
   std::string status;     // ok | error | timeout | oom | killed | refused | setup_failed
   int exit_code = 0;      // CliExitCode(outcome); kRefusedExitCode when refused
   std::string scan_mode;  // deny | warn | off

@@ -160,6 +160,13 @@ void AddCgroupItems(const HostInfo& host, std::vector<CheckItem>& items) {
     return;
   }
   const std::string driver = cgroups::DriverName(*cg.auto_driver);
+  if (!host.is_root) {
+    // The host's hierarchies are root's: what a non-root caller gets is the delegated
+    // subtree, or nothing (the "rootless limits" line says which).
+    items.push_back({"info", "the host's cgroup " + driver +
+                                 " hierarchies are root's; for you, see \"rootless limits\""});
+    return;
+  }
   items.push_back({"ok", "memory, cpu and pids limits (cgroup " + driver + ")"});
   items.push_back(
       {cg.writable ? "ok" : "MISSING",
@@ -420,12 +427,12 @@ void EvaluateAlwaysOn(const JailSpec& spec, CheckVerdict& v) {
 std::string LandlockTcpText(const JailSpec& spec, int abi) {
   if (!spec.landlock.tcp) return "TCP not fenced (landlock.tcp: false)";
   if (spec.network.mode == NetworkMode::kHost) return "TCP not fenced (network.mode: host)";
-  if (abi < 4) return "TCP not fenced (needs Landlock ABI 4)";
-  if (spec.network.mode == NetworkMode::kAllowlist) {
-    return "TCP: connect only to the in-jail proxy and resolver (ports 3128, 1080, 53) and "
-           "the allow rules' ports, no bind";
+  if (spec.network.mode == NetworkMode::kNone) {
+    return "TCP not fenced (network.mode: none: the jail's own loopback is all there is)";
   }
-  return "TCP: no bind, no connect (not even on loopback; landlock.tcp: false allows it)";
+  if (abi < 4) return "TCP not fenced (needs Landlock ABI 4)";
+  return "TCP: connect only to the in-jail proxy and resolver (ports 3128, 1080, 53) and "
+         "the allow rules' ports, no bind";
 }
 
 void EvaluateLandlock(const HostInfo& host, const JailSpec& spec, CheckVerdict& v) {

@@ -9,6 +9,7 @@
 #include "jail/command.h"
 #include "runtime/run/jail_spawner.h"
 #include "runtime/run/planner.h"
+#include "runtime/run/root_layout.h"
 #include "runtime/spec/config.h"
 #include "runtime/spec/spec_json.h"
 
@@ -39,6 +40,7 @@ Result<std::unique_ptr<JailPool>> JailPool::Create(const JailSpec& base, size_t 
   if (checked.argv.empty()) checked.argv = {"/bin/true"};  // the pool's spec has no command
   ASSIGN_OR_RETURN(JailBlueprint blueprint, MakeBlueprint(checked));
   std::unique_ptr<JailPool> pool(new JailPool(std::move(blueprint), size));
+  ASSIGN_OR_RETURN(pool->mount_points_, MountPointsOf(checked));
   // Before the refill thread exists: the spawner is a fork of this thread.
   ASSIGN_OR_RETURN(pool->spawner_, JailSpawner::Start(pool->blueprint_));
   // Every signal blocked in the refill thread: a SIGINT meant for a supervisor's signalfd
@@ -62,7 +64,7 @@ JailPool::~JailPool() {
   if (refill_.joinable()) refill_.join();
 }
 
-bool JailPool::Fits(const JailSpec& spec) const { return WithoutLateFields(spec) == base_key_; }
+bool JailPool::Fits(const JailSpec& spec) const { return !Unfit(spec); }
 
 std::optional<std::string> JailPool::Unfit(const JailSpec& spec) const {
   JailSpec key = WithoutLateFields(spec);
@@ -75,6 +77,10 @@ std::optional<std::string> JailPool::Unfit(const JailSpec& spec) const {
     }
     if (where.empty()) where = "a field its JSON form does not show";
     return "differs from the pool's spec at " + where;
+  }
+  if (spec.workdir && *spec.workdir != "/" && !PathInsideAMount(mount_points_, *spec.workdir)) {
+    return "the working directory " + *spec.workdir +
+           " lies outside the prepared jails' mounts (a cold run gives it a tmpfs of its own)";
   }
   if (auto encoded = jail::EncodeCommand(CommandFor(spec)); !encoded) {
     return encoded.error().message();

@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -43,7 +44,8 @@ class JailPool {
   JailPool& operator=(const JailPool&) = delete;
 
   // Whether `spec` can run in this pool's jails: equal to the pool's spec in everything
-  // but argv, env, workdir, timeout and output limit.
+  // but argv, env, workdir, timeout and output limit, with a working directory inside one of
+  // the jails' mounts (one outside them needs a tmpfs of its own: a cold run makes it).
   bool Fits(const JailSpec& spec) const;
   // Why this pool cannot run `spec` ("differs from the pool's spec at /hostname, ..." or
   // a command too large to hand over); nullopt if it can.
@@ -62,6 +64,7 @@ class JailPool {
 
   const JailBlueprint blueprint_;  // every jail is prepared from this
   const JailSpec base_key_;        // its spec without the late fields: Fits() compares against this
+  std::set<std::string> mount_points_;  // of its jails: a working directory outside them runs cold
   const size_t size_;
   std::unique_ptr<JailSpawner> spawner_;  // clones the jails (runtime/run/jail_spawner.h)
   std::mutex mu_;

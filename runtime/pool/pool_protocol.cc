@@ -61,7 +61,8 @@ std::string OutcomeToWire(const RunOutcome& o) {
       {"stderr", StreamToJson(o.stderr_stream)},
       {"interrupted_by", OrNull(o.interrupted_by)},
       {"pooled", o.pooled},
-      {"warnings", o.warnings}};
+      {"warnings", o.warnings},
+      {"unwritable_mounts", o.unwritable_mounts}};
   // An allow-list jail's proxy summary (runtime/netproxy/proxy_summary.h), as its JSON text.
   if (!o.network_json.empty()) j["network"] = o.network_json;
   if (o.landlock) {
@@ -138,6 +139,7 @@ Result<RunOutcome> OutcomeFromWire(const std::string& text) {
     o.interrupted_by = Optional<int>(j, "interrupted_by");
     j.at("pooled").get_to(o.pooled);
     j.at("warnings").get_to(o.warnings);
+    GetInteger(j, "unwritable_mounts", &o.unwritable_mounts);
     if (j.contains("network")) j.at("network").get_to(o.network_json);
     if (j.contains("landlock")) {
       const nlohmann::json& l = j.at("landlock");

@@ -146,9 +146,12 @@ Result<jail::LandlockPlan> DecideLandlock(const JailSpec& spec, int abi, int err
   }
   plan.enforce = true;
   plan.handled_fs = ll::FsRightsOf(abi);
-  if (spec.landlock.tcp && spec.network.mode != NetworkMode::kHost) {
+  // TCP is fenced where it guards a way out: allowlist's namespace reaches the proxy, which
+  // reaches the world. network none's namespace holds nothing but its own loopback, so a dev
+  // server and the curl that tests it may bind and connect there; host is not fenced.
+  if (spec.landlock.tcp && spec.network.mode == NetworkMode::kAllowlist) {
     plan.handled_net = ll::NetRightsOf(abi);
-    if (spec.network.mode == NetworkMode::kAllowlist) AllowListPorts(spec.network, &plan);
+    AllowListPorts(spec.network, &plan);
   }
   return plan;
 }

@@ -9,9 +9,9 @@
 //   - generated files in the root: read.
 // Making a mount point read-only after the fact (/dev) takes the write rights back from its
 // rule. Rules already covered by a rule above them are dropped (fewer syscalls per start).
-// TCP: none -> no bind, no connect; allowlist -> connect to the in-jail proxy and resolver
-// ports and the allow rules' ports only, no bind; host -> not fenced; and not at all with
-// landlock.tcp: false.
+// TCP: allowlist -> connect to the in-jail proxy and resolver ports and the allow rules'
+// ports only, no bind; none (only the jail's own loopback) and host -> not fenced; and not at
+// all with landlock.tcp: false.
 // Parent side: runs in the planner; the child only applies the result (jail/landlock.h).
 #pragma once
 

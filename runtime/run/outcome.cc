@@ -111,6 +111,11 @@ std::string LandlockHint(const RunOutcome& o) {
       o.stdout_stream.text.find(kDenied) == std::string::npos) {
     return "";
   }
+  if (o.unwritable_mounts > 0) {
+    return "the command was refused a permission (EACCES), and a read-write mount named in "
+           "the warnings is not writable by the sandbox user: run the chown that warning gives "
+           "(Landlock allows writes there; turning it off would not help)";
+  }
   return "the command was refused a permission (EACCES) while Landlock (ABI " +
          std::to_string(o.landlock->abi) +
          ") fenced it: if the path or TCP port is one the jail's mounts or network mode allow, "

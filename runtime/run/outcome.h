@@ -58,6 +58,7 @@ struct RunOutcome {
   std::optional<int> interrupted_by;  // SIGINT/SIGTERM/SIGHUP received by corral itself
   bool pooled = false;                // ran in a jail prepared before it was asked for (a pool)
   std::vector<std::string> warnings;  // e.g. limits skipped under unsafe.allow_missing_limits
+  int unwritable_mounts = 0;          // read-write mounts the sandbox user cannot write (warned)
   // network.mode allowlist: the proxy's summary (runtime/net/netproxy_launch.h), a JSON
   // object as text: connections, bytes, what was refused and why. Empty otherwise.
   std::string network_json;
@@ -89,7 +90,9 @@ int CliExitCode(const RunOutcome& outcome);
 
 // When the command failed under Landlock and its captured output says "Permission denied"
 // (EACCES, Landlock's refusal), a line saying Landlock may have refused it and how to
-// confirm; else empty. Streamed output is not looked at (the caller sees it).
+// confirm — or, when a read-write mount the sandbox user cannot write was warned about, a
+// line pointing at that warning's fix instead; else empty. Streamed output is not looked
+// at (the caller sees it).
 std::string LandlockHint(const RunOutcome& outcome);
 
 // One JSON object (invalid UTF-8 in captured output is replaced with U+FFFD).

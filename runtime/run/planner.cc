@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "base/files.h"
+#include "base/shell_quote.h"
 #include "jail/seccomp.h"
 #include "runtime/net/in_jail.h"
 #include "runtime/run/identity.h"
@@ -64,6 +65,16 @@ void AddRlimits(const JailSpec& spec, jail::JailPlan* plan) {
   }
 }
 
+}  // namespace
+
+void AddPidsRlimitFallback(const JailSpec& spec, jail::JailPlan* plan) {
+  if (!RunsRootless(spec)) return;
+  const auto pids = static_cast<rlim_t>(spec.limits.pids);
+  AddRlimit(plan, RLIMIT_NPROC, pids, pids);
+}
+
+namespace {
+
 Result<jail::SeccompProgram> CompileProfile(const std::string& profile) {
   if (!profile.empty() && profile[0] == '/') {
     ASSIGN_OR_RETURN(std::string text, ReadFile(profile));
@@ -115,6 +126,10 @@ std::vector<std::pair<std::string, std::string>> CommandEnvironment(const JailSp
 Status PrepareHostDirs(const JailSpec& spec) {
   if (!spec.user_data_dir) return Ok();
   const std::string& dir = *spec.user_data_dir;
+  // mkdir -p: a root the config names may not exist yet (the design's filesystem.root).
+  for (size_t i = dir.find('/', 1); i != std::string::npos; i = dir.find('/', i + 1)) {
+    (void)::mkdir(dir.substr(0, i).c_str(), 0755);
+  }
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return Error::FromErrno(errno, "user_data_dir " + dir);
   }
@@ -217,19 +232,35 @@ std::vector<std::string> MountHints(const JailSpec& spec) {
     const MountSpec& m = spec.mounts[i];
     struct stat st;
     if (m.read_only || ::stat(m.host_path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-    bool writable = (st.st_uid == HostUidOf(spec) && (st.st_mode & S_IWUSR)) ||
-                    (st.st_gid == HostGidOf(spec) && (st.st_mode & S_IWGRP)) ||
-                    (st.st_mode & S_IWOTH);
+    // The host's ids: under the reserved identity (or rootless) the jail's uid is another
+    // uid on the host, and only that one's rights count there.
+    const uid_t host_uid = HostUidOf(spec);
+    const gid_t host_gid = HostGidOf(spec);
+    bool writable = (st.st_uid == host_uid && (st.st_mode & S_IWUSR)) ||
+                    (st.st_gid == host_gid && (st.st_mode & S_IWGRP)) || (st.st_mode & S_IWOTH);
     if (writable) continue;
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    const std::string who = host_uid == spec.uid
+                                ? "uid " + std::to_string(host_uid)
+                                : "host uid " + std::to_string(host_uid) + " (uid " +
+                                      std::to_string(spec.uid) + " in the sandbox)";
     out.push_back(m.host_path + " is mounted read-write at " + m.container_path +
-                  ", but it is owned by uid " + std::to_string(st.st_uid) + " with mode " + mode +
-                  ": the sandbox user (uid " + std::to_string(spec.uid) +
-                  ") cannot write there. chown it to " + std::to_string(spec.uid) +
-                  ", or run as its owner with --user");
+                  ", but the sandbox user, " + who + ", cannot write there (owner uid " +
+                  std::to_string(st.st_uid) + ", group " + std::to_string(st.st_gid) + ", mode " +
+                  mode + "). On the host: chown -R " + std::to_string(host_uid) + ":" +
+                  std::to_string(host_gid) + " " + ShellWord(m.host_path) +
+                  "  (or setfacl -R -m u:" + std::to_string(host_uid) + ":rwX " +
+                  ShellWord(m.host_path) + ")");
   }
   return out;
+}
+
+void AddMountHints(const JailSpec& spec, RunOutcome* outcome) {
+  for (auto& hint : MountHints(spec)) {
+    outcome->warnings.push_back(std::move(hint));
+    ++outcome->unwritable_mounts;
+  }
 }
 
 unsigned NamespaceFlags(const NamespaceSpec& ns) {

@@ -12,6 +12,7 @@
 #include "base/result.h"
 #include "jail/command.h"
 #include "jail/plan.h"
+#include "runtime/run/outcome.h"
 #include "runtime/spec/spec.h"
 
 namespace corral::runtime {
@@ -47,6 +48,16 @@ std::vector<std::string> WeakenedIsolation(const JailSpec& spec);
 // Hints about mounts that will not work as the user likely means: a read-write mount of a
 // directory the sandbox's uid cannot write to. Reads the host (stat); warnings, not errors.
 std::vector<std::string> MountHints(const JailSpec& spec);
+// MountHints into an outcome's warnings, counted in unwritable_mounts (so that a command
+// refused a write there is told that fix, not to try --landlock off). Each run and each
+// exec says it again: the mount stays unwritable until the host's owner changes it.
+void AddMountHints(const JailSpec& spec, RunOutcome* outcome);
+
+// A rootless jail without a cgroup (unsafe.allow_missing_limits): limits.pids as
+// RLIMIT_NPROC, which the kernel counts per user namespace and uid (Linux 5.14 and later),
+// so per jail; the jail's own user namespace is what makes that count its own. Nothing for
+// a jail without a user namespace (the count would be the host uid's).
+void AddPidsRlimitFallback(const JailSpec& spec, jail::JailPlan* plan);
 
 // CLONE_NEW* for the spec's namespaces (mount always; never CLONE_NEWCGROUP, which the
 // child unshares after joining its cgroup).

@@ -115,7 +115,10 @@ class RootBuilder {
     op.description = "mount tmpfs at " + path;
     Push(std::move(op));
     dirs_.insert(path);
+    mount_points_.insert(path);
   }
+
+  bool InsideAMount(const std::string& path) const { return PathInsideAMount(mount_points_, path); }
 
   Status Bind(const std::string& host_path, const std::string& path, bool read_only) {
     struct stat st;
@@ -136,6 +139,7 @@ class RootBuilder {
     op.description = "bind-mount " + host_path + " -> " + path;
     Push(std::move(op));
     if (S_ISDIR(st.st_mode)) dirs_.insert(path);
+    mount_points_.insert(path);
     return Ok();
   }
 
@@ -253,6 +257,7 @@ class RootBuilder {
     op.description = description;
     Push(std::move(op));
     dirs_.insert(path);
+    mount_points_.insert(path);
   }
 
  private:
@@ -260,6 +265,7 @@ class RootBuilder {
 
   jail::JailPlan* plan_;
   std::set<std::string> dirs_{""};
+  std::set<std::string> mount_points_;                  // jail paths with a mount of their own
   std::map<std::string, std::string> read_only_trees_;  // jail path -> host source
 };
 
@@ -454,6 +460,21 @@ Status AddAgentAndCustomMounts(RootBuilder& root, const JailSpec& spec) {
   return Ok();
 }
 
+// docker run -w makes a missing working directory in the container's writable layer. The
+// jail's root is read-only, so a working directory that no mount holds (-w /work) gets a
+// tmpfs of its own, owned by the sandbox user and sized like /tmp; one inside a mount is
+// made, where the sandbox user may, when the command starts (jail/exec.cc).
+Status AddWorkdir(RootBuilder& root, const JailSpec& spec) {
+  if (!spec.workdir || *spec.workdir == "/" || root.InsideAMount(*spec.workdir)) return Ok();
+  const std::string& path = *spec.workdir;
+  RETURN_IF_ERROR(root.MkdirParents(path));
+  root.Tmpfs(path,
+             "mode=0755,uid=" + std::to_string(spec.uid) + ",gid=" + std::to_string(spec.gid) +
+                 ",size=" + std::to_string(spec.limits.tmp_size_bytes),
+             kNoSuidDev);
+  return Ok();
+}
+
 Status AddDev(RootBuilder& root, const JailSpec& spec) {
   root.Tmpfs("/dev", "mode=0755,size=65536", MS_NOSUID | MS_NOEXEC);
   for (const DevNode& node : kDevNodes) {
@@ -497,6 +518,30 @@ Status AddProc(RootBuilder& root) {
 
 }  // namespace
 
+bool PathInsideAMount(const std::set<std::string>& mount_points, const std::string& path) {
+  for (std::string p = path; !p.empty(); p = p.substr(0, p.rfind('/'))) {
+    if (mount_points.count(p) > 0) return true;
+  }
+  return false;
+}
+
+Result<std::set<std::string>> MountPointsOf(const JailSpec& spec) {
+  jail::JailPlan plan;
+  plan.staging_dir = "/staging";  // only to strip it again
+  plan.user_ns.enabled = true;    // plans the binds without opening their trees
+  RETURN_IF_ERROR(AddRootLayout(spec, &plan));
+  std::set<std::string> points;
+  for (const jail::MountOp& op : plan.mounts) {
+    using Kind = jail::MountOp::Kind;
+    const bool mount = op.kind == Kind::kTmpfs || op.kind == Kind::kBind ||
+                       op.kind == Kind::kProc || op.kind == Kind::kDevpts;
+    if (mount && op.path.size() > plan.staging_dir.size()) {
+      points.insert(op.path.substr(plan.staging_dir.size()));
+    }
+  }
+  return points;
+}
+
 Status AddRootLayout(const JailSpec& spec, jail::JailPlan* plan) {
   RootBuilder root(plan);
   // The root itself; read-only after pivot_root (plan->read_only_root).
@@ -515,6 +560,7 @@ Status AddRootLayout(const JailSpec& spec, jail::JailPlan* plan) {
   root.Tmpfs("/tmp", "mode=1777,size=" + std::to_string(spec.limits.tmp_size_bytes), kNoSuidDev);
   AddVarTmpAndRun(root, spec);
   RETURN_IF_ERROR(AddAgentAndCustomMounts(root, spec));
+  RETURN_IF_ERROR(AddWorkdir(root, spec));
   RETURN_IF_ERROR(AddDev(root, spec));
   return AddProc(root);
 }

@@ -12,6 +12,9 @@
 // Parent side; part of Plan().
 #pragma once
 
+#include <set>
+#include <string>
+
 #include "base/result.h"
 #include "jail/plan.h"
 #include "runtime/spec/spec.h"
@@ -19,5 +22,14 @@
 namespace corral::runtime {
 
 Status AddRootLayout(const JailSpec& spec, jail::JailPlan* plan);
+
+// The jail paths that a jail built from `spec` has a mount at (/usr, /tmp, /home/sandbox,
+// /mnt/user-data, -v targets, ...), planned without opening anything.
+Result<std::set<std::string>> MountPointsOf(const JailSpec& spec);
+
+// Whether `path` or a directory above it (other than /) is one of `mount_points`: if not,
+// it lies in the root's tmpfs, read-only once the jail runs, and a working directory there
+// gets a tmpfs of its own (as docker run -w makes one in the container's writable layer).
+bool PathInsideAMount(const std::set<std::string>& mount_points, const std::string& path);
 
 }  // namespace corral::runtime

@@ -32,6 +32,12 @@ struct RunOptions {
   int stdin_fd = 0;
   int stdout_fd = 1;
   int stderr_fd = 2;
+  // true (an exec into a persistent sandbox): a pipe or socket given as stdout/stderr is
+  // relayed rather than handed over, so that what the exec leaves running in the background
+  // cannot hold the caller's pipe open once the exec has returned (`out=$(corral exec NAME
+  // -- sh -c 'server &')` returns, as with docker exec). A one-shot run needs none: its
+  // whole tree ends with it.
+  bool relay_pipes = false;
   // >= 0: stop requests come from this stream instead of corral's own SIGINT/SIGTERM/
   // SIGHUP, and the signal mask is left alone: one byte is the number of the signal the
   // requester received; EOF means the requester is gone (reported as SIGHUP).

@@ -32,10 +32,12 @@ Result<std::string> UsableRuntimeDir() {
   return Error(ErrorCode::kUnsupported,
                "no runtime directory for uid " + std::to_string(::geteuid()) +
                    ": XDG_RUNTIME_DIR is not set and " + parent +
-                   " is not a directory of yours; set XDG_RUNTIME_DIR (or CORRAL_RUNTIME_DIR) "
-                   "to a directory only you can write, e.g. `export XDG_RUNTIME_DIR=$(mktemp "
-                   "-d)`; corral keeps its rootless state (sandboxes, caches) under "
-                   "<that>/corral");
+                   " is not a directory of yours; set CORRAL_RUNTIME_DIR to a directory only "
+                   "you can write that every shell of yours sets the same, e.g. `mkdir -p -m "
+                   "700 ~/.local/state/corral && export "
+                   "CORRAL_RUNTIME_DIR=~/.local/state/corral` in your shell's profile: corral "
+                   "keeps its sandboxes' records there, and a shell with another directory "
+                   "does not see them (a fresh mktemp -d per shell would hide them)");
 }
 
 }  // namespace corral::runtime

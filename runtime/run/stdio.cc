@@ -220,10 +220,22 @@ Status RelayStdin(Stdio& io) {
   return {};
 }
 
+// How the caller's output fd `fd` reaches the command: as ClassifyCallerFd says, except a
+// pipe or socket of an exec's caller, which is relayed (RunOptions::relay_pipes).
+CallerFdKind OutputKind(const Stdio& io, int fd) {
+  CallerFdKind kind = ClassifyCallerFd(fd);
+  struct stat st;
+  if (kind == CallerFdKind::kGiven && io.relay_pipes && ::fstat(fd, &st) == 0 &&
+      (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+    return CallerFdKind::kHeldPipe;
+  }
+  return kind;
+}
+
 // Output that is not captured: given as it is, or relayed (see the header).
 Status RelayOutput(Stdio& io) {
-  CallerFdKind out_kind = ClassifyCallerFd(io.caller_stdout);
-  CallerFdKind err_kind = ClassifyCallerFd(io.caller_stderr);
+  CallerFdKind out_kind = OutputKind(io, io.caller_stdout);
+  CallerFdKind err_kind = OutputKind(io, io.caller_stderr);
   if (out_kind != CallerFdKind::kGiven) {
     ASSIGN_OR_RETURN(io.out, MakePipe());
     io.out_relay = RelayTo(io.caller_stdout, out_kind);
@@ -253,6 +265,7 @@ Result<Stdio> MakeStdio(const RunOptions& options) {
   io.caller_stdin = options.stdin_fd;
   io.caller_stdout = options.stdout_fd;
   io.caller_stderr = options.stderr_fd;
+  io.relay_pipes = options.relay_pipes;
   if (options.tty) {
     if (options.capture_output) {
       return Error(ErrorCode::kInvalidArgument, "a terminal's output cannot be captured");

@@ -31,6 +31,9 @@ enum class CallerFdKind {
   kGiven,     // passed to the jail as it is
   kTerminal,  // relayed through a TerminalFilter
   kHostPath,  // relayed raw: its /proc/self/fd link would show a host path
+  // A pipe or socket relayed raw for an exec (RunOptions::relay_pipes), never returned by
+  // ClassifyCallerFd.
+  kHeldPipe,
 };
 CallerFdKind ClassifyCallerFd(int fd);
 
@@ -74,6 +77,7 @@ struct Stdio {
   bool capture = false;
   bool pass_stdin = false;
   bool shared_pipe = false;  // stdout and stderr are one file: one relay keeps their order
+  bool relay_pipes = false;  // RunOptions::relay_pipes
   int caller_stdin = 0;      // RunOptions::stdin_fd ...
   int caller_stdout = 1;
   int caller_stderr = 2;

@@ -191,7 +191,7 @@ Result<net::NetworkService> StartRunNetwork(const JailSpec& spec, const char* ki
 RunOutcome NewOutcome(const JailSpec& spec, const JailCgroup& cg, const RunOptions& options) {
   RunOutcome outcome;
   outcome.warnings = WeakenedIsolation(spec);
-  for (const auto& w : MountHints(spec)) outcome.warnings.push_back(w);
+  AddMountHints(spec, &outcome);
   for (const auto& w : cg.warnings) outcome.warnings.push_back(w);
   outcome.captured = options.capture_output;
   outcome.identity = IdentityOutcomeFor(spec);
@@ -210,6 +210,7 @@ Result<RunOutcome> RunJail(const JailSpec& spec, const RunOptions& options) {
   trace.Mark("cgroup");
   RETURN_IF_ERROR(PrepareHostDirs(spec));
   ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(spec));
+  if (!cg.cgroup) AddPidsRlimitFallback(spec, &plan);
   plan.allocate_tty = options.tty;
   trace.Mark("plan");
   std::optional<net::NetworkService> network;
@@ -264,6 +265,7 @@ Result<jail::JailProcess> SpawnWaitingJail(const JailSpec& spec, const CgroupFds
   }
   RETURN_IF_ERROR(PrepareHostDirs(spec));
   ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(spec));
+  if (cgroup.clone_into < 0 && cgroup.attach.empty()) AddPidsRlimitFallback(spec, &plan);
   plan.deferred_command = true;
   if (net_ns_fd >= 0) {
     plan.net_ns_fd = net_ns_fd;

@@ -52,10 +52,11 @@ std::string MissingLimitsRefusal(const JailSpec& spec, const std::string& why) {
 }
 
 std::string MissingLimitsWarning(const JailSpec& spec, const std::string& why) {
-  return "rootless: " + SkippedLimits(spec.limits) +
-         " are NOT enforced (unsafe.allow_missing_limits): " + why +
-         "; only rlimits apply (limits.open_files, limits.file_size, no core dumps, "
-         "limits.cpu_time if set) and the wall-clock timeout";
+  const LimitsSpec& l = spec.limits;
+  return "rootless: limits.memory (" + std::to_string(l.memory_bytes / (1024 * 1024)) +
+         " MiB) and limits.cpus (" + Number(l.cpus) +
+         ") are NOT enforced (unsafe.allow_missing_limits: " + why + "); limits.pids (" +
+         std::to_string(l.pids) + ") holds as RLIMIT_NPROC";
 }
 
 std::string SkippedLimits(const LimitsSpec& l) {

@@ -22,10 +22,12 @@ using copy_internal::WaitHostTar;
 // The sandbox's side is a short sh script run by an exec, with the paths as arguments
 // (never in the script text). Its own failures are exit codes, worded by Explain().
 enum ScriptExit {
-  kMissing = 3,     // the source does not exist
-  kNotDir = 4,      // a path that must be a directory is not (or does not exist)
-  kNoAccess = 5,    // the sandbox user may not go there (sh said why)
-  kDirOntoFile = 6  // a directory cannot replace a file
+  kMissing = 3,       // the source does not exist
+  kNotDir = 4,        // a path that must be a directory is not (or does not exist)
+  kNoAccess = 5,      // the sandbox user may not go there (sh said why)
+  kDirOntoFile = 6,   // a directory cannot replace a file
+  kUnpackFailed = 7,  // tar or the move into place failed (they said why); nothing was left
+  kFull = 8,          // the destination's filesystem filled up; nothing was left
 };
 
 // $1 directory, $2 entry ("." for the directory's contents), $3 "d" if $2 must be a dir.
@@ -36,27 +38,45 @@ constexpr char kPackScript[] =
     "if [ \"$3\" = d ] && [ ! -d \"$2\" ]; then exit 4; fi\n"
     "exec tar -c -f - -- \"$2\"\n";
 
+// Shared by the unpack scripts, so that a copy in is all or nothing:
+//   full DIR   DIR's filesystem has (next to) no room left;
+//   u DIR      extracts the tar stream on stdin into a new temporary directory in DIR
+//              (its name in $t); on failure removes it and exits 8 (full) or 7;
+//   m SRC DST  moves SRC's entries into the directory DST by rename, merging directories
+//              as tar does and replacing files, without touching DST's own mode or times
+//              (tar would chmod an existing directory such as /tmp, which the sandbox user
+//              does not own, and fail after copying everything).
+constexpr char kUnpackFunctions[] =
+    "full() { [ \"$(df -Pk \"$1\" 2>/dev/null | awk 'NR==2 {print ($4 < 64)}')\" = 1 ]; }\n"
+    "u() { t=$(mktemp -d \"$1/.corral-cp-XXXXXX\") || exit 5\n"
+    "  (cd \"$t\" && tar -x -f - --no-same-owner --no-overwrite-dir) && return 0\n"
+    "  full \"$1\"; f=$?; rm -rf \"$t\"; [ $f = 0 ] && exit 8; exit 7; }\n"
+    "m() { local e d\n"
+    "  for e in \"$1\"/* \"$1\"/.[!.]* \"$1\"/..?*; do\n"
+    "    [ -e \"$e\" ] || [ -L \"$e\" ] || continue\n"
+    "    d=\"$2/${e##*/}\"\n"
+    "    if [ -d \"$e\" ] && [ ! -L \"$e\" ] && [ -d \"$d\" ] && [ ! -L \"$d\" ]; then\n"
+    "      m \"$e\" \"$d\" || return 1\n"
+    "    else mv -f -T \"$e\" \"$d\" || return 1; fi\n"
+    "  done; }\n"
+    "x() { u \"$1\"; m \"$t\" \"$1\"; s=$?; rm -rf \"$t\"; [ $s = 0 ] || exit 7; exit 0; }\n";
+
 // A tar stream on stdin, extracted into the existing directory $1.
 constexpr char kUnpackStreamScript[] =
     "[ -d \"$1\" ] || exit 4\n"
-    "cd \"$1\" || exit 5\n"
-    "exec tar -x -f - --no-same-owner --no-overwrite-dir\n";
+    "x \"$1\"\n";
 
 // $1 destination, $2 its directory, $3 its name, $4 the archive's entry ("." for a
 // directory's contents), $5 "d" when that is a directory, $6 "1" when $1 ended in '/'.
 // Into $1 when it is a directory; else as $1, through a temporary directory beside it.
 constexpr char kUnpackScript[] =
-    "if [ -d \"$1\" ]; then cd \"$1\" || exit 5\n"
-    "  exec tar -x -f - --no-same-owner --no-overwrite-dir; fi\n"
+    "if [ -d \"$1\" ]; then x \"$1\"; fi\n"
     "[ \"$6\" = 1 ] && exit 4\n"
     "if [ -e \"$1\" ] || [ -L \"$1\" ]; then [ \"$5\" = d ] && exit 6; fi\n"
     "[ -d \"$2\" ] || exit 4\n"
-    "cd \"$2\" || exit 5\n"
-    "t=$(mktemp -d ./.corral-cp-XXXXXX) || exit 5\n"
-    "if ! (cd \"$t\" && tar -x -f - --no-same-owner --no-overwrite-dir); then\n"
-    "  rm -rf \"$t\"; exit 7; fi\n"
-    "if [ \"$4\" = . ]; then mv -T \"$t\" \"./$3\" || { rm -rf \"$t\"; exit 7; }; exit 0; fi\n"
-    "mv -T \"$t/$4\" \"./$3\"; s=$?; rm -rf \"$t\"; exit $s\n";
+    "u \"$2\"\n"
+    "if [ \"$4\" = . ]; then mv -T \"$t\" \"$2/$3\" || { rm -rf \"$t\"; exit 7; }; exit 0; fi\n"
+    "mv -T \"$t/$4\" \"$2/$3\"; s=$?; rm -rf \"$t\"; [ $s = 0 ] || exit 7\n";
 
 // Words a failed exec of one of the scripts. `shown` is NAME:PATH as the user typed it;
 // `not_dir` what exit 4 means.
@@ -82,6 +102,17 @@ Status Explain(const RunOutcome& outcome, const std::string& shown, const std::s
                    shown + ": the sandbox user may not go there (see the message above)");
     case kDirOntoFile:
       return Error(ErrorCode::kAlreadyExists, shown + ": cannot copy a directory onto a file");
+    case kFull:
+      return Error(ErrorCode::kIo,
+                   shown +
+                       ": no room left in the sandbox, so nothing was copied (/tmp, /var/tmp, "
+                       "/home/sandbox and /dev/shm are tmpfs of limits.tmp_size each, "
+                       "--tmp-size, default 256 MiB; a -v mount has its host disk's room)");
+    case kUnpackFailed:
+      return Error(ErrorCode::kIo,
+                   shown +
+                       ": unpacking in the sandbox failed (the message is above); nothing "
+                       "was copied");
     case 126:
     case 127:
       return Error(ErrorCode::kUnsupported,
@@ -93,11 +124,11 @@ Status Explain(const RunOutcome& outcome, const std::string& shown, const std::s
   }
 }
 
-Result<RunOutcome> ExecScript(const std::string& sandbox, const char* script,
+Result<RunOutcome> ExecScript(const std::string& sandbox, std::string script,
                               std::vector<std::string> args, int stdin_fd, int stdout_fd) {
   ExecRequest exec;
   exec.sandbox = sandbox;
-  exec.argv = {"/bin/sh", "-c", script, "corral-cp"};
+  exec.argv = {"/bin/sh", "-c", std::move(script), "corral-cp"};
   for (auto& a : args) exec.argv.push_back(std::move(a));
   exec.workdir = "/";
   if (stdin_fd >= 0) {
@@ -163,8 +194,10 @@ Status CopyToSandbox(const CopyRequest& request) {
   std::string shown = request.sandbox + ":" + request.sandbox_path;
   ASSIGN_OR_RETURN(CopyPath dst, SplitCopyPath(request.sandbox_path, shown));
   if (request.host_path == "-") {
-    ASSIGN_OR_RETURN(RunOutcome outcome, ExecScript(request.sandbox, kUnpackStreamScript,
-                                                    {request.sandbox_path}, request.stream_fd, -1));
+    ASSIGN_OR_RETURN(
+        RunOutcome outcome,
+        ExecScript(request.sandbox, std::string(kUnpackFunctions) + kUnpackStreamScript,
+                   {request.sandbox_path}, request.stream_fd, -1));
     return Explain(outcome, shown, "no such directory in the sandbox");
   }
   ASSIGN_OR_RETURN(CopyPath source, SplitCopyPath(request.host_path, request.host_path));
@@ -187,10 +220,11 @@ Status CopyToSandbox(const CopyRequest& request) {
   // A directory's contents into a missing destination: the destination is made.
   std::string entry = source.contents ? "." : source.base;
   std::string dst_path = dst.contents ? dst.dir : request.sandbox_path;
-  Result<RunOutcome> outcome = ExecScript(request.sandbox, kUnpackScript,
-                                          {dst_path, dst.dir, dst.contents ? "." : dst.base, entry,
-                                           is_dir ? "d" : "f", dst.trailing_slash ? "1" : "0"},
-                                          read_end.get(), -1);
+  Result<RunOutcome> outcome =
+      ExecScript(request.sandbox, std::string(kUnpackFunctions) + kUnpackScript,
+                 {dst_path, dst.dir, dst.contents ? "." : dst.base, entry, is_dir ? "d" : "f",
+                  dst.trailing_slash ? "1" : "0"},
+                 read_end.get(), -1);
   read_end.Reset();  // a tar still writing gets EPIPE
   ASSIGN_OR_RETURN(int tar_status, WaitHostTar(tar));
   if (!outcome) return outcome.error();

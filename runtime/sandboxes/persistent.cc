@@ -297,6 +297,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
 
   RETURN_IF_ERROR(PrepareHostDirs(record.spec));
   ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(record.spec));
+  if (!sandbox_cg) AddPidsRlimitFallback(record.spec, &plan);
   record.landlock = plan.landlock;
   plan.init_mode = jail::InitMode::kPersistent;
   plan.die_with_parent = false;
@@ -358,6 +359,13 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
 }
 
 namespace {
+
+// An exec's stdio: the caller's pipes relayed, so that what the exec leaves in the
+// background cannot keep them open after it returns (RunOptions::relay_pipes).
+Result<Stdio> MakeExecStdio(RunOptions io) {
+  io.relay_pipes = true;
+  return MakeStdio(io);
+}
 
 // The sandbox's spec with the exec's own command, environment, directory and timeout.
 JailSpec ExecSpec(const SandboxRecord& record, const ExecRequest& request) {
@@ -485,15 +493,17 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   ASSIGN_OR_RETURN(auto exec_cg, CreateExecCgroup(record, &attach_warmup));
   trace.Mark("cgroup");
   ASSIGN_OR_RETURN(jail::JailPlan plan, PlanExec(spec));
+  if (record.cgroup_name.empty()) AddPidsRlimitFallback(spec, &plan);
   plan.landlock = record.landlock;
   plan.user_ns.deny_setgroups = SetgroupsDenied(record);
   plan.allocate_tty = request.io.tty;
-  ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
+  ASSIGN_OR_RETURN(Stdio io, MakeExecStdio(request.io));
   trace.Mark("plan");
   RunOutcome outcome;
   outcome.captured = request.io.capture_output;
   outcome.landlock = LandlockOutcomeOf(plan.landlock);
   outcome.identity = IdentityOutcomeFor(spec);
+  AddMountHints(spec, &outcome);
   StopSources stops(request.io);
   ASSIGN_OR_RETURN(
       jail::JailProcess command,
@@ -573,11 +583,12 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
     return std::optional<RunOutcome>();
   }
   Clock::time_point start = Clock::now();
-  ASSIGN_OR_RETURN(Stdio io, MakeStdio(request.io));
+  ASSIGN_OR_RETURN(Stdio io, MakeExecStdio(request.io));
   RunOutcome outcome;
   outcome.captured = request.io.capture_output;
   outcome.landlock = LandlockOutcomeOf(slot->plan.landlock);
   outcome.identity = IdentityOutcomeFor(spec);
+  AddMountHints(spec, &outcome);
   outcome.pooled = true;
   StopSources stops(request.io);
   // If this fails the slot is gone: its setup record, read while supervising, says why.

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/shell_quote.h"
 #include "base/unique_fd.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sessions/proc_tree.h"
@@ -23,7 +24,7 @@ namespace corral::runtime::sessions {
 extern const char* const kSessionScript;
 inline constexpr size_t kHistoryMax = 100;          // commands remembered per session
 inline constexpr size_t kExportedEnvMax = 1 << 20;  // larger environments are not carried over
-std::string ShellQuote(const std::string& s);
+using corral::ShellQuote;                           // base/shell_quote.h
 // The text handed to the shell's eval for `r` (exec_dir and env folded in).
 std::string BuildScript(const CommandRequest& r);
 

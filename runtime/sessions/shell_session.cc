@@ -77,19 +77,6 @@ std::string RandomUuid() {
          "-" + h.substr(20);
 }
 
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('\'');
-  return out;
-}
-
 std::string BuildScript(const CommandRequest& r) {
   std::string script = r.command;
   if (!r.env.empty()) {

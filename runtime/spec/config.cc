@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <set>
@@ -229,7 +230,12 @@ Status LoadConfigDocument(const YAML::Node& doc, const std::string& origin, Jail
     // The readers check node types before converting, so this is a bug, not bad input.
     return Error(ErrorCode::kInternal, origin + ": reading config: " + e.what());
   }
-  if (reader.problems().empty()) return Ok();
+  if (reader.problems().empty()) {
+    for (const std::string& note : reader.notes()) {
+      std::fprintf(stderr, "corral: note: %s:%s\n", origin.c_str(), note.c_str());
+    }
+    return Ok();
+  }
   std::string message;
   for (const std::string& problem : reader.problems()) {
     message += (message.empty() ? "" : "\n") + origin + ":" + problem;

@@ -6,10 +6,12 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/spec/config.h"
@@ -243,27 +245,58 @@ void CheckDesignMounts(const YAML::Node& mounts, const Where& at, Reader& r,
   }
 }
 
+// The sandbox's own temp root: made when the sandbox starts if it is missing (mkdir -p,
+// runtime/run/planner.h PrepareHostDirs), so only something in the way is refused here.
 void CheckRoot(const Where& at, Reader& r, const std::string& root) {
   struct stat st;
   if (root.empty() || root[0] != '/') {
     r.Report(at, "must be an absolute host path (got " + Quote(root) + ")");
-  } else if (::stat(root.c_str(), &st) != 0) {
+    return;
+  }
+  std::string existing = root;
+  while (::stat(existing.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR) &&
+         existing.size() > 1) {
+    existing = existing.substr(0, std::max<size_t>(existing.rfind('/'), 1));
+  }
+  if (::stat(existing.c_str(), &st) != 0) {
     r.Report(at,
-             std::string(errno == ENOENT ? "does not exist on the host" : std::strerror(errno)) +
-                 " (got " + Quote(root) + ")");
+             std::string(std::strerror(errno)) + ": " + existing + " (got " + Quote(root) + ")");
   } else if (!S_ISDIR(st.st_mode)) {
-    r.Report(at, "must be a directory (got " + Quote(root) + ")");
+    r.Report(at, existing == root
+                     ? "must be a directory (got " + Quote(root) + ")"
+                     : existing + " is not a directory, so " + Quote(root) + " cannot be made");
+  } else if (existing != root) {
+    r.Note(at, root + " does not exist yet: it is made when the sandbox starts");
   }
 }
 
-// python.version names an interpreter; without a rootfs the jail's /usr is the host's.
-void CheckInterpreter(const Where& at, Reader& r, const JailSpec& spec) {
-  if (spec.rootfs) return;
+bool IsExecutableFile(const std::string& path) {
   struct stat st;
-  const std::string& path = spec.python.interpreter;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) {
-    r.Report(at, path + " is not an executable on this host (the jail's /usr is the host's)");
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0;
+}
+
+// python.version names an interpreter; without a rootfs the jail's /usr is the host's. A
+// 3.N the host lacks is met by the nearest newer 3.M it has (Python 3 keeps what a minor
+// gave, deprecations aside), with a note; refused only when none is there.
+void CheckInterpreter(const Where& at, Reader& r, JailSpec& spec) {
+  if (spec.rootfs) return;
+  std::string& path = spec.python.interpreter;
+  if (IsExecutableFile(path)) return;
+  constexpr std::string_view kPrefix = "/usr/bin/python3.";
+  if (path.rfind(kPrefix, 0) == 0) {
+    const int minor = std::atoi(path.c_str() + kPrefix.size());
+    for (int newer = minor + 1; newer <= minor + 30; ++newer) {
+      const std::string candidate = std::string(kPrefix) + std::to_string(newer);
+      if (!IsExecutableFile(candidate)) continue;
+      r.Note(at, "3." + std::to_string(minor) + " is not on this host; using " + candidate +
+                     " (the nearest newer Python 3 minor)");
+      path = candidate;
+      return;
+    }
   }
+  r.Report(at, path +
+                   " is not an executable on this host, nor any newer Python 3 minor (the "
+                   "jail's /usr is the host's)");
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/edit_distance.h"
 #include "runtime/spec/modes.h"
 #include "runtime/spec/sizes.h"
 
@@ -71,6 +72,13 @@ class Reader {
     problems_.push_back(line + (where.path.empty() ? "top level" : where.path) + ": " + message);
   }
   const std::vector<std::string>& problems() const { return problems_; }
+  // Something the file asked for that is met another way than it says (a newer Python
+  // minor, a root directory to be made): said on stderr once the file loads.
+  void Note(const Where& where, const std::string& message) {
+    std::string line = where.line > 0 ? std::to_string(where.line) + ": " : " ";
+    notes_.push_back(line + (where.path.empty() ? "top level" : where.path) + ": " + message);
+  }
+  const std::vector<std::string>& notes() const { return notes_; }
 
   bool Scalar(const YAML::Node& node, const Where& where, const char* expected) {
     if (node.IsScalar()) return true;
@@ -174,6 +182,7 @@ class Reader {
 
  private:
   std::vector<std::string> problems_;
+  std::vector<std::string> notes_;
 };
 
 // One key of a mapping and what to do with its value. `children` are the key-path
@@ -194,21 +203,6 @@ struct Rule {
 };
 template <typename T>
 using Table = std::vector<Rule<T>>;
-
-inline size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
 
 template <typename T>
 std::string UnknownKeyMessage(const Table<T>& table, const std::string& key) {

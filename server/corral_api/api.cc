@@ -8,6 +8,7 @@
 
 #include "runtime/code/code_run.h"
 #include "runtime/run/outcome.h"
+#include "runtime/run/planner.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/spec_json.h"
 #include "server/corral_api/internal.h"
@@ -93,7 +94,12 @@ void CorralApi::Create(const HttpRequest& request, Reply reply) {
     }
     auto info = runtime::InspectSandbox(record->name);
     if (!info) return RuntimeError(info.error(), "name");
-    return HttpResponse::Json(201, InspectJson(*info));
+    json created = InspectJson(*info);
+    // What `corral create` warns about on its terminal, for a caller that has none.
+    std::vector<std::string> warnings = runtime::WeakenedIsolation(record->spec);
+    for (auto& w : runtime::MountHints(record->spec)) warnings.push_back(std::move(w));
+    if (!warnings.empty()) created["warnings"] = std::move(warnings);
+    return HttpResponse::Json(201, created);
   });
 }
 

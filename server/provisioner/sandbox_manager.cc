@@ -68,19 +68,42 @@ bool IsRealDir(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// Makes the mount point of the skills view `view` ("/custom") in skills.path, as runc makes
+// a nested bind's mount point in its parent's source: nothing can be created in the
+// read-only tree the jail sees. Only plain names below skills.path, never "." or "..".
+Status MakeViewMountPoint(const std::string& skills_dir, const std::string& view) {
+  std::string path = skills_dir;
+  for (size_t start = 1; start <= view.size();) {
+    const size_t slash = std::min(view.find('/', start), view.size());
+    const std::string part = view.substr(start, slash - start);
+    if (part.empty() || part == "." || part == "..") {
+      return Error(ErrorCode::kInvalidArgument, "not a plain path below /mnt/skills");
+    }
+    path += "/" + part;
+    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return Error::FromErrno(errno, path);
+    start = slash + 1;
+  }
+  if (!IsRealDir(path)) return Error(ErrorCode::kInvalidArgument, path + " is not a directory");
+  return Ok();
+}
+
 // A skills view (/mnt/skills/<view>), always read-only. With skills.path bound at
-// /mnt/skills the view's mount point must exist there (nothing can be created in a
-// read-only tree): else the view is skipped with a warning, as a missing host directory is
-// by DeerFlow's own backends.
+// /mnt/skills the view's mount point is made there when missing (MakeViewMountPoint); a
+// view whose mount point cannot be made is skipped with a warning, as a missing host
+// directory is by DeerFlow's own backends.
 void AddSkillsView(const std::string& host, const std::string& container, runtime::JailSpec* spec) {
   for (const auto& m : spec->mounts) {
     if (m.container_path == container) return;  // the first one wins, as in DeerFlow
   }
-  if (spec->skills_dir &&
-      !IsRealDir(*spec->skills_dir + container.substr(std::string("/mnt/skills").size()))) {
-    spdlog::warn("skills view {}: skills.path has no such directory to mount it on; skipped",
-                 container);
-    return;
+  const std::string view = container.substr(std::string("/mnt/skills").size());
+  if (spec->skills_dir && !IsRealDir(*spec->skills_dir + view)) {
+    if (Status made = MakeViewMountPoint(*spec->skills_dir, view); !made) {
+      spdlog::warn("skills view {}: no mount point for it in skills.path ({}); skipped", container,
+                   made.error().message());
+      return;
+    }
+    spdlog::info("skills view {}: made its mount point {}{} in skills.path", container,
+                 *spec->skills_dir, view);
   }
   spec->mounts.push_back({host, container, true});
 }

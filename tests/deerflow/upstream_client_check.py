@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Drives a live `corral serve` with DeerFlow's own client code, unchanged: its
 RemoteSandboxBackend (the provisioner client) and AioSandbox (over the agent_sandbox SDK).
 
@@ -35,6 +35,9 @@ import time
 import urllib.request
 
 KEY = "upstream-check-key-0123456789"
+# Its own sandbox id and (in main) its own runtime directory: it runs beside a live daemon
+# and another check without meeting either.
+SANDBOX = f"upstream-check-{os.getpid()}"
 failures = []
 
 
@@ -120,13 +123,13 @@ class Daemon:
 
 def run_checks(AioSandbox, RemoteSandboxBackend, url, base, daemon):
     be = RemoteSandboxBackend(provisioner_url=url, api_key=KEY)
-    info = be.create("thread-upstream", "upstream-check", user_id="upstream-user")
+    info = be.create("thread-upstream", SANDBOX, user_id="upstream-user")
     check("create returns a sandbox_url below the daemon",
-          info.sandbox_url.startswith(url + "/sandboxes/upstream-check/"), info.sandbox_url)
+          info.sandbox_url.startswith(url + f"/sandboxes/{SANDBOX}/"), info.sandbox_url)
     check("is_alive", be.is_alive(info))
-    check("discover", be.discover("upstream-check") is not None)
-    check("list_running", "upstream-check" in [i.sandbox_id for i in be.list_running()])
-    sb = AioSandbox("upstream-check", base_url=info.sandbox_url)
+    check("discover", be.discover(SANDBOX) is not None)
+    check("list_running", SANDBOX in [i.sandbox_id for i in be.list_running()])
+    sb = AioSandbox(SANDBOX, base_url=info.sandbox_url)
     check("home_dir", sb.home_dir == "/home/sandbox", sb.home_dir)
     out = sb.execute_command("echo hello; id -u; pwd")
     check("execute_command", out == "hello\n1000\n/mnt/user-data/workspace\n", repr(out))
@@ -170,16 +173,16 @@ def run_checks(AioSandbox, RemoteSandboxBackend, url, base, daemon):
 
     daemon.stop(signal.SIGKILL)
     daemon.start(url)
-    again = be.discover("upstream-check")
+    again = be.discover(SANDBOX)
     check("after kill -9 and a restart: discover, same url",
           again is not None and again.sandbox_url == info.sandbox_url, again)
-    sb = AioSandbox("upstream-check", base_url=info.sandbox_url)
+    sb = AioSandbox(SANDBOX, base_url=info.sandbox_url)
     out = sb.read_file(path, start_line=4, end_line=4)
     check("after the restart: the file", out == "line4\n", repr(out))
     out = sb.execute_command("kill -0 $(cat /tmp/bg.pid) && echo alive")
     check("after the restart: the background process", out == "alive\n", repr(out))
     check("create again is idempotent",
-          be.create("thread-upstream", "upstream-check", user_id="upstream-user").sandbox_url
+          be.create("thread-upstream", SANDBOX, user_id="upstream-user").sandbox_url
           == info.sandbox_url)
     be.destroy(info)
     check("destroy", not be.is_alive(info))
@@ -192,6 +195,7 @@ def main():
     ap.add_argument("--sdk", required=True, help="agent-infra/sandbox's sdk/python")
     args = ap.parse_args()
     scratch = tempfile.mkdtemp(prefix="corral-upstream-check.")
+    os.environ["CORRAL_RUNTIME_DIR"] = os.path.join(scratch, "run")  # the daemon's and rm's
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     base = os.path.join(scratch, "home")
@@ -209,7 +213,7 @@ def main():
         check("no exception", False, f"{type(e).__name__}: {e}")
     finally:
         daemon.stop()
-        subprocess.run([os.path.abspath(args.corral), "rm", "df-upstream-check"],
+        subprocess.run([os.path.abspath(args.corral), "rm", "df-" + SANDBOX],
                        capture_output=True)
         if failures:
             print(f"daemon log kept: {scratch}/serve.log")

@@ -12,9 +12,9 @@ namespace corral::test {
 namespace {
 
 TEST_F(ServeTest, AioApiOverHttpWithDeerFlowsRequests) {
-  // The client starts a server on the sandbox's localhost and queries it from a later call:
-  // the documented opt-out from Landlock's TCP fence (README.md, "Using corral with DeerFlow").
-  StartDaemon(Config() + "landlock: {tcp: false}\n");
+  // The client starts a server on the sandbox's localhost and queries it from a later call,
+  // with the defaults (network none: the sandbox's own loopback, open under Landlock).
+  StartDaemon(Config());
   auto created = Api("POST", "/api/sandboxes", CreateBody("aiohttp01", "t-http"));
   ASSERT_EQ(created.status, 200) << created.body << DaemonLog();
   const std::string url = created.Json()["sandbox_url"];

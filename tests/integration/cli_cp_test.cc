@@ -227,6 +227,51 @@ TEST_F(CliCpTest, DashIsATarStream) {
       << r.Describe();
 }
 
+// The README's form: a directory's contents (its archive starts with "./") into an existing
+// directory the sandbox user does not own (/tmp is root's, 1777 in the sandbox). tar alone
+// would copy everything, then fail to chmod /tmp.
+TEST_F(CliCpTest, ADirectorysContentsGoIntoTmpWithTheReadmesCommand) {
+  ASSERT_TRUE(host_.MakeDirs("src/sub"));
+  ASSERT_TRUE(host_.WriteFile("src/a", "A"));
+  ASSERT_TRUE(host_.WriteFile("src/sub/b", "B"));
+  ASSERT_TRUE(host_.WriteFile("src/.hidden", "H"));
+  Sh("echo old > /tmp/a && mkdir -p /tmp/sub && echo kept > /tmp/sub/other");
+  RunOptions shell;
+  auto r = RunProgram("/bin/sh",
+                      {"-c", "tar -C '" + host_.Join("src") + "' -cf - . | '" + CorralBinary() +
+                                 "' cp - " + name_ + ":/tmp"},
+                      shell);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->exit_code, 0) << r->Describe();
+  EXPECT_EQ(r->err, "") << r->Describe();
+  EXPECT_EQ(Sh("cat /tmp/a /tmp/sub/b /tmp/.hidden /tmp/sub/other; stat -c %a /tmp; "
+               "ls -a /tmp | grep -c corral-cp || true"),
+            "ABHkept\n1777\n0\n");
+}
+
+// A copy that does not fit: corral's own message naming the limit, and nothing left behind
+// (no partial file, no temporary directory), whichever form the copy takes.
+TEST_F(CliCpTest, ACopyThatOverflowsTheSandboxLeavesNothingAndNamesTheLimit) {
+  std::string small = Create({"--tmp-size", "1m"});
+  ASSERT_TRUE(host_.WriteFile("big", std::string(3 << 20, 'x')));
+  ASSERT_TRUE(host_.WriteFile("fits", "small"));
+  RunResult file = Cp(host_.Join("big"), small + ":/tmp/");
+  EXPECT_EQ(file.exit_code, 1) << file.Describe();
+  EXPECT_NE(file.err.find(small + ":/tmp/: no room left in the sandbox, so nothing was copied"),
+            std::string::npos)
+      << file.Describe();
+  EXPECT_NE(file.err.find("limits.tmp_size"), std::string::npos) << file.Describe();
+  Result<RunResult> tar =
+      RunProgram("/usr/bin/tar", {"-C", host_.path(), "-cf", "-", "fits", "big"});
+  ASSERT_TRUE(tar && tar->exit_code == 0);
+  RunOptions in;
+  in.stdin_data = tar->out;
+  RunResult stream = Cp("-", small + ":/tmp", in);
+  EXPECT_EQ(stream.exit_code, 1) << stream.Describe();
+  EXPECT_NE(stream.err.find("no room left in the sandbox"), std::string::npos) << stream.Describe();
+  EXPECT_EQ(Sh("ls -A /tmp; echo end", small), "end\n") << "nothing partial is left";
+}
+
 // --- Hostile archives, as a tampered tar in a sandbox could write them -------------------
 
 void AddEntry(std::string* tar, const std::string& name, char type, unsigned mode,

@@ -4,6 +4,7 @@
 // `ps`/`stats` are for people, and validation errors name the flag the user typed, not
 // a spec key. Black-box through the corral binary.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -50,7 +51,37 @@ TEST(CliDockerHabitsTest, DockerOnlyRunOptionsGetTheCorralForm) {
   ExpectRefused({"run", "-p", "8080:80", "--", "true"}, "nothing can be published");
   ExpectRefused({"run", "--name", "x", "--", "true"}, "corral create --name NAME");
   ExpectRefused({"exec", "-d", "t1", "--", "true"}, "corral has no detached runs");
-  ExpectRefused({"create", "-m", "1g"}, "--memory SIZE");
+}
+
+TEST(CliDockerHabitsTest, MistypedOptionsGetTheClosestOne) {
+  ExpectRefused({"run", "--memroy", "1g", "--", "true"},
+                "run: --memroy: no such option (did you mean --memory?)");
+  ExpectRefused({"create", "--idle-timout=5"}, "did you mean --idle-timeout?");
+  // Subcommands without a command of their own: CLI11's refusal, then the suggestion.
+  Result<RunResult> ps = RunCorral({"ps", "--jsn"});
+  ASSERT_TRUE(ps) << ps.error().message();
+  EXPECT_EQ(ps->exit_code, 125) << ps->Describe();
+  EXPECT_NE(ps->err.find("corral: ps: --jsn: did you mean --json?"), std::string::npos)
+      << ps->Describe();
+}
+
+TEST(CliDockerHabitsTest, ADockerImageAsTheCommandIsNamedAsSuch) {
+  Result<RunResult> r = RunCorral({"run", "--pool", "off", "ubuntu:22.04", "bash"});
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->exit_code, 127) << r->Describe();
+  EXPECT_NE(r->err.find("ubuntu:22.04 looks like a Docker image, and corral has no images"),
+            std::string::npos)
+      << r->Describe();
+  Result<RunResult> plain = RunCorral({"run", "--pool", "off", "no-such-command-x"});
+  ASSERT_TRUE(plain) << plain.error().message();
+  EXPECT_EQ(plain->exit_code, 127) << plain->Describe();
+  EXPECT_EQ(plain->err.find("Docker image"), std::string::npos) << plain->Describe();
+}
+
+TEST(CliDockerHabitsTest, ANamedVolumeIsRefusedWithTheRelativeForm) {
+  ExpectRefused({"run", "--pool", "off", "-v", "data:/data", "--", "true"},
+                "-v data:/data: corral has no named volumes: the host path is absolute or starts "
+                "with . (for the directory data here: ./data)");
 }
 
 TEST(CliDockerHabitsTest, UnknownOptionPointsToDoubleDash) {
@@ -129,6 +160,39 @@ TEST_F(CliDockerHabitsJailTest, RmAndNetworkNoneAreAcceptedAsTheDefaults) {
       RunCorral({"run", "--pool", "off", "--rm", "--network", "none", "--", "true"});
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->exit_code, 0) << r->Describe();
+}
+
+// Docker's short forms and the options that say what every jail already is.
+TEST_F(CliDockerHabitsJailTest, DockersShortFormsReadOnlyAndInitAreAccepted) {
+  Result<RunResult> r =
+      RunCorral({"run", "--pool", "off", "-m", "64m", "-u", "1000:1000", "--read-only", "--init",
+                 "--", "sh", "-c", "id -u; touch /usr/x 2>/dev/null || echo ro; echo $$"});
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->exit_code, 0) << r->Describe();
+  EXPECT_EQ(r->out.substr(0, 8), "1000\nro\n") << r->Describe();
+  EXPECT_NE(r->out.substr(8), "1\n") << "the command is not PID 1: " << r->Describe();
+  // A bad value is named with the flag as typed.
+  ExpectRefused({"run", "--pool", "off", "-m", "1k", "--", "true"},
+                "-m 1k: must be at least 4 MiB");
+  std::string name = Create({"-m", "64m", "--read-only", "--init"});
+  Result<RunResult> inspect = RunCorral({"inspect", name});
+  ASSERT_TRUE(inspect && inspect->exit_code == 0);
+  EXPECT_EQ(nlohmann::json::parse(inspect->out)["limits"]["memory_bytes"], 64ll << 20)
+      << inspect->out;
+}
+
+// `-v ./src:/src` and `--user-data ./t1` (the README's create): relative to the current
+// directory, as docker takes -v ./src.
+TEST_F(CliDockerHabitsJailTest, RelativeHostPathsAreTakenFromTheCurrentDirectory) {
+  TempDir dir;
+  ASSERT_TRUE(dir.MakeDirs("src"));
+  ASSERT_TRUE(dir.WriteFile("src/f", "here\n", 0644));
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  auto r = RunProgram("/bin/sh", {"-c", "cd '" + dir.path() + "' && '" + CorralBinary() +
+                                            "' run --pool off -v ./src:/src -- cat /src/f"});
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->exit_code, 0) << r->Describe();
+  EXPECT_EQ(r->out, "here\n") << r->Describe();
 }
 
 TEST_F(CliDockerHabitsJailTest, EnvNameAlonePassesTheCallersValue) {

@@ -4,6 +4,7 @@
 // warn mode runs and reports; the import allow-list; corral.secure_command; a persistent
 // sandbox. Root only (real jails); leak-checked.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -96,6 +97,14 @@ TEST_F(CodeRunTest, NonZeroExitAndTracebackLines) {
   EXPECT_NE(err.find("ValueError: boom"), std::string::npos) << err;
   EXPECT_EQ(err.find("_runner"), std::string::npos) << "the runner's frames are not shown:\n"
                                                     << err;
+
+  // The carets stand under what failed, with or without a newline after the last line.
+  for (const char* code : {"a = None\nb = a.x + 1", "a = None\nb = a.x + 1\n"}) {
+    json attr = Code(code);
+    EXPECT_NE(attr["stderr"].get<std::string>().find("    b = a.x + 1\n        ^^^\n"),
+              std::string::npos)
+        << last_;
+  }
 
   json syntax = Code("print('a'\n");
   EXPECT_EQ(syntax["status"], "error") << last_;
@@ -318,17 +327,22 @@ for case, code, kwargs in [
     ("oom", "b = b'x' * (512 * 1024 * 1024)\n", {"memory": "64m"}),
     ("refused", "import os\n\nos.system('id')\n", {}),
     ("import", "import requests\n", {}),
+    ("mount", "open('/x/f', 'w')\n", {"extra_args": ["-v", sys.argv[2] + ":/x:rw"]}),
 ]:
     r = Executor(config=sys.argv[1], **kwargs).run(code)
     assert isinstance(r, Result)
     print(json.dumps({"case": case, "status": r.status, "exit_code": r.exit_code,
-                      "limit": r.limit, "stderr": r.stderr,
+                      "limit": r.limit, "stderr": r.stderr, "warnings": r.warnings,
                       "findings": [[f["line"], f["name"]] for f in r.findings]}))
 )PY"));
   RunOptions options;
   options.timeout = std::chrono::milliseconds(120000);
   options.env = {"PYTHONPATH=" + SourceDir() + "/python", "CORRAL_BINARY=" + CorralBinary()};
-  auto r = RunProgram("/usr/bin/python3", {dir_.Join("client.py"), config}, options);
+  // A read-write mount the sandbox user cannot write (root's, 0755).
+  ASSERT_TRUE(dir_.MakeDirs("roots-only"));
+  ASSERT_EQ(::chmod(dir_.Join("roots-only").c_str(), 0755), 0);
+  auto r = RunProgram("/usr/bin/python3", {dir_.Join("client.py"), config, dir_.Join("roots-only")},
+                      options);
   ASSERT_TRUE(r) << r.error().message();
   ASSERT_EQ(r->exit_code, 0) << r->Describe();
   std::map<std::string, json> by_case;
@@ -349,6 +363,16 @@ for case, code, kwargs in [
   EXPECT_EQ(by_case["oom"]["exit_code"], 137);
   EXPECT_EQ(by_case["refused"]["status"], "refused") << r->out;
   EXPECT_EQ(by_case["refused"]["findings"], json::parse(R"([[3, "os.system"]])")) << r->out;
+  EXPECT_NE(
+      by_case["refused"]["stderr"].get<std::string>().find("corral: refused: line 3: os.system"),
+      std::string::npos)
+      << r->out;
+  // The warning and the hint reach the Python caller: the host's fix, not Landlock.
+  EXPECT_EQ(by_case["mount"]["status"], "error") << r->out;
+  const std::string mount_warnings = by_case["mount"]["warnings"].dump();
+  EXPECT_NE(mount_warnings.find("On the host: chown -R "), std::string::npos) << r->out;
+  EXPECT_NE(mount_warnings.find("not writable by the sandbox user"), std::string::npos) << r->out;
+  EXPECT_EQ(mount_warnings.find("--landlock off"), std::string::npos) << r->out;
   EXPECT_EQ(by_case["import"]["status"], "error") << r->out;
   EXPECT_NE(by_case["import"]["stderr"].get<std::string>().find(
                 "module 'requests' is not allowed (python.allowlist)"),

@@ -165,6 +165,22 @@ TEST_F(JailPoolTest, CommandEnvWorkdirAndExitCodeComeFromTheRequest) {
   EXPECT_EQ(runtime::CliExitCode(missing), 127);
 }
 
+TEST_F(JailPoolTest, AWorkingDirectoryOutsideTheJailsMountsRunsInAJailOfItsOwn) {
+  auto pool = JailPool::Create(JailSpec(), 1);
+  ASSERT_TRUE(pool) << pool.error().message();
+  // /work lies in the read-only root of a prepared jail: a cold run gives it a tmpfs.
+  JailSpec spec = Command({"sh", "-c", "pwd; touch made && echo wrote"});
+  spec.workdir = "/work";
+  std::optional<std::string> why = (*pool)->Unfit(spec);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("/work lies outside the prepared jails' mounts"), std::string::npos) << *why;
+  runtime::RunOutcome out = RunOk(**pool, spec);
+  EXPECT_FALSE(out.pooled);
+  EXPECT_EQ(out.stdout_stream.text, "/work\nwrote\n") << out.stderr_stream.text;
+  spec.workdir = "/tmp/a";  // inside /tmp's mount: made when the command starts
+  EXPECT_FALSE((*pool)->Unfit(spec).has_value());
+}
+
 TEST_F(JailPoolTest, TimeoutStillKillsThePooledJail) {
   auto pool = JailPool::Create(JailSpec(), 1);
   ASSERT_TRUE(pool) << pool.error().message();

@@ -37,11 +37,13 @@ class ErrorsTest : public JailTest {
   }
 };
 
+// A missing working directory that cannot be made (inside the read-only /usr; one that no
+// mount holds, such as /nonexistent, gets a tmpfs of its own: run_mounts_test.cc).
 TEST_F(ErrorsTest, MissingWorkdirFailsAtChdirWith125) {
   JailRun run;
-  ASSERT_NO_FATAL_FAILURE(RunProbeAny({"-w", "/nonexistent"}, {"report"}, &run));
+  ASSERT_NO_FATAL_FAILURE(RunProbeAny({"-w", "/usr/nonexistent"}, {"report"}, &run));
   ExpectSetupError(run, "chdir", "ENOENT", 125);
-  EXPECT_NE(run.outcome["setup_error"]["message"].get<std::string>().find("/nonexistent"),
+  EXPECT_NE(run.outcome["setup_error"]["message"].get<std::string>().find("/usr/nonexistent"),
             std::string::npos)
       << "the message should name the directory: " << run.Describe();
   EXPECT_TRUE(run.probe.is_null()) << "the command ran anyway: " << run.Describe();
@@ -137,7 +139,8 @@ TEST_F(ErrorsTest, InvalidInputIs125AndNamesTheField) {
       {{"--user", "0"}, "allow_root"},
       {{"--user", "abc"}, "--user"},
       // The flag as given, not the spec key (mounts[1], after the probe's mount).
-      {{"-v", "relative:/x"}, "-v relative:/x: host path must be an absolute path"},
+      {{"-v", "relative:/x"},
+       "-v relative:/x: corral has no named volumes: the host path is absolute or starts with ."},
       {{"-v", "/tmp:relative"}, "-v /tmp:relative: container path must be an absolute path"},
       {{"--memory", "lots"}, "--memory"},
       {{"--cpus", "-1"}, "cpus"},

@@ -2,7 +2,8 @@
 // `corral run`: a missing -w directory is created where the sandbox user may write and
 // refused clearly elsewhere; a mount point inside a read-only system tree is refused up
 // front with the reason, or used when it exists; /var/tmp and /run exist; a read-write
-// mount the sandbox user cannot write to is warned about. Root only; leak-checked.
+// mount the sandbox user cannot write to is warned about with the host command that fixes
+// it; a -w outside every mount gets a tmpfs of its own. Root only; leak-checked.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -29,6 +30,14 @@ TEST_F(MountsTest, MissingWorkdirIsCreatedWhereTheSandboxUserMayWrite) {
   RunResult r = Run({"-w", "/tmp/a/b"}, "pwd; stat -c %u .");
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_EQ(r.out, "/tmp/a/b\n1000\n");
+}
+
+TEST_F(MountsTest, AWorkdirOutsideEveryMountGetsATmpfsOfItsOwn) {
+  // docker run -w /work: made in the container's writable layer. The jail's root is
+  // read-only, so /work is a tmpfs of its own, the sandbox user's.
+  RunResult r = Run({"-w", "/work/app"}, "pwd; stat -c %u .; touch f && echo wrote");
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "/work/app\n1000\nwrote\n");
 }
 
 TEST_F(MountsTest, MissingWorkdirInAReadOnlyTreeIsRefusedClearly) {
@@ -66,17 +75,36 @@ TEST_F(MountsTest, VarTmpAndRunExist) {
   EXPECT_EQ(r.out, "ok\n");
 }
 
-TEST_F(MountsTest, ReadWriteMountTheSandboxUserCannotWriteIsWarnedAbout) {
+TEST_F(MountsTest, AnUnwritableReadWriteMountIsWarnedAboutWithTheHostFixThatWorks) {
   ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);  // root-owned, like /srv/x
   RunResult r = Run({"-v", dir_.path() + ":/work:rw"}, "touch /work/x 2>/dev/null || echo denied");
   EXPECT_EQ(r.out, "denied\n") << r.Describe();
-  EXPECT_NE(r.err.find("the sandbox user (uid 1000) cannot write there"), std::string::npos)
-      << r.Describe();
-  EXPECT_NE(r.err.find("--user"), std::string::npos) << r.Describe();
-  ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
+  EXPECT_NE(r.err.find("cannot write there"), std::string::npos) << r.Describe();
+  // The failure's hint points at the mount, not at Landlock (turning it off would not help).
+  RunResult json = Run({"--json", "-v", dir_.path() + ":/work:rw"}, "touch /work/x");
+  EXPECT_NE(json.out.find("On the host: chown -R "), std::string::npos) << json.Describe();
+  EXPECT_EQ(json.out.find("--landlock off"), std::string::npos) << json.Describe();
+  EXPECT_NE(json.out.find("not writable by the sandbox user"), std::string::npos)
+      << json.Describe();
+
+  // The warning names the host's ids (under the reserved identity the jail's uid 1000 is
+  // another uid on the host), and its command, run as given, makes the mount writable.
+  const std::string marker = "On the host: ";
+  size_t at = r.err.find(marker);
+  ASSERT_NE(at, std::string::npos) << r.Describe();
+  at += marker.size();
+  const std::string fix = r.err.substr(at, r.err.find("  (or", at) - at);
+  EXPECT_EQ(fix.rfind("chown -R ", 0), 0u) << fix;
+  auto ran = RunProgram("/bin/sh", {"-c", fix});
+  ASSERT_TRUE(ran && ran->exit_code == 0) << fix;
   RunResult ok = Run({"-v", dir_.path() + ":/work:rw"}, "touch /work/x && echo wrote");
   EXPECT_EQ(ok.out, "wrote\n") << ok.Describe();
   EXPECT_EQ(ok.err.find("cannot write there"), std::string::npos) << ok.Describe();
+  struct stat st;
+  ASSERT_EQ(::stat(dir_.Join("x").c_str(), &st), 0);
+  const std::string owner = std::to_string(st.st_uid) + ":";
+  EXPECT_NE(fix.find("chown -R " + owner), std::string::npos)
+      << "the warning named the uid the sandbox writes as: " << fix << " vs " << st.st_uid;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <sstream>
 
 #include "base/files.h"
@@ -100,10 +101,24 @@ TEST_F(RootlessTest, AllowMissingLimitsRunsWithRlimitsOnlyAndNamesTheSkippedLimi
   JailRun run;
   ASSERT_NO_FATAL_FAILURE(RunProbeOk({"--memory", "64m", "--pids-limit", "32"}, {"report"}, &run));
   std::string warnings = run.outcome["warnings"].dump();
-  EXPECT_NE(warnings.find("rootless: limits.memory (64 MiB), limits.cpus (1) and limits.pids "
-                          "(32) are NOT enforced (unsafe.allow_missing_limits)"),
+  EXPECT_NE(warnings.find("rootless: limits.memory (64 MiB) and limits.cpus (1) are NOT "
+                          "enforced (unsafe.allow_missing_limits: "),
             std::string::npos)
       << warnings;
+  EXPECT_NE(warnings.find("limits.pids (32) holds as RLIMIT_NPROC"), std::string::npos) << warnings;
+  EXPECT_EQ(run.probe["rlimits"]["nproc"], json::array({32, 32})) << run.probe["rlimits"].dump();
+
+  // And it holds: past 16 processes of the jail's uid a fork is refused (EAGAIN).
+  auto forks = RunCorralAsCaller(
+      {"run", "--pids-limit", "16", "--", "python3", "-c",
+       "import os, time\nn = 0\ntry:\n    for i in range(40):\n        if os.fork() == 0:\n"
+       "            time.sleep(5)\n            os._exit(0)\n        n += 1\n"
+       "except OSError as e:\n    print(n, e.errno)\n"});
+  ASSERT_TRUE(forks) << forks.error().message();
+  const int started = std::atoi(forks->out.c_str());
+  EXPECT_GT(started, 0) << forks->Describe();
+  EXPECT_LT(started, 16) << forks->Describe();
+  EXPECT_NE(forks->out.find(" 11\n"), std::string::npos) << "EAGAIN: " << forks->Describe();
   EXPECT_EQ(run.probe["rlimits"]["nofile"], json::array({1024, 1024}))
       << run.probe["rlimits"].dump();
   EXPECT_EQ(run.probe["rlimits"]["core"], json::array({0, 0})) << run.probe["rlimits"].dump();

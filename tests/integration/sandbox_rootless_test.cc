@@ -187,6 +187,22 @@ TEST_F(SandboxRootlessTest, CreateExecPsRmAsAnUnprivilegedUser) {
   EXPECT_TRUE(listed) << ps->out;
   EXPECT_GE(ProcessesIn(ns).size(), 2u) << "the init and the background sleep";
 
+  // stats does not show limits that do not hold (without a delegated cgroup v2 subtree the
+  // sandbox has no cgroup: allow_missing_limits).
+  Result<RunResult> inspect = AsUser({"inspect", name});
+  ASSERT_TRUE(inspect && inspect->exit_code == 0) << (inspect ? inspect->Describe() : "");
+  Result<RunResult> stats = AsUser({"stats", name});
+  ASSERT_TRUE(stats && stats->exit_code == 0) << (stats ? stats->Describe() : "");
+  if (json::parse(inspect->out).value("cgroup", "") == "") {
+    EXPECT_NE(stats->out.find("processes  - (not counted: no cgroup; at most 256 as RLIMIT_NPROC)"),
+              std::string::npos)
+        << stats->out;
+    EXPECT_NE(stats->out.find("is not enforced"), std::string::npos) << stats->out;
+    EXPECT_EQ(stats->out.find("/ 256"), std::string::npos) << stats->out;
+  } else {
+    EXPECT_NE(stats->out.find("/ 256"), std::string::npos) << stats->out;
+  }
+
   // rm: no process of the sandbox, no state left.
   Result<RunResult> rm = AsUser({"rm", name});
   ASSERT_TRUE(rm) << rm.error().message();
@@ -286,6 +302,9 @@ TEST_F(SandboxRootlessTest, NoRuntimeDirectoryIsAClearError) {
     ASSERT_TRUE(r) << r.error().message();
     EXPECT_EQ(r->exit_code, 125) << r->Describe();
     EXPECT_NE(r->err.find("XDG_RUNTIME_DIR is not set"), std::string::npos) << r->Describe();
+    // A directory every shell sets the same, not one per shell (which hid sandboxes).
+    EXPECT_NE(r->err.find("export CORRAL_RUNTIME_DIR=~/.local/state/corral"), std::string::npos)
+        << r->Describe();
   }
 }
 

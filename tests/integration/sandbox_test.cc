@@ -80,10 +80,9 @@ const char kFetch[] =
     "print(u.urlopen(\"http://127.0.0.1:8000/\").status)' 2>/dev/null && exit 0; sleep 0.1; "
     "done; exit 7";
 
-// A server on the sandbox's loopback, reached by later execs: Landlock's TCP fence (on by
-// default, network none: no bind, no connect) would refuse it; this is the documented
-// opt-out for that workload (README.md, "Landlock").
-const std::vector<std::string> kLocalhostServer = {"--landlock-tcp", "off"};
+// A server on the sandbox's loopback, reached by later execs, with the defaults (network
+// none: the sandbox's own loopback, which Landlock leaves open).
+const std::vector<std::string> kLocalhostServer = {};
 
 TEST_F(SandboxTest, BackgroundServerAnswersLaterExecsAndSurvivesAnExecTimeout) {
   std::string name = Create(kLocalhostServer);
@@ -98,6 +97,22 @@ TEST_F(SandboxTest, BackgroundServerAnswersLaterExecsAndSurvivesAnExecTimeout) {
   ASSERT_TRUE(slow) << slow.error().message();
   EXPECT_EQ(slow->exit_code, 124) << slow->Describe();
   EXPECT_EQ(Bash(name, kFetch), "200\n");
+}
+
+// `out=$(corral exec NAME -- sh -c 'cmd &')`: the test reads corral's stdout and stderr
+// through pipes to EOF, so an exec that handed those pipes to what it left in the background
+// would not end while `sleep infinity` runs (the test would hit its 60 s limit).
+TEST_F(SandboxTest, ABackgroundProcessDoesNotHoldTheExecsOutputPipesOpen) {
+  std::string name = Create({});
+  Result<RunResult> r =
+      Exec(name, {"bash", "-c", "sleep infinity & echo started; echo on-stderr >&2"});
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_FALSE(r->timed_out) << r->Describe();
+  EXPECT_EQ(r->exit_code, 0) << r->Describe();
+  EXPECT_EQ(r->out, "started\n") << r->Describe();
+  EXPECT_EQ(r->err, "on-stderr\n") << r->Describe();
+  // Left running, as an exec's background processes are.
+  EXPECT_EQ(Bash(name, "grep -lx sleep /proc/[0-9]*/comm >/dev/null && echo running"), "running\n");
 }
 
 // An exec inherits the sandbox's timeout; the report names the limit that fired with the

@@ -4,6 +4,7 @@
 // the provisioner's sandboxes seen here, and the OpenAPI document against the routes the
 // daemon actually serves. Root only; leak-checked.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <set>
@@ -139,6 +140,20 @@ TEST_F(CorralApiTest, ErrorsNameTheField) {
         {{"mounts", {{{"host_path", dir_.Join("base/shared")}, {"container_path", "/data"}}}}}}});
   ASSERT_EQ(ok.status, 201) << ok.body;
   EXPECT_EQ(Exec("m1", {{"argv", {"cat", "/data/f.txt"}}}).Json()["stdout"], "shared!");
+  EXPECT_FALSE(ok.Json().contains("warnings")) << ok.body;
+  // A read-write mount the sandbox user cannot write (root's, 0755): the create says so,
+  // with the host's command that fixes it, as `corral create` does on its terminal.
+  ASSERT_EQ(::chmod(dir_.Join("base/shared").c_str(), 0755), 0);
+  auto unwritable = Post("/sandboxes", {{"name", "m2"},
+                                        {"spec",
+                                         {{"mounts",
+                                           {{{"host_path", dir_.Join("base/shared")},
+                                             {"container_path", "/data"},
+                                             {"read_only", false}}}}}}});
+  ASSERT_EQ(unwritable.status, 201) << unwritable.body;
+  ASSERT_TRUE(unwritable.Json().contains("warnings")) << unwritable.body;
+  EXPECT_NE(unwritable.Json()["warnings"].dump().find("On the host: chown -R "), std::string::npos)
+      << unwritable.body;
 
   auto exec_check = [&](const json& body, const std::string& field) {
     auto a = Exec("m1", body);

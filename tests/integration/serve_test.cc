@@ -371,6 +371,31 @@ TEST_F(ServeTest, SkillsViewsAndAcpWorkspaceAreMountedReadOnly) {
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/sk1").status, 200);
 }
 
+// The README's skills.path (bound at /mnt/skills) without custom/ in it: the view's mount
+// point is made there, and DeerFlow's custom skills are seen (they were silently hidden).
+TEST_F(ServeTest, SkillsViewsGetTheirMountPointsInSkillsPath) {
+  ASSERT_TRUE(dir_.MakeDirs("skills/public"));
+  ASSERT_TRUE(dir_.MakeDirs("base/users/u1/skills_view/custom"));
+  ASSERT_TRUE(dir_.WriteFile("base/users/u1/skills_view/custom/c.md", "custom\n"));
+  StartDaemon(Config() + "skills:\n  path: " + dir_.Join("skills") + "\n");
+  json body = {
+      {"sandbox_id", "sk2"},
+      {"thread_id", "t-sk2"},
+      {"user_id", "u1"},
+      {"extra_mounts", json::array({{{"host_path", dir_.Join("base/users/u1/skills_view/custom")},
+                                     {"container_path", "/mnt/skills/custom"},
+                                     {"read_only", true}}})}};
+  auto created = Api("POST", "/api/sandboxes", body.dump());
+  ASSERT_EQ(created.status, 200) << created.body << DaemonLog();
+  const std::string url = created.Json()["sandbox_url"];
+  auto r = Curl("POST", url + "/v1/shell/exec",
+                json{{"command", "cat /mnt/skills/custom/c.md; ls /mnt/skills"}}.dump(), {}, false);
+  EXPECT_EQ(r.Json()["data"]["output"], "custom\ncustom\npublic\n") << r.body << DaemonLog();
+  struct stat st;
+  EXPECT_EQ(::stat(dir_.Join("skills/custom").c_str(), &st), 0) << "the mount point was made";
+  EXPECT_EQ(Api("DELETE", "/api/sandboxes/sk2").status, 200);
+}
+
 TEST_F(ServeTest, LimitsAndSlowClientsLeaveTheDaemonHealthy) {
   StartDaemon(Config("  max_sandboxes: 1\n"));
   // Over max_body_bytes (1m here): 413, by Content-Length before any byte of the body...

@@ -100,6 +100,14 @@ TEST_F(ToolsJailTest, ReadOnlyMountsAndSandboxRights) {
   auto w = Call("write_file", {{"path", "/mnt/skills/public/x"}, {"content", "x"}});
   EXPECT_FALSE(w.ok);
   EXPECT_NE(w.text.find("Read-only file system"), std::string::npos) << w.text;
+  // A path in the error's own words is the one the caller gave, its leading / included (it
+  // read "OSError: mnt/user-data/workspace/plain: Not a directory").
+  Bash("echo x > plain");
+  w = Call("write_file", {{"path", "/mnt/user-data/workspace/plain/x"}, {"content", "x"}});
+  EXPECT_FALSE(w.ok);
+  EXPECT_NE(w.text.find("OSError: /mnt/user-data/workspace/plain: Not a directory"),
+            std::string::npos)
+      << w.text;
   w = Call("write_file", {{"path", "/mnt/acp-workspace/x"}, {"content", "x"}});
   EXPECT_FALSE(w.ok) << w.text;
   w = Call("write_file", {{"path", "/etc/passwd"}, {"content", "x"}});

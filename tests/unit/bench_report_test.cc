@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "bench/layers.h"
 #include "bench/report.h"
@@ -27,7 +28,11 @@ BenchResults MakeResults() {
   BenchResults r;
   r.command = "corral bench --quick";
   r.started_at = "2026-12-01T06:00:00Z";
-  r.machine = {"Linux 6.18.0 x86_64", "Test CPU", 2, 4LL << 30, "hybrid"};
+  r.machine.kernel = "Linux 6.18.0 x86_64";
+  r.machine.cpu_model = "Test CPU";
+  r.machine.cores = 2;
+  r.machine.memory_bytes = 4LL << 30;
+  r.machine.cgroup_mode = "hybrid";
   r.rounds = 3;
   r.workers = 2;
   WorkloadResult w;
@@ -267,6 +272,91 @@ TEST(BenchReportSvg, HasALegendAShortTitleSpreadThroughputAndOneColourPerKind) {
   EXPECT_THAT(svg, HasSubstr(">400.0/s</text>"));
   EXPECT_THAT(svg, HasSubstr(">100.0/s</text>"));
   EXPECT_THAT(svg, HasSubstr("launches/s, 2 workers"));
+}
+
+// Two runs a few minutes apart flipped verdicts: a median just under the bar with half its
+// rounds over it is no PASS.
+TEST(BenchTargets, AVerdictMustClearTheSpreadOfItsRounds) {
+  BenchResults r = MakeResults();
+  r.latency[0].entries[1].samples_ms = {3, 4, 5, 6, 7};  // corral run: 0.3 ... 0.7 x bwrap
+  r.latency[0].entries[3].samples_ms = {10, 10, 10, 10, 10};
+  for (auto& e : r.latency[0].entries) {
+    if (e.status == EntryStatus::kOk) e.samples_ms.resize(5, e.samples_ms.back());
+  }
+  EvaluateTargets(&r);
+  const TargetResult& run = r.targets[0];
+  EXPECT_DOUBLE_EQ(run.value, 0.5);  // the median meets "<= 0.50x" ...
+  ASSERT_TRUE(run.spread.has_value());
+  EXPECT_DOUBLE_EQ(run.spread->first, 0.4);
+  EXPECT_DOUBLE_EQ(run.spread->second, 0.6);
+  EXPECT_TRUE(run.unclear);  // ... but its IQR straddles it
+  EXPECT_FALSE(run.pass);
+  EXPECT_THAT(LineWith(FormatTable(r), "corral run / bwrap"), HasSubstr("UNCLEAR"));
+  auto j = nlohmann::json::parse(ToJson(r));
+  EXPECT_EQ(j["targets"][0]["verdict"], "unclear");
+  EXPECT_TRUE(j["targets"][0]["pass"].is_null());
+  EXPECT_EQ(j["targets"][0]["iqr"], nlohmann::json::parse("[0.4, 0.6]"));
+  EXPECT_EQ(j["targets"][2]["verdict"], "pass");  // exec / bare: 1.5 every round
+}
+
+TEST(BenchTargets, IdleMemoryIsNeverBelowTheSandboxesOwnCgroupCharge) {
+  BenchResults r = MakeResults();
+  r.sandboxes.mem_available_per_sandbox_bytes = 0.04 * 1024 * 1024;
+  r.sandboxes.cgroup_memory_per_sandbox_bytes = 0.25 * 1024 * 1024;
+  EvaluateTargets(&r);
+  EXPECT_DOUBLE_EQ(r.targets[5].value, 0.25);
+  EXPECT_THAT(r.targets[5].note, HasSubstr("cgroup charge"));
+  EXPECT_THAT(r.targets[5].note, HasSubstr("0.04 MiB"));
+}
+
+TEST(BenchReport, RecordsTheHostsLoadAndSteal) {
+  BenchResults r = MakeResults();
+  EXPECT_THAT(FormatTable(r), HasSubstr("host load: load average unknown"));
+  r.machine.load_start = std::array<double, 3>{0.52, 0.4, 0.3};
+  r.machine.load_end = std::array<double, 3>{1.5, 0.8, 0.4};
+  r.machine.steal_percent = 2.5;
+  EXPECT_THAT(FormatTable(r), HasSubstr("host load: load average 0.52 0.40 0.30 at the start, "
+                                        "1.50 0.80 0.40 at the end; CPU steal 2.5% over the run"));
+  auto j = nlohmann::json::parse(ToJson(r));
+  EXPECT_EQ(j["host_load"]["loadavg_start"][0], 0.52);
+  EXPECT_EQ(j["host_load"]["steal_percent"], 2.5);
+  EXPECT_TRUE(ReadLoadAverage().has_value());  // this host's /proc
+  EXPECT_TRUE(ReadStealJiffies().has_value());
+}
+
+TEST(BenchReportTable, ColumnsStayAlignedForLongNames) {
+  BenchResults r = MakeResults();
+  r.latency[0].entries.push_back(
+      Ok("corral run --mode container (crun), pooled", "layer", {2, 2, 2}));
+  const std::string t = FormatTable(r);
+  // The latency table's rows (the launchers section names them too).
+  auto row = [&](const std::string& name, const std::string& figure) {
+    std::istringstream lines(t);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find(name) != std::string::npos && line.find(figure) != std::string::npos) {
+        return line;
+      }
+    }
+    return std::string();
+  };
+  const std::string header = LineWith(t, "  launcher");
+  const std::string long_row = row("(crun), pooled", "2.00");
+  const std::string short_row = row(kBareName, "1.00");
+  ASSERT_FALSE(long_row.empty()) << t;
+  const size_t median_end = header.find("median") + 6;
+  EXPECT_EQ(long_row.find("2.00") + 4, median_end) << header << "\n" << long_row;
+  EXPECT_EQ(short_row.find("1.00") + 4, median_end) << header << "\n" << short_row;
+}
+
+TEST(BenchReportSvg, SkipReasonsAreShownWhole) {
+  BenchResults r = MakeResults();
+  const std::string reason =
+      "nsjail is not installed here (apt-get install nsjail); it also needs a kernel with "
+      "user namespaces for unprivileged users, which this host turns off by sysctl; the end";
+  r.latency[0].entries[4].reason = reason;
+  const std::string svg = ToSvg(r);
+  EXPECT_THAT(svg, HasSubstr(">not measured</text>"));
+  EXPECT_THAT(svg, HasSubstr("which this host turns off by sysctl; the end</text>"));
 }
 
 }  // namespace

@@ -152,8 +152,8 @@ TEST(CheckReport, LandlockIsReportedWithWhatWouldBeEnforced) {
   EXPECT_TRUE(v.can_run) << Joined(v.refusals);
   EXPECT_THAT(v.enforced,
               Contains("Landlock ABI 7: writes only beneath the jail's read-write mounts, reads "
-                       "and executes only beneath its mounts; TCP: no bind, no connect (not even "
-                       "on loopback; landlock.tcp: false allows it)"));
+                       "and executes only beneath its mounts; TCP not fenced (network.mode: none: "
+                       "the jail's own loopback is all there is)"));
   spec = JailSpec{};
   spec.network.mode = NetworkMode::kAllowlist;
   v = EvaluateHost(host, spec);
@@ -162,7 +162,8 @@ TEST(CheckReport, LandlockIsReportedWithWhatWouldBeEnforced) {
   v = EvaluateHost(host, spec);
   EXPECT_THAT(v.enforced, Contains(HasSubstr("TCP not fenced (landlock.tcp: false)")));
   host.landlock_abi = 3;
-  v = EvaluateHost(host, JailSpec{});
+  spec.landlock.tcp = true;
+  v = EvaluateHost(host, spec);
   EXPECT_THAT(v.enforced, Contains(HasSubstr("TCP not fenced (needs Landlock ABI 4)")));
   spec = JailSpec{};
   spec.landlock.enabled = LandlockMode::kOff;
@@ -245,6 +246,11 @@ TEST(CheckReport, NonRootWithoutUserNamespacesIsRefused) {
   const std::string report = FormatCheckReport(host);
   EXPECT_THAT(report, HasSubstr("  warn  not root (euid 1000)"));
   EXPECT_THAT(report, HasSubstr("  MISSING unprivileged user namespaces (EPERM"));
+  // The host's cgroups are root's: no "ok" line says limits hold for this caller.
+  EXPECT_THAT(report, Not(HasSubstr("ok    memory, cpu and pids limits")));
+  EXPECT_THAT(report, Not(HasSubstr("cgroup hierarchies writable")));
+  EXPECT_THAT(report, HasSubstr("hierarchies are root's; for you, see \"rootless limits\""));
+  EXPECT_THAT(report, HasSubstr("rootless limits: "));
 }
 
 TEST(CheckReport, SwapWithoutV1AccountingIsAWarning) {

@@ -37,7 +37,11 @@ TEST(CodeResult, RefusedWithTheRightNonce) {
   EXPECT_EQ(r.findings[0].line, 3);
   EXPECT_EQ(r.findings[0].name, "os.system");
   EXPECT_EQ(r.findings[0].key, "python.scan.deny_calls");
-  EXPECT_EQ(r.outcome.stderr_stream.text, "");
+  // Why, in stderr too (the Python module and the daemon show stderr).
+  EXPECT_EQ(r.outcome.stderr_stream.text,
+            "corral: refused: line 3: os.system is denied\n"
+            "corral: the code was not run (change the keys named above, or set python.scan.mode: "
+            "warn to run it anyway)\n");
   ASSERT_TRUE(r.scan_ms.has_value());
   EXPECT_DOUBLE_EQ(*r.scan_ms, 1.5);
   EXPECT_EQ(FindingLine(r.findings[0]), "line 3: os.system is denied");

@@ -144,7 +144,7 @@ TEST(LandlockDecision, AutoUsesWhatTheKernelHas) {
   ASSERT_TRUE(on);
   EXPECT_TRUE(on->enforce);
   EXPECT_EQ(on->handled_fs, ll::FsRightsOf(7));
-  EXPECT_EQ(on->handled_net, ll::kBindTcp | ll::kConnectTcp);  // network none: all TCP fenced
+  EXPECT_EQ(on->handled_net, 0u);  // network none: only the jail's own loopback, left open
   EXPECT_TRUE(on->connect_ports.empty());
 
   auto old = DecideLandlock(spec, 3, 0);  // no TCP rights before ABI 4
@@ -206,7 +206,15 @@ TEST(LandlockDecision, TcpFollowsTheNetworkMode) {
   EXPECT_TRUE(host->enforce);
   EXPECT_EQ(host->handled_net, 0u);
 
+  // network none: the jail's own loopback is all it has, and a dev server may use it.
   spec.network.mode = NetworkMode::kNone;
+  auto none = DecideLandlock(spec, 7, 0);
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->enforce);
+  EXPECT_EQ(none->handled_net, 0u);
+
+  spec.network.mode = NetworkMode::kAllowlist;
+  spec.network.allow = {"pypi.org"};
   spec.landlock.tcp = false;
   auto no_tcp = DecideLandlock(spec, 7, 0);
   ASSERT_TRUE(no_tcp);

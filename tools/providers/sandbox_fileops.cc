@@ -14,9 +14,25 @@ std::string RelBelow(const std::string& start, const std::string& rel) {
   return rel.size() > start.size() ? rel.substr(start.size() + 1) : "";
 }
 
+// The view's errors name paths relative to its root ("mnt/user-data/x: No such file or
+// directory"); the caller gave a virtual path ("/mnt/user-data/x"), and is shown that.
+SandboxError InVirtualTerms(const ResolvedPath& rp, SandboxError e) {
+  if (rp.rel.empty() || rp.rel == ".") return e;
+  const size_t end = e.message.find(": ");
+  if (end == std::string::npos) return e;
+  const std::string token = e.message.substr(0, end);
+  // The path itself, one below it (a walk), or one of its parents (a mkdir on the way).
+  const bool related = token == rp.rel || token.rfind(rp.rel + "/", 0) == 0 ||
+                       (!token.empty() && rp.rel.rfind(token + "/", 0) == 0);
+  if (related) {
+    e.message = VirtualOf(rp, token) + e.message.substr(end);
+  }
+  return e;
+}
+
 SbStatus RequireDirectory(const ResolvedPath& rp) {
   auto is_dir = IsDirectory(rp.view, rp.rel);
-  if (!is_dir) return is_dir.error();
+  if (!is_dir) return InVirtualTerms(rp, is_dir.error());
   if (!*is_dir) {
     return SandboxError{SandboxErrc::kNotDirectory, rp.virtual_path + ": not a directory"};
   }
@@ -73,7 +89,7 @@ bool LooksLikeText(const std::string& s) {
 SbResult<std::string> OpsReadText(const ResolvedPath& rp, std::optional<int> start,
                                   std::optional<int> end) {
   auto bytes = ReadBytes(rp.view, rp.rel, kReadTextMaxBytes);
-  if (!bytes) return bytes.error();
+  if (!bytes) return InVirtualTerms(rp, bytes.error());
   if (!LooksLikeText(*bytes)) {
     return SandboxError{SandboxErrc::kBinary, rp.virtual_path + ": binary content"};
   }
@@ -81,11 +97,15 @@ SbResult<std::string> OpsReadText(const ResolvedPath& rp, std::optional<int> sta
 }
 
 SbResult<std::string> OpsReadBytes(const ResolvedPath& rp, int64_t max_bytes) {
-  return ReadBytes(rp.view, rp.rel, max_bytes);
+  auto bytes = ReadBytes(rp.view, rp.rel, max_bytes);
+  if (!bytes) return InVirtualTerms(rp, bytes.error());
+  return bytes;
 }
 
 SbStatus OpsWrite(const ResolvedPath& rp, const std::string& data, bool append) {
-  return WriteBytes(rp.view, rp.rel, data, append);
+  SbStatus written = WriteBytes(rp.view, rp.rel, data, append);
+  if (!written) return InVirtualTerms(rp, written.error());
+  return written;
 }
 
 SbResult<std::vector<std::string>> OpsListDir(const ResolvedPath& rp, int max_depth) {
@@ -93,7 +113,7 @@ SbResult<std::vector<std::string>> OpsListDir(const ResolvedPath& rp, int max_de
   WalkOptions wo;
   wo.max_depth = std::max(1, max_depth);
   auto entries = WalkTree(rp.view, rp.rel, wo);
-  if (!entries) return entries.error();
+  if (!entries) return InVirtualTerms(rp, entries.error());
   std::vector<std::string> out;
   for (const auto& e : *entries) out.push_back(VirtualOf(rp, e.rel) + (e.is_dir ? "/" : ""));
   std::sort(out.begin(), out.end());
@@ -107,7 +127,7 @@ SbResult<std::vector<FileEntry>> OpsListEntries(const ResolvedPath& rp, int max_
   wo.skip_ignored = false;
   wo.with_stat = true;
   auto entries = WalkTree(rp.view, rp.rel, wo);
-  if (!entries) return entries.error();
+  if (!entries) return InVirtualTerms(rp, entries.error());
   std::vector<FileEntry> out;
   out.reserve(entries->size());
   for (const auto& e : *entries) {
@@ -124,7 +144,7 @@ SbResult<GlobResult> OpsGlob(const ResolvedPath& rp, const std::string& pattern,
   WalkOptions wo;
   wo.max_depth = 1 << 20;
   auto entries = WalkTree(rp.view, rp.rel, wo);
-  if (!entries) return entries.error();
+  if (!entries) return InVirtualTerms(rp, entries.error());
   GlobResult r;
   size_t limit = static_cast<size_t>(std::max(1, max_results));
   for (const auto& e : *entries) {
@@ -144,7 +164,7 @@ SbResult<GrepResult> OpsGrep(const ResolvedPath& rp, const std::string& pattern,
   auto matcher = LineMatcher::Create(pattern, options.literal, options.case_sensitive);
   if (!matcher) return matcher.error();
   auto hits = GrepTree(rp.view, rp.rel, {pattern, options});
-  if (!hits) return hits.error();
+  if (!hits) return InVirtualTerms(rp, hits.error());
   GrepResult r;
   r.stopped_by = hits->stopped_by;
   size_t limit = static_cast<size_t>(std::max(1, options.max_results));

@@ -1,0 +1,97 @@
+// The README's examples, run as written. Each line below must appear verbatim in README.md
+// (an edit there fails here until this file follows it), and runs with bash in a scratch
+// directory, with the build's corral first on PATH and a runtime directory of its own (so
+// the sandbox `t1` of the example meets no other). Root only; leak-checked.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/support/jail_test.h"
+#include "tests/support/temp_dir.h"
+
+namespace corral::test {
+namespace {
+
+std::string Readme() {
+  std::ifstream in(SourceDir() + "/README.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct Example {
+  const char* line;    // as in README.md
+  int exit_code;       // what it exits with
+  const char* output;  // found in its stdout ("" : anything)
+};
+
+class ReadmeExamplesTest : public JailTest {
+ protected:
+  void TearDown() override {
+    if (!IsSkipped()) (void)Shell("corral rm -f t1");  // an example that failed half-way
+    JailTest::TearDown();
+  }
+
+  // Runs `line` as README.md has it, from dir_.
+  RunResult Shell(const std::string& line) {
+    const std::string bin = CorralBinary().substr(0, CorralBinary().rfind('/'));
+    const std::string script = "cd '" + dir_.path() + "' && export PATH='" + bin +
+                               "':\"$PATH\" CORRAL_RUNTIME_DIR='" + dir_.Join("run") + "' && " +
+                               line;
+    RunOptions options;
+    options.timeout = std::chrono::milliseconds(120000);
+    auto r = RunProgram("/bin/bash", {"-c", script}, options);
+    EXPECT_TRUE(r) << r.error().message();
+    return r ? *r : RunResult{};
+  }
+
+  void RunAll(const std::vector<Example>& examples) {
+    const std::string readme = Readme();
+    for (const Example& e : examples) {
+      SCOPED_TRACE(e.line);
+      ASSERT_NE(readme.find(e.line), std::string::npos) << "no longer in README.md";
+      RunResult r = Shell(e.line);
+      EXPECT_EQ(r.exit_code, e.exit_code) << r.Describe();
+      EXPECT_NE(r.out.find(e.output), std::string::npos) << r.Describe();
+    }
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(ReadmeExamplesTest, CommandOnesRun) {
+  RunAll(
+      {{"corral run -- bash -c 'id; hostname; ls /; cat /proc/1/cmdline; echo; ip link "
+        "2>/dev/null || cat /proc/net/dev'",
+        0, "uid=1000(sandbox) gid=1000(sandbox)"}});
+}
+
+TEST_F(ReadmeExamplesTest, AFewMore) {
+  RunAll({
+      {"corral run --memory 256m --timeout 10 -- python3 -c 'print(1)'", 0, "1\n"},
+      {"mkdir -p data out && corral run -v ./data:/data -v ./out:/out:rw -- ls /data /out", 0,
+       "/data:\n\n/out:\n"},
+      {"corral run --json -- sh -c 'echo hi; exit 3'", 3, "\"stdout\":\"hi\\n\""},
+  });
+  // `corral run -it -- bash` needs a terminal: the exec -it tests cover it.
+  EXPECT_NE(Readme().find("corral run -it -- bash"), std::string::npos);
+}
+
+// A dev server started by one exec answers the next (network none: the sandbox's own
+// loopback), and the exec that started it returns at once.
+TEST_F(ReadmeExamplesTest, APersistentSandbox) {
+  RunAll({
+      {"mkdir -p ./t1 && corral create --name t1 --user-data ./t1 --idle-timeout 3600", 0, "t1"},
+      {"corral exec t1 -- bash -c 'cd /tmp && nohup python3 -m http.server 8000 >/tmp/log 2>&1 &'",
+       0, ""},
+      {"corral exec t1 -- curl -s --retry 10 --retry-connrefused --retry-delay 1 localhost:8000/",
+       0, "Directory listing for /"},
+      {"corral ps", 0, "t1"},
+      {"corral rm t1", 0, ""},
+  });
+}
+
+}  // namespace
+}  // namespace corral::test
