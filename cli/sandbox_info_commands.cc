@@ -12,6 +12,7 @@
 #include "runtime/run/runtime_dir.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sandboxes/sandbox_info_json.h"
+#include "runtime/sandboxes/unlisted_inits.h"
 #include "runtime/spec/spec_json.h"
 
 namespace corral::cli {
@@ -72,7 +73,8 @@ std::string CpusText(double cpus) {
 
 int Ps(bool json) {
   // Say so rather than list nothing when a non-root caller has no runtime directory.
-  if (auto dir = runtime::UsableRuntimeDir(); !dir) {
+  auto dir = runtime::UsableRuntimeDir();
+  if (!dir) {
     std::fprintf(stderr, "corral: %s\n", dir.error().message().c_str());
     return 125;
   }
@@ -88,6 +90,17 @@ int Ps(bool json) {
                    "`corral rm %s` removes it\n",
                    u.name.c_str(), u.why.c_str(), u.name.c_str());
     }
+  }
+  // Sandboxes of this user made under another runtime directory (another shell's): never
+  // an empty list that hides running sandboxes.
+  if (std::vector<pid_t> others = runtime::UnlistedSandboxInits(list); !others.empty()) {
+    std::string pids;
+    for (pid_t pid : others) pids += (pids.empty() ? "" : " ") + std::to_string(pid);
+    std::fprintf(stderr,
+                 "corral: note: %zu more sandbox(es) of yours are running that %s does not "
+                 "list (init pids %s): made with another CORRAL_RUNTIME_DIR or "
+                 "XDG_RUNTIME_DIR; run ps and rm with that one set, or kill those pids\n",
+                 others.size(), dir->c_str(), pids.c_str());
   }
   if (json) {
     nlohmann::json j = nlohmann::json::array();

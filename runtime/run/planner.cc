@@ -192,7 +192,7 @@ Status PlanCommand(const JailSpec& spec, jail::JailPlan* plan) {
 
 }  // namespace
 
-std::vector<std::string> WeakenedIsolation(const JailSpec& spec) {
+std::vector<std::string> WeakenedIsolation(const JailSpec& spec, bool limits_said) {
   std::vector<std::string> out;
   const NamespaceSpec& ns = spec.namespaces;
   if (!ns.pid)
@@ -212,7 +212,7 @@ std::vector<std::string> WeakenedIsolation(const JailSpec& spec) {
   if (spec.seccomp_profile == "unconfined") {
     out.push_back("unsafe.allow_unconfined_seccomp: no seccomp filter");
   }
-  if (spec.unsafe.allow_missing_limits) {
+  if (spec.unsafe.allow_missing_limits && !limits_said) {
     out.push_back("unsafe.allow_missing_limits: limits that cannot be applied are skipped");
   }
   if (spec.landlock.enabled == LandlockMode::kOff) {

@@ -43,7 +43,9 @@ Result<jail::JailPlan> PlanExec(const JailSpec& spec);
 
 // Human-readable list of every way the spec weakens corral's default isolation (disabled
 // namespaces, unsafe: opt-ins), for the start-up log and RunOutcome::warnings.
-std::vector<std::string> WeakenedIsolation(const JailSpec& spec);
+// `limits_said`: the cgroup set-up already said which limits it skipped (its own warning),
+// so unsafe.allow_missing_limits is not repeated in general terms.
+std::vector<std::string> WeakenedIsolation(const JailSpec& spec, bool limits_said = false);
 
 // Hints about mounts that will not work as the user likely means: a read-write mount of a
 // directory the sandbox's uid cannot write to. Reads the host (stat); warnings, not errors.

@@ -190,7 +190,7 @@ Result<net::NetworkService> StartRunNetwork(const JailSpec& spec, const char* ki
 
 RunOutcome NewOutcome(const JailSpec& spec, const JailCgroup& cg, const RunOptions& options) {
   RunOutcome outcome;
-  outcome.warnings = WeakenedIsolation(spec);
+  outcome.warnings = WeakenedIsolation(spec, /*limits_said=*/!cg.warnings.empty());
   AddMountHints(spec, &outcome);
   for (const auto& w : cg.warnings) outcome.warnings.push_back(w);
   outcome.captured = options.capture_output;

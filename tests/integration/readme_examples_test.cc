@@ -1,7 +1,8 @@
-// The README's examples, run as written. Each line below must appear verbatim in README.md
-// (an edit there fails here until this file follows it), and runs with bash in a scratch
-// directory, with the build's corral first on PATH and a runtime directory of its own (so
-// the sandbox `t1` of the example meets no other). Root only; leak-checked.
+// The examples of the README and of docs/sandboxes.md, run as written. Each line below must
+// appear verbatim in its page (an edit there fails here until this file follows it), and
+// runs with bash in a scratch directory, with the build's corral first on PATH and a runtime
+// directory of its own (so the sandbox `t1` of the examples meets no other). Root only;
+// leak-checked.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -14,8 +15,8 @@
 namespace corral::test {
 namespace {
 
-std::string Readme() {
-  std::ifstream in(SourceDir() + "/README.md");
+std::string Page(const std::string& page) {
+  std::ifstream in(SourceDir() + "/" + page);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -47,11 +48,11 @@ class ReadmeExamplesTest : public JailTest {
     return r ? *r : RunResult{};
   }
 
-  void RunAll(const std::vector<Example>& examples) {
-    const std::string readme = Readme();
+  void RunAll(const std::vector<Example>& examples, const std::string& page = "README.md") {
+    const std::string text = Page(page);
     for (const Example& e : examples) {
       SCOPED_TRACE(e.line);
-      ASSERT_NE(readme.find(e.line), std::string::npos) << "no longer in README.md";
+      ASSERT_NE(text.find(e.line), std::string::npos) << "no longer in " << page;
       RunResult r = Shell(e.line);
       EXPECT_EQ(r.exit_code, e.exit_code) << r.Describe();
       EXPECT_NE(r.out.find(e.output), std::string::npos) << r.Describe();
@@ -76,7 +77,7 @@ TEST_F(ReadmeExamplesTest, AFewMore) {
       {"corral run --json -- sh -c 'echo hi; exit 3'", 3, "\"stdout\":\"hi\\n\""},
   });
   // `corral run -it -- bash` needs a terminal: the exec -it tests cover it.
-  EXPECT_NE(Readme().find("corral run -it -- bash"), std::string::npos);
+  EXPECT_NE(Page("README.md").find("corral run -it -- bash"), std::string::npos);
 }
 
 // A dev server started by one exec answers the next (network none: the sandbox's own
@@ -91,6 +92,26 @@ TEST_F(ReadmeExamplesTest, APersistentSandbox) {
       {"corral ps", 0, "t1"},
       {"corral rm t1", 0, ""},
   });
+}
+
+TEST_F(ReadmeExamplesTest, TheSandboxesPage) {
+  RunAll(
+      {
+          {"mkdir -p ./t1 && corral create --name t1 --user-data ./t1 --memory 1g --idle-timeout "
+           "3600",
+           0, "t1"},
+          {"corral exec t1 -- bash -c 'cd /tmp && nohup python3 -m http.server 8000 >/tmp/log "
+           "2>&1 &'",
+           0, ""},
+          {"corral exec t1 -- bash -c 'curl -s --retry 10 --retry-connrefused localhost:8000 | "
+           "head -3'",
+           0, "<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n"},
+          {"corral exec --timeout 5 t1 -- sleep 60", 124, ""},
+          {"corral ps", 0, "running"},
+          {"corral stats t1 --json", 0, "\"memory_bytes\":"},
+          {"corral rm t1", 0, ""},
+      },
+      "docs/sandboxes.md");
 }
 
 }  // namespace

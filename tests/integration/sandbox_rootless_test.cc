@@ -187,6 +187,19 @@ TEST_F(SandboxRootlessTest, CreateExecPsRmAsAnUnprivilegedUser) {
   EXPECT_TRUE(listed) << ps->out;
   EXPECT_GE(ProcessesIn(ns).size(), 2u) << "the init and the background sleep";
 
+  // From a shell with another runtime directory the sandbox is not listed, and ps says
+  // that one of the user's sandboxes runs all the same, naming its init.
+  ASSERT_TRUE(home_.MakeDirs("other-runtime", 0700));
+  ASSERT_EQ(::chown(home_.Join("other-runtime").c_str(), user_.uid, user_.gid), 0);
+  Result<RunResult> elsewhere =
+      AsUser({"ps"}, true, {"CORRAL_RUNTIME_DIR=" + home_.Join("other-runtime")});
+  ASSERT_TRUE(elsewhere && elsewhere->exit_code == 0) << (elsewhere ? elsewhere->Describe() : "");
+  EXPECT_EQ(elsewhere->out.find(name), std::string::npos) << elsewhere->Describe();
+  EXPECT_NE(elsewhere->err.find("1 more sandbox(es) of yours are running"), std::string::npos)
+      << elsewhere->Describe();
+  EXPECT_NE(elsewhere->err.find("init pids " + std::to_string(init)), std::string::npos)
+      << elsewhere->Describe();
+
   // stats does not show limits that do not hold (without a delegated cgroup v2 subtree the
   // sandbox has no cgroup: allow_missing_limits).
   Result<RunResult> inspect = AsUser({"inspect", name});
