@@ -6,7 +6,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -283,9 +282,12 @@ void CheckInterpreter(const Where& at, Reader& r, JailSpec& spec) {
   std::string& path = spec.python.interpreter;
   if (IsExecutableFile(path)) return;
   constexpr std::string_view kPrefix = "/usr/bin/python3.";
-  if (path.rfind(kPrefix, 0) == 0) {
-    const int minor = std::atoi(path.c_str() + kPrefix.size());
-    for (int newer = minor + 1; newer <= minor + 30; ++newer) {
+  int minor = 0;
+  const char* digits = path.c_str() + std::min(path.size(), kPrefix.size());
+  const auto [end, ec] = std::from_chars(digits, path.c_str() + path.size(), minor);
+  // Minors up to 3.99 (a longer number names no Python there is).
+  if (path.rfind(kPrefix, 0) == 0 && ec == std::errc() && *end == '\0' && minor < 100) {
+    for (int newer = minor + 1; newer < 100; ++newer) {
       const std::string candidate = std::string(kPrefix) + std::to_string(newer);
       if (!IsExecutableFile(candidate)) continue;
       r.Note(at, "3." + std::to_string(minor) + " is not on this host; using " + candidate +
