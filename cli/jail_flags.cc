@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <system_error>
 #include <tuple>
 
 #include "cli/commands.h"
@@ -100,7 +101,10 @@ namespace {
 // normalised (`--user-data ./t1`, `-v ./src:/src`), as docker does for -v.
 std::string HostPathFromFlag(const std::string& path) {
   if (path.empty() || path[0] == '/') return path;
-  std::string absolute = std::filesystem::absolute(path).lexically_normal().string();
+  std::error_code error;  // the current directory was removed: left relative, and refused
+  const std::filesystem::path made = std::filesystem::absolute(path, error);
+  if (error) return path;
+  std::string absolute = made.lexically_normal().string();
   while (absolute.size() > 1 && absolute.back() == '/') absolute.pop_back();
   return absolute;
 }
