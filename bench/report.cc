@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -52,11 +51,18 @@ std::string LoadText(const std::optional<std::array<double, 3>>& load) {
   return Fmt("%.2f", (*load)[0]) + " " + Fmt("%.2f", (*load)[1]) + " " + Fmt("%.2f", (*load)[2]);
 }
 
+// The verdict as bench.json has it; the text table shows pass, miss and unclear in capitals.
 std::string Verdict(const TargetResult& t) {
   if (!t.measured) return "n/a";
   if (t.estimate) return "estimate";
   if (t.unclear) return "unclear";
   return t.pass ? "pass" : "miss";
+}
+
+std::string VerdictText(const TargetResult& t) {
+  if (t.estimate) return "estimate";
+  if (t.unclear) return "UNCLEAR";
+  return t.pass ? "PASS" : "MISS";
 }
 
 std::string MiB(std::optional<double> bytes) {
@@ -193,14 +199,10 @@ std::string FormatTable(const BenchResults& r) {
   for (const auto& t : r.targets) {
     std::string line = Pad("  " + t.name, 52) + Pad(t.target, 13);
     if (t.measured) {
-      std::string verdict = Verdict(t);
-      if (verdict != "estimate") {
-        for (char& c : verdict) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      }
       line += PadLeft(Fmt(t.unit == "x" ? "%.2fx" : "%.2f", t.value) +
                           (t.unit == "x" ? "" : " " + t.unit),
                       11) +
-              "  " + Pad(verdict, 8);
+              "  " + Pad(VerdictText(t), 8);
     } else {
       line += "  n/a     ";
     }

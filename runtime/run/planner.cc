@@ -65,16 +65,6 @@ void AddRlimits(const JailSpec& spec, jail::JailPlan* plan) {
   }
 }
 
-}  // namespace
-
-void AddPidsRlimitFallback(const JailSpec& spec, jail::JailPlan* plan) {
-  if (!RunsRootless(spec)) return;
-  const auto pids = static_cast<rlim_t>(spec.limits.pids);
-  AddRlimit(plan, RLIMIT_NPROC, pids, pids);
-}
-
-namespace {
-
 Result<jail::SeccompProgram> CompileProfile(const std::string& profile) {
   if (!profile.empty() && profile[0] == '/') {
     ASSIGN_OR_RETURN(std::string text, ReadFile(profile));
@@ -98,6 +88,12 @@ std::vector<std::string> SplitPath(const std::string& path) {
 }
 
 }  // namespace
+
+void AddPidsRlimitFallback(const JailSpec& spec, jail::JailPlan* plan) {
+  if (!RunsRootless(spec)) return;
+  const auto pids = static_cast<rlim_t>(spec.limits.pids);
+  AddRlimit(plan, RLIMIT_NPROC, pids, pids);
+}
 
 std::vector<std::pair<std::string, std::string>> CommandEnvironment(const JailSpec& spec) {
   std::string user = spec.uid == 0 ? "root" : kSandboxUserName;
@@ -253,6 +249,12 @@ std::vector<std::string> MountHints(const JailSpec& spec) {
                   "  (or setfacl -R -m u:" + std::to_string(host_uid) + ":rwX " +
                   ShellWord(m.host_path) + ")");
   }
+  return out;
+}
+
+std::vector<std::string> SandboxWarnings(const JailSpec& spec) {
+  std::vector<std::string> out = WeakenedIsolation(spec, /*limits_said=*/::geteuid() != 0);
+  for (auto& hint : MountHints(spec)) out.push_back(std::move(hint));
   return out;
 }
 

@@ -50,6 +50,11 @@ std::vector<std::string> WeakenedIsolation(const JailSpec& spec, bool limits_sai
 // Hints about mounts that will not work as the user likely means: a read-write mount of a
 // directory the sandbox's uid cannot write to. Reads the host (stat); warnings, not errors.
 std::vector<std::string> MountHints(const JailSpec& spec);
+// What a persistent sandbox's create warns about (its log, the daemon's 201 response):
+// WeakenedIsolation, then MountHints. Not as root, allow_missing_limits is left to the
+// cgroup set-up, which says itself which limits it skips.
+std::vector<std::string> SandboxWarnings(const JailSpec& spec);
+
 // MountHints into an outcome's warnings, counted in unwritable_mounts (so that a command
 // refused a write there is told that fix, not to try --landlock off). Each run and each
 // exec says it again: the mount stays unwritable until the host's owner changes it.

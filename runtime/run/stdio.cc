@@ -82,14 +82,15 @@ constexpr int kRawRelayPipeBytes = 1 << 20;
 
 }  // namespace
 
-CallerFdKind ClassifyCallerFd(int fd) {
+CallerFdKind ClassifyCallerFd(int fd, bool relay_pipes) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return CallerFdKind::kGiven;  // closed: the child's dup2 says so
+  const CallerFdKind pipe = relay_pipes ? CallerFdKind::kHeldPipe : CallerFdKind::kGiven;
   switch (st.st_mode & S_IFMT) {
     case S_IFSOCK:
-      return CallerFdKind::kGiven;  // its link is socket:[N], bound or not
+      return pipe;  // its link is socket:[N], bound or not
     case S_IFIFO:
-      return OnFs(fd, PIPEFS_MAGIC) ? CallerFdKind::kGiven : CallerFdKind::kHostPath;
+      return OnFs(fd, PIPEFS_MAGIC) ? pipe : CallerFdKind::kHostPath;
     case S_IFCHR:
       if (::isatty(fd)) return CallerFdKind::kTerminal;
       return HarmlessMemDevice(st) ? CallerFdKind::kGiven : CallerFdKind::kHostPath;
@@ -220,22 +221,10 @@ Status RelayStdin(Stdio& io) {
   return {};
 }
 
-// How the caller's output fd `fd` reaches the command: as ClassifyCallerFd says, except a
-// pipe or socket of an exec's caller, which is relayed (RunOptions::relay_pipes).
-CallerFdKind OutputKind(const Stdio& io, int fd) {
-  CallerFdKind kind = ClassifyCallerFd(fd);
-  struct stat st;
-  if (kind == CallerFdKind::kGiven && io.relay_pipes && ::fstat(fd, &st) == 0 &&
-      (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
-    return CallerFdKind::kHeldPipe;
-  }
-  return kind;
-}
-
 // Output that is not captured: given as it is, or relayed (see the header).
 Status RelayOutput(Stdio& io) {
-  CallerFdKind out_kind = OutputKind(io, io.caller_stdout);
-  CallerFdKind err_kind = OutputKind(io, io.caller_stderr);
+  CallerFdKind out_kind = ClassifyCallerFd(io.caller_stdout, io.relay_pipes);
+  CallerFdKind err_kind = ClassifyCallerFd(io.caller_stderr, io.relay_pipes);
   if (out_kind != CallerFdKind::kGiven) {
     ASSIGN_OR_RETURN(io.out, MakePipe());
     io.out_relay = RelayTo(io.caller_stdout, out_kind);

@@ -31,11 +31,12 @@ enum class CallerFdKind {
   kGiven,     // passed to the jail as it is
   kTerminal,  // relayed through a TerminalFilter
   kHostPath,  // relayed raw: its /proc/self/fd link would show a host path
-  // A pipe or socket relayed raw for an exec (RunOptions::relay_pipes), never returned by
-  // ClassifyCallerFd.
+  // A pipe or socket relayed raw for an exec (RunOptions::relay_pipes), so that what the
+  // exec leaves running cannot hold it open.
   kHeldPipe,
 };
-CallerFdKind ClassifyCallerFd(int fd);
+// `relay_pipes`: a pipe or socket is kHeldPipe rather than kGiven (an exec's output).
+CallerFdKind ClassifyCallerFd(int fd, bool relay_pipes = false);
 
 // Where one relayed output stream goes: the caller's fd, filtered if it is a terminal.
 struct OutputRelay {

@@ -275,11 +275,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   // Its reserved host id stays the same when it is re-created under this name, and the
   // record keeps the identity its init gets (runtime/run/identity.h).
   RETURN_IF_ERROR(PinIdentity(record.name, &record.spec));
-  // Not root: the cgroup set-up below says itself which limits it skips, if any.
-  for (const auto& w : WeakenedIsolation(record.spec, /*limits_said=*/::geteuid() != 0)) {
-    spdlog::warn("{}", w);
-  }
-  for (const auto& w : MountHints(record.spec)) spdlog::warn("{}", w);
+  for (const auto& w : SandboxWarnings(record.spec)) spdlog::warn("{}", w);
   auto claim = store.Claim(record.name);
   // The name may be held by a create that died half-way: undo that, then claim again.
   if (!claim && claim.error().code() == ErrorCode::kAlreadyExists &&

@@ -96,8 +96,7 @@ void CorralApi::Create(const HttpRequest& request, Reply reply) {
     if (!info) return RuntimeError(info.error(), "name");
     json created = InspectJson(*info);
     // What `corral create` warns about on its terminal, for a caller that has none.
-    std::vector<std::string> warnings = runtime::WeakenedIsolation(record->spec);
-    for (auto& w : runtime::MountHints(record->spec)) warnings.push_back(std::move(w));
+    std::vector<std::string> warnings = runtime::SandboxWarnings(record->spec);
     if (!warnings.empty()) created["warnings"] = std::move(warnings);
     return HttpResponse::Json(201, created);
   });

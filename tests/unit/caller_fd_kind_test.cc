@@ -17,6 +17,21 @@
 namespace corral::runtime {
 namespace {
 
+// An exec's output: pipes and sockets are relayed (what it leaves in the background must
+// not hold them), the rest as for a run.
+TEST(CallerFdKindTest, AnExecRelaysPipesAndSockets) {
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  UniqueFd r(p[0]), w(p[1]);
+  EXPECT_EQ(ClassifyCallerFd(w.get(), /*relay_pipes=*/true), CallerFdKind::kHeldPipe);
+  int s[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s), 0);
+  UniqueFd a(s[0]), b(s[1]);
+  EXPECT_EQ(ClassifyCallerFd(a.get(), true), CallerFdKind::kHeldPipe);
+  UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  EXPECT_EQ(ClassifyCallerFd(null.get(), true), CallerFdKind::kGiven);
+}
+
 TEST(CallerFdKindTest, PipesSocketsAndMemDevicesAreGiven) {
   int p[2];
   ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
