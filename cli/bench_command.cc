@@ -1,7 +1,9 @@
 // `corral bench`: what each isolation layer costs here, and how corral compares with the
 // peer sandboxes on PATH. Parses flags into bench::BenchOptions; the work is in bench/.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <iostream>
 
@@ -9,9 +11,46 @@
 #include "bench/launcher.h"
 #include "bench/report.h"
 #include "bench/runner.h"
+#include "bench/scale.h"
 #include "cli/commands.h"
 
 namespace corral::cli {
+
+namespace {
+
+// `corral bench --scale [STEPS]`: the scale run alone (bench/scale.h).
+int RunScale(const std::string& steps_text, int workers, const std::string& corral_exe,
+             const std::string& out_dir) {
+  bench::ScaleOptions options;
+  options.corral_exe = corral_exe;
+  if (!steps_text.empty()) {
+    auto steps = bench::ParseScaleSteps(steps_text);
+    if (!steps) {
+      std::cerr << "corral bench: " << steps.error().message() << "\n";
+      return 125;
+    }
+    options.steps = *steps;
+  }
+  if (workers > 0) options.workers = workers;
+  bench::Progress progress;
+  bench::ScaleFigures figures = bench::MeasureScale(options, progress);
+  std::cout << bench::FormatScaleTable(figures) << std::flush;
+  if (!out_dir.empty()) {
+    const std::string path = out_dir + "/scale.json";
+    Status s = ::mkdir(out_dir.c_str(), 0755) == 0 || errno == EEXIST
+                   ? WriteFile(path, bench::ScaleToJson(figures).dump(2) + "\n")
+                   : Status(Error::FromErrno(errno, out_dir));
+    if (!s) {
+      std::cerr << "corral bench: " << s.error().message() << "\n";
+      return 125;
+    }
+    std::cerr << "wrote " << path << "\n";
+  }
+  if (figures.left_behind > 0) return 1;
+  return figures.status == bench::EntryStatus::kOk ? 0 : 1;
+}
+
+}  // namespace
 
 void AddBenchCommand(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
@@ -19,6 +58,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   struct Flags {
     bench::BenchOptions options;
     std::string out;
+    std::string scale;  // "--scale [STEPS]": only the scale run
   };
   auto flags = std::make_shared<Flags>();
   cmd->add_flag("--quick", flags->options.quick, "short run (under a minute)");
@@ -43,8 +83,15 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   // negated default into --help as "--no-peers{false}".
   cmd->add_flag_callback(
       "--no-peers", [flags] { flags->options.peers = false; }, "only the layer ladder and corral");
-  cmd->add_option("--out", flags->out, "directory for bench.json and bench.svg");
-  cmd->callback([flags, exit_code] {
+  cmd->add_option("--out", flags->out,
+                  "directory for bench.json and bench.svg (with --scale: scale.json)");
+  auto* scale = cmd->add_option("--scale", flags->scale,
+                                "only bring persistent sandboxes up in steps and down again, "
+                                "measuring host memory, slab and times per step (STEPS default "
+                                "1000,4000,10000; --workers default 16)")
+                    ->expected(0, 1)
+                    ->type_name("STEPS");
+  cmd->callback([cmd, scale, flags, exit_code] {
     bench::BenchOptions o = flags->options;
     if (geteuid() != 0) {
       std::cerr << "corral bench: needs root (namespaces, cgroups, mounts)\n";
@@ -52,6 +99,11 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       return;
     }
     o.corral_exe = bench::CorralExe();
+    if (scale->count() > 0) {
+      *exit_code = RunScale(flags->scale, cmd->count("--workers") > 0 ? o.workers : 0, o.corral_exe,
+                            flags->out);
+      return;
+    }
     // The report records the command line exactly as given.
     o.command = "corral";
     if (auto cmdline = ReadFile("/proc/self/cmdline")) {

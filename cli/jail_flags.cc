@@ -65,7 +65,9 @@ void AddJailFlags(CLI::App* run, JailFlags* f) {
   run->add_option("--timeout", f->timeout, "wall-clock limit in seconds (default 600, 0=none)");
   run->add_option("--cpu-time", f->cpu_time, "CPU-time limit in seconds (default none)");
   run->add_option("--output-limit", f->output_limit, "bytes kept per stream (default 10m)");
-  run->add_option("--tmp-size", f->tmp_size, "size of /tmp (default 256m)");
+  run->add_option(
+      "--tmp-size", f->tmp_size,
+      "size of the tmpfs that /tmp, /var/tmp, $HOME, /run and /dev/shm share (default 256m)");
 }
 
 void AddDockerDefaultFlags(CLI::App* app, JailFlags* f) {

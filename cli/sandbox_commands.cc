@@ -9,6 +9,7 @@
 #include "cli/outcome_report.h"
 #include "runtime/pool/pool_or_cold.h"
 #include "runtime/sandboxes/persistent.h"
+#include "runtime/sandboxes/remove_many.h"
 #include "runtime/spec/config.h"
 
 namespace corral::cli {
@@ -121,13 +122,15 @@ int Rm(const RmFlags& f) {
   if (f.all) {
     for (const auto& info : runtime::ListSandboxes()) targets.push_back(info.record.name);
   }
+  // Side by side (each removal mostly waits on the kernel); reported in the order given.
+  const std::vector<Status> results = runtime::RemoveSandboxes(targets);
   int rc = 0;
-  for (const auto& name : targets) {
-    if (auto st = runtime::RemoveSandbox(name); !st) {
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (const Status& st = results[i]; !st) {
       if (f.force && st.error().code() == ErrorCode::kNotFound) continue;
       rc = Fail(st.error());
     } else {
-      std::printf("%s\n", name.c_str());
+      std::printf("%s\n", targets[i].c_str());
     }
   }
   return rc;

@@ -170,6 +170,39 @@ bool MakeReadOnly(const MountOp& op) {
   return ok;
 }
 
+// Binds a directory of the new root (already built) at `op.path` with exactly the mount
+// flags of the op: one tmpfs serves every writable area of the jail this way, each a mount
+// of its own but not a superblock of its own (a superblock costs kernel memory in every
+// memory cgroup on the host: README, "What one sandbox costs"). Not recursive: it binds
+// the directory, not what may be mounted below it.
+bool InnerBind(const MountOp& op) {
+  uint64_t set = 0;
+  uint64_t clear = 0;
+  auto attr = [&](bool on, uint64_t a) { (on ? set : clear) |= a; };
+  attr(op.read_only, MOUNT_ATTR_RDONLY);
+  attr((op.flags & MS_NOSUID) != 0, MOUNT_ATTR_NOSUID);
+  attr((op.flags & MS_NODEV) != 0, MOUNT_ATTR_NODEV);
+  attr((op.flags & MS_NOEXEC) != 0, MOUNT_ATTR_NOEXEC);
+  int tree = sys::OpenTree(AT_FDCWD, op.source_path.c_str(),
+                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+  if (tree < 0) return false;
+  bool ok = sys::MountSetattr(tree, "", AT_EMPTY_PATH, set, clear, MS_PRIVATE) == 0 &&
+            sys::MoveMount(tree, "", AT_FDCWD, op.path.c_str(), MOVE_MOUNT_F_EMPTY_PATH) == 0;
+  int err = errno;
+  ::close(tree);
+  errno = err;
+  return ok;
+}
+
+bool MakeDir(const MountOp& op) {
+  if (::mkdir(op.path.c_str(), op.mode) != 0 && errno != EEXIST) return false;
+  if ((op.owner_uid != static_cast<uid_t>(-1) || op.owner_gid != static_cast<gid_t>(-1)) &&
+      ::lchown(op.path.c_str(), op.owner_uid, op.owner_gid) != 0) {
+    return false;
+  }
+  return ::chmod(op.path.c_str(), op.mode) == 0;  // after chown, which may clear bits
+}
+
 bool RunOp(const MountOp& op, int source_fd) {
   switch (op.kind) {
     case MountOp::Kind::kTmpfs:
@@ -179,9 +212,12 @@ bool RunOp(const MountOp& op, int source_fd) {
     case MountOp::Kind::kBind:
       return MakeMountPoint(op) &&
              sys::MoveMount(source_fd, "", AT_FDCWD, op.path.c_str(), MOVE_MOUNT_F_EMPTY_PATH) == 0;
+    case MountOp::Kind::kInnerBind:
+      return InnerBind(op);
     case MountOp::Kind::kMkdir:
-      return (::mkdir(op.path.c_str(), op.mode) == 0 || errno == EEXIST) &&
-             ::chmod(op.path.c_str(), op.mode) == 0;
+      return MakeDir(op);
+    case MountOp::Kind::kRmdir:
+      return ::rmdir(op.path.c_str()) == 0;
     case MountOp::Kind::kFile:
       return CreateFile(op);
     case MountOp::Kind::kSymlink:

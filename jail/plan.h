@@ -25,8 +25,10 @@ namespace corral::jail {
 struct MountOp {
   enum class Kind {
     kTmpfs,            // mount a tmpfs at `path` with options `data`
+    kInnerBind,        // bind the directory `source_path`, already in the new root, at `path`
     kBind,             // bind the tree of `source_fd` at `path` (recursive)
-    kMkdir,            // mkdir `path` (EEXIST is fine)
+    kMkdir,            // mkdir `path` (EEXIST is fine), owned by owner_uid/gid if set
+    kRmdir,            // rmdir `path` (an empty directory whose binds outlive it)
     kFile,             // create `path` holding `data` (generated or snapshotted content)
     kSymlink,          // symlink `path` -> `data`
     kDevice,           // mknod character device `path` with `device`
@@ -39,13 +41,21 @@ struct MountOp {
   std::string path;
   std::string data;
   int source_fd = -1;         // kBind: O_PATH fd owned by JailPlan::source_fds
-  bool read_only = false;     // kBind, kTmpfs: mount read-only
+  bool read_only = false;     // kBind, kTmpfs, kInnerBind: mount read-only
   bool source_is_dir = true;  // kBind: the mount point must be a directory (else a file)
   mode_t mode = 0755;         // kMkdir, kFile, kDevice
-  dev_t device = 0;           // kDevice
-  // kTmpfs/kProc/kDevpts: MS_NOSUID | MS_NODEV | MS_NOEXEC. kBind: MS_NOEXEC if the tree
-  // was prepared noexec (only read by the Landlock planner; the tree carries its flags).
+  // kMkdir: chown to these after the mkdir; -1 leaves the owner as made.
+  uid_t owner_uid = static_cast<uid_t>(-1);
+  gid_t owner_gid = static_cast<gid_t>(-1);
+  dev_t device = 0;  // kDevice
+  // kTmpfs/kProc/kDevpts/kInnerBind: MS_NOSUID | MS_NODEV | MS_NOEXEC (for kInnerBind a
+  // flag not given is cleared). kBind: MS_NOEXEC if the tree was prepared noexec (only
+  // read by the Landlock planner; the tree carries its flags).
   unsigned long flags = 0;
+  // kInnerBind: the directory to bind, under the staging directory like `path`; when it is
+  // `path` itself, the op carves that directory out of the root's tmpfs as a mount of its
+  // own (writable while the root is read-only), and `data` says what tmpfs it stands for
+  // (its mode and size: what an OCI bundle mounts there instead, runtime/oci).
   // kBind in a user namespace (source_fd == -1): the child clones `source_path` itself,
   // with these mount attributes, and refuses it unless it is still the object the parent
   // saw (device and inode). See jail/mounts.h, DeferBindTree.

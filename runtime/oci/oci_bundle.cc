@@ -78,6 +78,18 @@ class Translator {
           return Ok();
         }
         return Mount(path, "tmpfs", "tmpfs", SplitOptions(op.data), op.flags, op.read_only);
+      case MountOp::Kind::kInnerBind:
+        if (Under(path, "/proc")) {
+          masked_.push_back(path);  // an empty read-only directory, as the runtime makes it
+          return Ok();
+        }
+        // An area of process mode's one tmpfs: a tmpfs of its own here.
+        return Mount(path, "tmpfs", "tmpfs", SplitOptions(op.data), op.flags, op.read_only);
+      case MountOp::Kind::kRmdir:  // the masks' source, made by the kMkdir before
+        if (::rmdir((rootfs_ + path).c_str()) != 0 && errno != ENOENT) {
+          return Error::FromErrno(errno, "bundle rootfs: rmdir " + path);
+        }
+        return Ok();
       case MountOp::Kind::kProc:
         return Mount(path, "proc", "proc", {}, op.flags, false);
       case MountOp::Kind::kDevpts:

@@ -176,6 +176,9 @@ std::vector<LandlockPathRule> LandlockRules(const std::vector<MountOp>& mounts,
         if (std::find(omit.begin(), omit.end(), path) != omit.end()) break;
         rules.Grant(path, TreeAccess(op.read_only, op.flags));
         break;
+      case MountOp::Kind::kInnerBind:  // an area of the root's tmpfs, or a /proc mask
+        rules.Grant(path, TreeAccess(op.read_only, op.flags));
+        break;
       case MountOp::Kind::kProc:
         rules.Grant(path, ll::kRead | ll::kWriteFile | ll::kTruncate);
         break;
@@ -193,6 +196,7 @@ std::vector<LandlockPathRule> LandlockRules(const std::vector<MountOp>& mounts,
         rules.TakeWrite(path);
         break;
       case MountOp::Kind::kMkdir:
+      case MountOp::Kind::kRmdir:
       case MountOp::Kind::kSymlink:
         break;
     }

@@ -107,15 +107,59 @@ class RootBuilder {
 
   std::string At(const std::string& jail_path) const { return plan_->staging_dir + jail_path; }
 
-  void Tmpfs(const std::string& path, const std::string& options, unsigned long flags,
-             bool read_only = false) {
+  // A writable area (/tmp, $HOME, /dev, ...): a directory of the root's one tmpfs bound
+  // over itself with flags of its own, so that it stays writable (and, for /dev, holds
+  // working device nodes) once the root is read-only. `oci_options` is the tmpfs it stands
+  // for where the jail is exported as an OCI bundle (runtime/oci).
+  void Carve(const std::string& path, mode_t mode, unsigned long flags, std::string oci_options,
+             uid_t owner_uid = static_cast<uid_t>(-1), gid_t owner_gid = static_cast<gid_t>(-1)) {
+    MountOp dir = NewOp(MountOp::Kind::kMkdir, At(path));
+    dir.mode = mode;
+    dir.owner_uid = owner_uid;
+    dir.owner_gid = owner_gid;
+    dir.description = "mkdir " + path;
+    Push(std::move(dir));
+    MountOp op = NewOp(MountOp::Kind::kInnerBind, At(path), std::move(oci_options));
+    op.source_path = At(path);
+    op.flags = flags;
+    op.description = "bind " + path + " of the root's tmpfs over itself";
+    Push(std::move(op));
+    dirs_.insert(path);
+    mount_points_.insert(path);
+  }
+
+  // A tmpfs of its own at `path`: only where an area cannot be carved from the root's.
+  void Tmpfs(const std::string& path, const std::string& options, unsigned long flags) {
     MountOp op = NewOp(MountOp::Kind::kTmpfs, At(path), options);
     op.flags = flags;
-    op.read_only = read_only;
     op.description = "mount tmpfs at " + path;
     Push(std::move(op));
     dirs_.insert(path);
     mount_points_.insert(path);
+  }
+
+  // An empty read-only directory over `path` (under /proc): a bind of one empty directory
+  // of the root's tmpfs, removed from the root again by EndMasks().
+  void MaskDir(const std::string& path) {
+    if (!mask_source_made_) {
+      Mkdir(kMaskSource, 0555);
+      mask_source_made_ = true;
+    }
+    MountOp op = NewOp(MountOp::Kind::kInnerBind, At(path));
+    op.source_path = At(kMaskSource);
+    op.read_only = true;
+    op.flags = kNoSuidDev | MS_NOEXEC;
+    op.description = "mask " + path + " with an empty directory";
+    Push(std::move(op));
+    mount_points_.insert(path);
+  }
+
+  // The masks' empty directory leaves the root; the binds keep it (nothing else reaches it).
+  void EndMasks() {
+    if (!mask_source_made_) return;
+    MountOp op = NewOp(MountOp::Kind::kRmdir, At(kMaskSource));
+    op.description = "remove " + std::string(kMaskSource) + " from the root";
+    Push(std::move(op));
   }
 
   bool InsideAMount(const std::string& path) const { return PathInsideAMount(mount_points_, path); }
@@ -267,7 +311,14 @@ class RootBuilder {
   std::set<std::string> dirs_{""};
   std::set<std::string> mount_points_;                  // jail paths with a mount of their own
   std::map<std::string, std::string> read_only_trees_;  // jail path -> host source
+  bool mask_source_made_ = false;
+  static constexpr char kMaskSource[] = "/.corral-masks";
 };
+
+// The size of the root's one tmpfs, which every writable area of the jail shares.
+std::string SizeOption(const JailSpec& spec) {
+  return ",size=" + std::to_string(spec.limits.tmp_size_bytes);
+}
 
 std::string Join(const std::string& dir, const std::string& name) {
   return dir == "/" ? "/" + name : dir + "/" + name;
@@ -433,13 +484,18 @@ Status AddSystemDirs(RootBuilder& root, const JailSpec& spec) {
   return Ok();
 }
 
-// Programs expect a writable /var/tmp (sticky, like /tmp) and a /run; both are tmpfs of
-// the jail's own. With a rootfs whose /var is bound read-only, /var/tmp must exist there.
+// Programs expect a writable /var/tmp (sticky, like /tmp) and a /run; both are areas of the
+// root's tmpfs. With a rootfs whose /var is bound read-only, /var/tmp must exist there.
 void AddVarTmpAndRun(RootBuilder& root, const JailSpec& spec) {
-  std::string size = ",size=" + std::to_string(spec.limits.tmp_size_bytes);
-  if (root.ReadOnlyTreeOf("/var").empty()) root.Mkdir("/var");
-  if (root.EnsureMountPoint("/var/tmp")) root.Tmpfs("/var/tmp", "mode=1777" + size, kNoSuidDev);
-  root.Tmpfs("/run", "mode=0755,size=1048576", kNoSuidDev | MS_NOEXEC);
+  if (root.ReadOnlyTreeOf("/var").empty()) {
+    root.Mkdir("/var");
+    root.Carve("/var/tmp", 01777, kNoSuidDev, "mode=1777" + SizeOption(spec));
+  } else if (root.EnsureMountPoint("/var/tmp")) {
+    // A rootfs's /var, bound read-only: the directory there is not the root's, so /var/tmp
+    // takes a tmpfs of its own (a rootfs's jail has a superblock more).
+    root.Tmpfs("/var/tmp", "mode=1777" + SizeOption(spec), kNoSuidDev);
+  }
+  root.Carve("/run", 0755, kNoSuidDev | MS_NOEXEC, "mode=0755" + SizeOption(spec));
 }
 
 Status AddAgentAndCustomMounts(RootBuilder& root, const JailSpec& spec) {
@@ -461,22 +517,23 @@ Status AddAgentAndCustomMounts(RootBuilder& root, const JailSpec& spec) {
 }
 
 // docker run -w makes a missing working directory in the container's writable layer. The
-// jail's root is read-only, so a working directory that no mount holds (-w /work) gets a
-// tmpfs of its own, owned by the sandbox user and sized like /tmp; one inside a mount is
-// made, where the sandbox user may, when the command starts (jail/exec.cc).
+// jail's root is read-only, so a working directory that no mount holds (-w /work) becomes
+// an area of the root's tmpfs, owned by the sandbox user; one inside a mount is made,
+// where the sandbox user may, when the command starts (jail/exec.cc).
 Status AddWorkdir(RootBuilder& root, const JailSpec& spec) {
   if (!spec.workdir || *spec.workdir == "/" || root.InsideAMount(*spec.workdir)) return Ok();
   const std::string& path = *spec.workdir;
   RETURN_IF_ERROR(root.MkdirParents(path));
-  root.Tmpfs(path,
+  root.Carve(path, 0755, kNoSuidDev,
              "mode=0755,uid=" + std::to_string(spec.uid) + ",gid=" + std::to_string(spec.gid) +
-                 ",size=" + std::to_string(spec.limits.tmp_size_bytes),
-             kNoSuidDev);
+                 SizeOption(spec),
+             spec.uid, spec.gid);
   return Ok();
 }
 
 Status AddDev(RootBuilder& root, const JailSpec& spec) {
-  root.Tmpfs("/dev", "mode=0755,size=65536", MS_NOSUID | MS_NOEXEC);
+  // Not nodev: its nodes must work. Read-only once they are made.
+  root.Carve("/dev", 0755, MS_NOSUID | MS_NOEXEC, "mode=0755,size=65536");
   for (const DevNode& node : kDevNodes) {
     RETURN_IF_ERROR(root.Device(std::string("/dev/") + node.name, node.major, node.minor));
   }
@@ -486,13 +543,13 @@ Status AddDev(RootBuilder& root, const JailSpec& spec) {
   root.Symlink("/dev/stderr", "/proc/self/fd/2");
   root.Symlink("/dev/ptmx", "pts/ptmx");
   root.Mkdir("/dev/pts");
-  root.Mkdir("/dev/shm", 01777);
-  // Read-only before the submounts, so that only /dev itself (not pts or shm) is read-only.
+  root.Carve("/dev/shm", 01777, kNoSuidDev | MS_NOEXEC, "mode=1777" + SizeOption(spec));
+  // Read-only after /dev/shm is a mount of its own: only /dev itself becomes read-only.
   root.Special(MountOp::Kind::kRemountReadOnly, "/dev", "", 0, "remount /dev read-only");
+  // Its own superblock, the one kernel object here beyond the tmpfs and /proc: ptys for
+  // the commands that want one (script, expect, python's pty, corral exec -t).
   root.Special(MountOp::Kind::kDevpts, "/dev/pts", "newinstance,ptmxmode=0666,mode=0620",
                MS_NOSUID | MS_NOEXEC, "mount devpts at /dev/pts");
-  root.Tmpfs("/dev/shm", "mode=1777,size=" + std::to_string(spec.limits.tmp_size_bytes),
-             kNoSuidDev | MS_NOEXEC);
   return Ok();
 }
 
@@ -506,8 +563,9 @@ Status AddProc(RootBuilder& root) {
   for (const char* name : kProcMaskedDirs) {
     std::string path = std::string("/proc/") + name;
     if (::access(path.c_str(), F_OK) != 0) continue;
-    root.Tmpfs(path, "mode=0555,size=4096", kNoSuidDev | MS_NOEXEC, /*read_only=*/true);
+    root.MaskDir(path);
   }
+  root.EndMasks();
   for (const char* name : kProcReadOnly) {
     std::string path = std::string("/proc/") + name;
     if (::access(path.c_str(), F_OK) != 0) continue;
@@ -534,7 +592,8 @@ Result<std::set<std::string>> MountPointsOf(const JailSpec& spec) {
   for (const jail::MountOp& op : plan.mounts) {
     using Kind = jail::MountOp::Kind;
     const bool mount = op.kind == Kind::kTmpfs || op.kind == Kind::kBind ||
-                       op.kind == Kind::kProc || op.kind == Kind::kDevpts;
+                       op.kind == Kind::kInnerBind || op.kind == Kind::kProc ||
+                       op.kind == Kind::kDevpts;
     if (mount && op.path.size() > plan.staging_dir.size()) {
       points.insert(op.path.substr(plan.staging_dir.size()));
     }
@@ -544,8 +603,11 @@ Result<std::set<std::string>> MountPointsOf(const JailSpec& spec) {
 
 Status AddRootLayout(const JailSpec& spec, jail::JailPlan* plan) {
   RootBuilder root(plan);
-  // The root itself; read-only after pivot_root (plan->read_only_root).
-  MountOp top = NewOp(MountOp::Kind::kTmpfs, plan->staging_dir, "mode=0755,size=16777216");
+  // The root itself, read-only after pivot_root (plan->read_only_root), and the one tmpfs
+  // of the jail: its writable areas are directories of it bound over themselves (Carve),
+  // so they share its size, and its pages count against the memory limit as they are
+  // written.
+  MountOp top = NewOp(MountOp::Kind::kTmpfs, plan->staging_dir, "mode=0755" + SizeOption(spec));
   top.flags = kNoSuidDev;
   top.description = "mount tmpfs root at " + plan->staging_dir;
   plan->mounts.push_back(std::move(top));
@@ -553,11 +615,11 @@ Status AddRootLayout(const JailSpec& spec, jail::JailPlan* plan) {
   RETURN_IF_ERROR(AddSystemDirs(root, spec));
   RETURN_IF_ERROR(AddEtc(root, spec));
   root.Mkdir("/home");
-  std::string home_options = "mode=0700,uid=" + std::to_string(spec.uid) +
-                             ",gid=" + std::to_string(spec.gid) +
-                             ",size=" + std::to_string(spec.limits.tmp_size_bytes);
-  root.Tmpfs(kSandboxHome, home_options, kNoSuidDev);
-  root.Tmpfs("/tmp", "mode=1777,size=" + std::to_string(spec.limits.tmp_size_bytes), kNoSuidDev);
+  root.Carve(kSandboxHome, 0700, kNoSuidDev,
+             "mode=0700,uid=" + std::to_string(spec.uid) + ",gid=" + std::to_string(spec.gid) +
+                 SizeOption(spec),
+             spec.uid, spec.gid);
+  root.Carve("/tmp", 01777, kNoSuidDev, "mode=1777" + SizeOption(spec));
   AddVarTmpAndRun(root, spec);
   RETURN_IF_ERROR(AddAgentAndCustomMounts(root, spec));
   RETURN_IF_ERROR(AddWorkdir(root, spec));

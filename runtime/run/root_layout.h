@@ -1,14 +1,17 @@
 // The layout of a jail's fresh root, as an ordered list of jail::MountOps:
-//   /            tmpfs, read-only once built
+//   /            the jail's one tmpfs (limits.tmp_size), read-only once built
 //   /usr /bin /sbin /lib*   host (or rootfs) directories bound read-only; merged-usr
 //                symlinks recreated as symlinks
 //   /etc         a curated snapshot: generated passwd/group/hosts/hostname, small config
 //                files copied, a few directories bound read-only; never shadow, sudoers,
 //                ssh keys or TLS private keys
-//   /home/sandbox, /tmp   writable size-limited tmpfs
+//   /home/sandbox, /tmp, /var/tmp, /run, /dev/shm   writable: directories of the root's
+//                tmpfs bound over themselves, sharing its size (no superblock each)
 //   /mnt/skills (ro), /mnt/user-data (rw), /mnt/acp-workspace (ro), custom mounts
 //   /dev         null zero full random urandom tty, devpts with ptmx, /dev/shm
-//   /proc        fresh; sensitive entries masked, /proc/sys & co read-only
+//   /proc        fresh; sensitive entries masked (files by the host's /dev/null, directories
+//                by one empty directory of the root), /proc/sys & co read-only
+// Three superblocks in all: the tmpfs, proc and devpts.
 // Parent side; part of Plan().
 #pragma once
 

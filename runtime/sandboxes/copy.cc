@@ -106,7 +106,7 @@ Status Explain(const RunOutcome& outcome, const std::string& shown, const std::s
       return Error(ErrorCode::kIo,
                    shown +
                        ": no room left in the sandbox, so nothing was copied (/tmp, /var/tmp, "
-                       "/home/sandbox and /dev/shm are tmpfs of limits.tmp_size each, "
+                       "/home/sandbox, /run and /dev/shm share one tmpfs of limits.tmp_size, "
                        "--tmp-size, default 256 MiB; a -v mount has its host disk's room)");
     case kUnpackFailed:
       return Error(ErrorCode::kIo,

@@ -49,7 +49,7 @@ struct LimitsSpec {
   double timeout_seconds = 600;             // wall clock; 0 = none
   std::optional<int64_t> cpu_time_seconds;  // RLIMIT_CPU; unset = none
   int64_t output_limit_bytes = 10 * kMiB;   // per stream, captured mode
-  int64_t tmp_size_bytes = 256 * kMiB;      // size of the /tmp tmpfs
+  int64_t tmp_size_bytes = 256 * kMiB;      // the jail's one tmpfs (/tmp, $HOME, ...)
   int64_t file_size_bytes = 1 * kGiB;       // RLIMIT_FSIZE
   int64_t open_files = 1024;                // RLIMIT_NOFILE
   double kill_grace_seconds = 2;            // SIGTERM -> SIGKILL on timeout

@@ -45,23 +45,23 @@ std::vector<MountOp> MiniJail() {
       Op(K::kBind, "/etc", true),
       Op(K::kBind, "/etc/ssl/certs", true),  // covered by /etc
       Op(K::kMkdir, "/home"),
-      Op(K::kTmpfs, "/home/sandbox", false),
-      Op(K::kTmpfs, "/tmp", false),
-      Op(K::kTmpfs, "/run", false, MS_NOEXEC),
+      Op(K::kInnerBind, "/home/sandbox", false),
+      Op(K::kInnerBind, "/tmp", false),
+      Op(K::kInnerBind, "/run", false, MS_NOEXEC),
       Op(K::kMkdir, "/mnt"),
       Op(K::kBind, "/mnt/skills", true),
       Op(K::kBind, "/mnt/user-data", false),
       Op(K::kBind, "/srv/data", false),
-      Op(K::kTmpfs, "/dev", false, MS_NOSUID | MS_NOEXEC),
+      Op(K::kInnerBind, "/dev", false, MS_NOSUID | MS_NOEXEC),
       Op(K::kDevice, "/dev/null"),
       Op(K::kDevice, "/dev/tty"),
       Op(K::kSymlink, "/dev/ptmx"),
       Op(K::kRemountReadOnly, "/dev"),
       Op(K::kDevpts, "/dev/pts", false, MS_NOEXEC),
-      Op(K::kTmpfs, "/dev/shm", false, MS_NOEXEC),
+      Op(K::kInnerBind, "/dev/shm", false, MS_NOEXEC),
       Op(K::kProc, "/proc", false, MS_NOEXEC),
-      Op(K::kBind, "/proc/kcore", true, MS_NOEXEC),  // a mask: covered by /proc
-      Op(K::kTmpfs, "/proc/acpi", true, MS_NOEXEC),  // a mask: covered by /proc
+      Op(K::kBind, "/proc/kcore", true, MS_NOEXEC),      // a mask: covered by /proc
+      Op(K::kInnerBind, "/proc/acpi", true, MS_NOEXEC),  // a mask: covered by /proc
       Op(K::kReadOnly, "/proc/sys"),
   };
 }
@@ -78,7 +78,7 @@ TEST(LandlockRules, WritesOnlyBeneathReadWriteMountsReadsBeneathAll) {
   }
   EXPECT_EQ(AccessOf(rules, "/run"), ll::kRead | ll::kWrite);  // noexec: no execute
   EXPECT_EQ(AccessOf(rules, "/dev/shm"), ll::kRead | ll::kWrite);
-  // /dev was made read-only after its nodes: the tmpfs keeps only its read rights; the
+  // /dev was made read-only after its nodes: the area keeps only its read rights; the
   // nodes and the pts instance get what terminals and `> /dev/null` need.
   EXPECT_EQ(AccessOf(rules, "/dev"), ll::kRead);
   EXPECT_EQ(AccessOf(rules, "/dev/null"), ll::kDevice);
