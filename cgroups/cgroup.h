@@ -98,12 +98,13 @@ class Cgroup {
   // A child cgroup (same driver, same hierarchies), e.g. one per exec into a persistent
   // sandbox. `name` must match [A-Za-z0-9_.-]{1,128}.
   //
-  // cgroup v2 "no internal processes" rule: once this cgroup hands controllers to a child
-  // (CreateChild enables memory/cpu/pids in its cgroup.subtree_control), it may hold no
-  // processes itself, and enabling fails (EBUSY) while it does. So a persistent sandbox
-  // must put its own init into a leaf child (e.g. "init") and each exec into another leaf
-  // (e.g. "exec-N"); the sandbox-wide cgroup stays empty and carries the sandbox limits.
-  // v1 has no such rule, but corral uses the same layout there.
+  // cgroup v2 "no internal processes" rule: a cgroup that hands controllers to a child
+  // (memory/cpu/pids in its cgroup.subtree_control) may hold no processes itself. So on
+  // v2, a cgroup that holds processes (a persistent sandbox's, with its init) gets a child
+  // WITHOUT controllers: it kills, freezes and lists its tree; its processes are charged
+  // to and limited by this cgroup; its ReadStats() gives this cgroup's memory and pids
+  // figures (OOM kills and limit hits counted from the child's creation) and its own CPU
+  // time. An empty cgroup enables the controllers and gets a full child, as on v1.
   virtual Result<std::unique_ptr<Cgroup>> CreateChild(const std::string& name) = 0;
 
   // Gives up ownership: the destructor then leaves processes and directories alone (a

@@ -140,27 +140,46 @@ void V2Cgroup::KeepStatFilesOpen() {
 
 Result<Stats> V2Cgroup::ReadStats() const {
   Stats s;
+  const std::string& figures = figures_dir_.empty() ? dir_ : figures_dir_;
   ASSIGN_OR_RETURN(s.memory_current_bytes,
-                   ReadIntIfExists(JoinPath(dir_, "memory.current"), &stat_files_));
+                   ReadIntIfExists(JoinPath(figures, "memory.current"), &stat_files_));
   ASSIGN_OR_RETURN(s.memory_peak_bytes,
-                   ReadIntIfExists(JoinPath(dir_, "memory.peak"), &stat_files_));
+                   ReadIntIfExists(JoinPath(figures, "memory.peak"), &stat_files_));
   ASSIGN_OR_RETURN(auto mem_events,
-                   ReadKeyedIfExists(JoinPath(dir_, "memory.events"), &stat_files_));
+                   ReadKeyedIfExists(JoinPath(figures, "memory.events"), &stat_files_));
   if (mem_events) {
-    s.oom_kills = (*mem_events)["oom_kill"];
-    s.memory_limit_hit = (*mem_events)["max"] > 0;
+    s.oom_kills = (*mem_events)["oom_kill"] - oom_kills_base_;
+    s.memory_limit_hit = (*mem_events)["max"] - memory_max_base_ > 0;
   }
   ASSIGN_OR_RETURN(auto cpu, ReadKeyedIfExists(JoinPath(dir_, "cpu.stat"), &stat_files_));
   if (cpu) {
     if (cpu->count("user_usec")) s.cpu_user_usec = (*cpu)["user_usec"];
     if (cpu->count("system_usec")) s.cpu_system_usec = (*cpu)["system_usec"];
   }
-  ASSIGN_OR_RETURN(s.pids_current, ReadIntIfExists(JoinPath(dir_, "pids.current"), &stat_files_));
-  ASSIGN_OR_RETURN(s.pids_peak, ReadIntIfExists(JoinPath(dir_, "pids.peak"), &stat_files_));
+  ASSIGN_OR_RETURN(s.pids_current,
+                   ReadIntIfExists(JoinPath(figures, "pids.current"), &stat_files_));
+  ASSIGN_OR_RETURN(s.pids_peak, ReadIntIfExists(JoinPath(figures, "pids.peak"), &stat_files_));
   ASSIGN_OR_RETURN(auto pids_events,
-                   ReadKeyedIfExists(JoinPath(dir_, "pids.events"), &stat_files_));
-  if (pids_events) s.pids_limit_hit = (*pids_events)["max"] > 0;
+                   ReadKeyedIfExists(JoinPath(figures, "pids.events"), &stat_files_));
+  if (pids_events) s.pids_limit_hit = (*pids_events)["max"] - pids_max_base_ > 0;
   return s;
+}
+
+Result<bool> V2Cgroup::HoldsProcesses() const {
+  ASSIGN_OR_RETURN(auto procs, ReadIfExists(JoinPath(dir_, "cgroup.procs")));
+  return procs && procs->find_first_not_of(" \n") != std::string::npos;
+}
+
+Status V2Cgroup::TakeFiguresFromParent(const std::string& parent_dir) {
+  figures_dir_ = parent_dir;
+  ASSIGN_OR_RETURN(auto mem_events, ReadKeyedIfExists(JoinPath(parent_dir, "memory.events")));
+  if (mem_events) {
+    oom_kills_base_ = (*mem_events)["oom_kill"];
+    memory_max_base_ = (*mem_events)["max"];
+  }
+  ASSIGN_OR_RETURN(auto pids_events, ReadKeyedIfExists(JoinPath(parent_dir, "pids.events")));
+  if (pids_events) pids_max_base_ = (*pids_events)["max"];
+  return Ok();
 }
 
 Result<std::vector<pid_t>> V2Cgroup::Processes() const {
@@ -257,13 +276,22 @@ Status V2Cgroup::Destroy() {
 
 Result<std::unique_ptr<Cgroup>> V2Cgroup::CreateChild(const std::string& name) {
   RETURN_IF_ERROR(ValidateName(name, "cgroup name"));
-  RETURN_IF_ERROR(V2EnableControllers(dir_, kV2Controllers));
+  // A cgroup that holds processes (a persistent sandbox's init lives in the sandbox's own
+  // cgroup, so that an idle sandbox is one memory cgroup) cannot hand controllers down
+  // (cgroup v2's "no internal processes" rule): its child is made without them. It still
+  // kills, freezes and lists its tree (cgroup.kill, cgroup.freeze, cgroup.procs are in
+  // every cgroup), its processes are charged to and limited by this cgroup, and it is no
+  // memory cgroup of its own: nothing the kernel keeps per memory cgroup, no per-exec
+  // memory cgroup to make and remove. Its figures are this cgroup's (ReadStats).
+  ASSIGN_OR_RETURN(const bool plain, HoldsProcesses());
+  if (!plain) RETURN_IF_ERROR(V2EnableControllers(dir_, kV2Controllers));
   std::string dir = JoinPath(dir_, name);
   RETURN_IF_ERROR(MakeDir(dir, hooks_));
   auto child = Open(dir, name, hooks_);
-  if (!child) {
+  Status figures = child && plain ? (*child)->TakeFiguresFromParent(dir_) : Status(Ok());
+  if (!child || !figures) {
     (void)RemoveTree(dir, hooks_);
-    return child.error();
+    return child ? figures.error() : child.error();
   }
   return std::unique_ptr<Cgroup>(std::move(*child));
 }

@@ -54,6 +54,12 @@ class V2Cgroup : public Cgroup {
 
   Result<bool> Populated() const;
   Status KillByFreezing();
+  // Whether processes sit in this cgroup itself (not only below it).
+  Result<bool> HoldsProcesses() const;
+  // This cgroup was made without controllers under `parent_dir`, which holds processes:
+  // its memory and pids figures are the parent's, its OOM kills and limit hits counted
+  // from now (CreateChild).
+  Status TakeFiguresFromParent(const std::string& parent_dir);
 
   std::string dir_;
   std::string name_;
@@ -63,6 +69,10 @@ class V2Cgroup : public Cgroup {
   bool released_ = false;
   bool destroyed_ = false;
   mutable StatFiles stat_files_;  // ReadStats() reads through it
+  std::string figures_dir_;       // where memory and pids figures are read: dir_ or a parent's
+  int64_t oom_kills_base_ = 0;    // the figures_dir_'s counts when this cgroup was made
+  int64_t memory_max_base_ = 0;
+  int64_t pids_max_base_ = 0;
 };
 
 class V2Manager : public ManagerBase {

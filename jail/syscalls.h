@@ -30,6 +30,15 @@ inline int MountSetattr(int dirfd, const char* path, unsigned flags, uint64_t se
   return static_cast<int>(::syscall(SYS_mount_setattr, dirfd, path, flags, &attr, sizeof attr));
 }
 
+// Gives a detached mount the id mapping of the user namespace `userns_fd` (its maps say
+// which ids on disk show as which): MOUNT_ATTR_IDMAP, once per mount, before it is attached.
+inline int MountSetattrIdmap(int dirfd, const char* path, unsigned flags, int userns_fd) {
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_IDMAP;
+  attr.userns_fd = static_cast<uint64_t>(userns_fd);
+  return static_cast<int>(::syscall(SYS_mount_setattr, dirfd, path, flags, &attr, sizeof attr));
+}
+
 inline int PivotRoot(const char* new_root, const char* put_old) {
   return static_cast<int>(::syscall(SYS_pivot_root, new_root, put_old));
 }

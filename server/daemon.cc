@@ -162,7 +162,16 @@ GaugeSource MakeGauges(SandboxManager& manager, HttpServer& server, AioApi& aio,
         "# TYPE corral_warm_pool_events_total counter",
         "# HELP corral_session_slots Exec slots ready for a warm sandbox's first shell session.",
         "# TYPE corral_session_slots gauge",
-        "# TYPE corral_session_slot_events_total counter"};
+        "# TYPE corral_session_slot_events_total counter",
+        "# HELP corral_sandbox_cold_creates_total Creates made cold while sandbox.warm is on, "
+        "by why (pool_off, spec, pool_empty, claim_failed; the log has the detail).",
+        "# TYPE corral_sandbox_cold_creates_total counter"};
+    // Every reason, at 0 until it happens: a dashboard sees the series from the start.
+    for (const char* reason : {"pool_off", "spec", "pool_empty", "claim_failed"}) {
+      auto it = c.created_cold.find(reason);
+      g.push_back({std::string("corral_sandbox_cold_creates_total{reason=\"") + reason + "\"}",
+                   static_cast<double>(it == c.created_cold.end() ? 0 : it->second)});
+    }
     return std::make_pair(g, help);
   };
 }

@@ -78,11 +78,20 @@ void ExecSlotKeeper::Wake() {
 }
 
 void ExecSlotKeeper::Update(const SandboxRecord& record) {
+  std::unique_ptr<ExecSlot> stale;  // destroyed outside the lock: it kills and reaps
   std::lock_guard<std::mutex> lock(mu_);
   // Applied if the slot being made is this sandbox's.
   if (started_ != finished_) update_while_busy_ = record;
   auto it = ready_.find(record.id);
   if (it == ready_.end()) return;
+  // A claim that bound more mounts changed the Landlock rules: the slot's process was
+  // made with the old ones and cannot take others, so it goes.
+  if (it->second.slot->plan.landlock != record.landlock) {
+    stale = std::move(it->second.slot);
+    ready_.erase(it);
+    ++counts_.evicted;
+    return;
+  }
   // Same id: same init and cgroup. ExecInSlot still checks the init against the pidfd
   // the slot opened, so a record that named another init would only make it unusable.
   it->second.slot->record = record;
@@ -175,8 +184,10 @@ void ExecSlotKeeper::Loop(std::stop_token stop) {
       if (!slot) {
         ++counts_.failed;
         spdlog::debug("exec slot for sandbox {}: {}", wanted, slot.error().message());
-      } else if (ready_.count((*slot)->record.id) != 0) {
-        unwanted.push_back(std::move(*slot));
+      } else if (ready_.count((*slot)->record.id) != 0 ||
+                 (update && update->id == (*slot)->record.id &&
+                  update->landlock != (*slot)->plan.landlock)) {
+        unwanted.push_back(std::move(*slot));  // a duplicate, or made with old rules
       } else {
         if (update && update->id == (*slot)->record.id) (*slot)->record = *update;
         if (ready_.size() >= options_.max_slots) {

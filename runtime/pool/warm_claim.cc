@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -41,23 +42,64 @@ std::string ThreadlessSpecText(JailSpec spec) {
   spec.user_data_dir.reset();
   spec.acp_workspace_dir.reset();
   spec.argv.clear();
-  // Named after the sandbox (PinIdentity), as the directories are after the thread. It
-  // picks no host id here: a warm pool never runs under a reserved identity (WhyNot).
+  // Named after the sandbox (PinIdentity), as the directories are after the thread: under
+  // a reserved identity the claim keeps the warm sandbox's ids (ClaimedIdentity).
   spec.identity_key.clear();
+  spec.identity_claimed_key.clear();
+  spec.mounts.clear();  // compared apart: the claim may add some (LateMounts)
   auto again = SpecFromJson(SpecToJson(spec));
   return again ? SpecToJson(*again) : "unreadable: " + again.error().message();
 }
 
-// One mount to put over a placeholder inside the sandbox.
+// The mounts `requested` has beyond the warm sandbox's: bound when it is claimed (DeerFlow
+// sends skills views and /mnt/acp-workspace per request; late-bound mounts are the point of
+// a claim). Every warm mount must be asked for too; parents before children, as a cold
+// create orders them (runtime/run/root_layout.cc).
+Result<std::vector<MountSpec>> LateMounts(const JailSpec& warm, const JailSpec& requested) {
+  std::vector<MountSpec> late = requested.mounts;
+  for (const MountSpec& m : warm.mounts) {
+    auto same = [&](const MountSpec& r) {
+      return r.host_path == m.host_path && r.container_path == m.container_path &&
+             r.read_only == m.read_only;
+    };
+    auto it = std::find_if(late.begin(), late.end(), same);
+    if (it == late.end()) {
+      return Error(ErrorCode::kInvalidArgument, "the warm sandbox has the mount " +
+                                                    m.container_path +
+                                                    " that the request does not ask for");
+    }
+    late.erase(it);
+  }
+  std::stable_sort(late.begin(), late.end(), [](const MountSpec& a, const MountSpec& b) {
+    return a.container_path < b.container_path;
+  });
+  return late;
+}
+
+// One mount to make inside the sandbox: over a placeholder, or at a new mount point.
 struct Overmount {
   std::string host_path;  // for messages
-  const char* jail_path;
-  UniqueFd tree;  // detached, configured (jail::PrepareBindTree)
+  std::string jail_path;
+  UniqueFd tree;         // detached, configured (jail::PrepareBindTree)
+  bool replace = false;  // over a placeholder mount, which is detached first
+  bool is_dir = true;    // the mount point is a directory, else a file
+  // A new mount point's path and its parents, shortest first ("/mnt", "/mnt/x"), made in
+  // the parent: the child allocates nothing.
+  std::vector<std::string> prefixes;
 };
+
+std::vector<std::string> PrefixesOf(const std::string& path) {
+  std::vector<std::string> out;
+  for (size_t i = path.find('/', 1); i != std::string::npos; i = path.find('/', i + 1)) {
+    out.push_back(path.substr(0, i));
+  }
+  out.push_back(path);
+  return out;
+}
 
 // What the child of SwitchMounts reports when a step fails.
 struct ChildFailure {
-  int step = 0;    // 1 setns, 2 chroot, 3 umount, 4 move_mount, 5 verify
+  int step = 0;    // 1 setns, 2 chroot, 3 umount, 4 move_mount, 5 verify, 6 mount point
   int err = 0;     // errno
   int index = -1;  // into the overmounts
 };
@@ -74,6 +116,8 @@ const char* StepName(int step) {
       return "move_mount";
     case 5:
       return "check the new mount (another file system is there)";
+    case 6:
+      return "make its mount point (only the jail's own tmpfs can get one, as in a cold create)";
   }
   return "unknown step";
 }
@@ -81,6 +125,48 @@ const char* StepName(int step) {
 // Child of a multithreaded parent: syscalls only. Enters the init's mount namespace and
 // root (as jail/enter.cc does: after a chroot fallback the namespace's root is not the
 // jail's), then replaces each placeholder mount by its tree.
+// A new mount point, made as a cold create makes one: in the jail's root tmpfs (read-only
+// in the jail, so through a writable clone of that one mount, which reaches nothing else),
+// and only where it then shows at the path: a directory that a bind hides (inside
+// /mnt/skills, say) is no mount point, and the claim fails instead (the cold create that
+// follows says why). Syscalls only.
+bool MakeMountPoint(const Overmount& m) {
+  struct stat st;
+  if (::lstat(m.jail_path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode) == m.is_dir) return true;
+    errno = m.is_dir ? ENOTDIR : EISDIR;
+    return false;
+  }
+  if (errno != ENOENT) return false;
+  const int rw_root =
+      jail::sys::OpenTree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+  if (rw_root < 0) return false;
+  bool ok = jail::sys::MountSetattr(rw_root, "", AT_EMPTY_PATH, 0, MOUNT_ATTR_RDONLY, 0) == 0;
+  for (size_t i = 0; ok && i < m.prefixes.size(); ++i) {
+    const char* path = m.prefixes[i].c_str();
+    if (::lstat(path, &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        ok = false;
+      }
+      continue;
+    }
+    const bool last = i + 1 == m.prefixes.size();
+    if (last && !m.is_dir) {
+      const int fd = ::openat(rw_root, path + 1, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+      ok = fd >= 0;
+      if (ok) ::close(fd);
+    } else {
+      ok = ::mkdirat(rw_root, path + 1, 0755) == 0;
+    }
+    if (ok && ::lstat(path, &st) != 0) ok = false;  // made where the path does not lead
+  }
+  const int err = errno;
+  ::close(rw_root);
+  errno = err;
+  return ok;
+}
+
 [[noreturn]] void SwitchInChild(int init_pidfd, int root_fd, const std::vector<Overmount>& mounts,
                                 int report_fd) {
   ChildFailure f;
@@ -95,16 +181,18 @@ const char* StepName(int step) {
   if (::fchdir(root_fd) != 0 || ::chroot(".") != 0 || ::chdir("/") != 0) fail(2, -1);
   for (size_t i = 0; i < mounts.size(); ++i) {
     const Overmount& m = mounts[i];
+    const char* path = m.jail_path.c_str();
     // Detached, not stacked: the sandbox's mount table then reads as a cold one's, and
     // nothing keeps the placeholder directory in use.
-    if (::umount2(m.jail_path, MNT_DETACH) != 0 && errno != EINVAL) fail(3, static_cast<int>(i));
-    if (jail::sys::MoveMount(m.tree.get(), "", AT_FDCWD, m.jail_path, MOVE_MOUNT_F_EMPTY_PATH) !=
-        0) {
+    if (m.replace && ::umount2(path, MNT_DETACH) != 0 && errno != EINVAL) {
+      fail(3, static_cast<int>(i));
+    }
+    if (!m.replace && !MakeMountPoint(m)) fail(6, static_cast<int>(i));
+    if (jail::sys::MoveMount(m.tree.get(), "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
       fail(4, static_cast<int>(i));
     }
     struct stat want, got;
-    if (::fstat(m.tree.get(), &want) != 0 || ::stat(m.jail_path, &got) != 0)
-      fail(5, static_cast<int>(i));
+    if (::fstat(m.tree.get(), &want) != 0 || ::stat(path, &got) != 0) fail(5, static_cast<int>(i));
     if (want.st_dev != got.st_dev || want.st_ino != got.st_ino) {
       errno = EXDEV;
       fail(5, static_cast<int>(i));
@@ -113,16 +201,45 @@ const char* StepName(int step) {
   ::_exit(0);
 }
 
-// Mounts the thread's directories over the placeholders inside the running sandbox.
-Status SwitchMounts(const SandboxRecord& warm, const JailSpec& spec) {
+// Mounts the thread's directories over the placeholders inside the running sandbox, and
+// the late mounts at their places. `idmap_userns` >= 0: the thread's directories are bound
+// with that id mapping (ClaimedIdentity).
+Status SwitchMounts(const SandboxRecord& warm, const JailSpec& spec,
+                    const std::vector<MountSpec>& late, int idmap_userns) {
   std::vector<Overmount> mounts;
-  if (spec.user_data_dir) mounts.push_back({*spec.user_data_dir, kUserDataPath, {}});
-  if (spec.acp_workspace_dir) mounts.push_back({*spec.acp_workspace_dir, kAcpWorkspacePath, {}});
-  for (Overmount& m : mounts) {
+  auto add = [&](const std::string& host, const std::string& jail_path, bool read_only,
+                 bool replace, bool idmapped) -> Status {
+    Overmount m;
+    m.host_path = host;
+    m.jail_path = jail_path;
+    m.replace = replace;
+    struct stat st;
+    if (::stat(host.c_str(), &st) != 0) return Error::FromErrno(errno, host);
+    m.is_dir = S_ISDIR(st.st_mode);
+    if (!replace) m.prefixes = PrefixesOf(jail_path);
     // In corral's (the host's) mount namespace, as a cold create's plan opens them, and
-    // with the same attributes: nosuid, nodev, private; read-only for acp-workspace.
-    const bool read_only = std::strcmp(m.jail_path, kAcpWorkspacePath) == 0;
-    ASSIGN_OR_RETURN(m.tree, jail::PrepareBindTree(m.host_path, read_only));
+    // with the same attributes: nosuid, nodev, private; read-only as asked.
+    ASSIGN_OR_RETURN(m.tree, jail::PrepareBindTree(host, read_only));
+    if (idmapped) {
+      if (jail::sys::MountSetattrIdmap(m.tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE,
+                                       idmap_userns) != 0) {
+        return Error::FromErrno(errno, "an id-mapped bind of " + host +
+                                           " (the thread's ids shown as the warm sandbox's; "
+                                           "its file system must support id-mapped mounts)");
+      }
+    }
+    mounts.push_back(std::move(m));
+    return Ok();
+  };
+  const bool idmapped = idmap_userns >= 0;
+  if (spec.user_data_dir) {
+    RETURN_IF_ERROR(add(*spec.user_data_dir, kUserDataPath, false, true, idmapped));
+  }
+  if (spec.acp_workspace_dir) {
+    RETURN_IF_ERROR(add(*spec.acp_workspace_dir, kAcpWorkspacePath, true, true, idmapped));
+  }
+  for (const MountSpec& m : late) {
+    RETURN_IF_ERROR(add(m.host_path, m.container_path, m.read_only, false, false));
   }
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, warm.init_pid, 0)));
   UniqueFd root(::open(("/proc/" + std::to_string(warm.init_pid) + "/root").c_str(),
@@ -154,6 +271,65 @@ Status SwitchMounts(const SandboxRecord& warm, const JailSpec& spec) {
     what += "mount " + mounts[f.index].host_path + " at " + mounts[f.index].jail_path + ": ";
   }
   return Error::FromErrno(f.err, what + StepName(f.step));
+}
+
+// Writes a whole id map in one write, as the kernel wants it.
+Status WriteIdMap(const std::string& path, const std::string& map) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd || ::write(fd.get(), map.data(), map.size()) != static_cast<ssize_t>(map.size())) {
+    return Error::FromErrno(errno, "write " + path);
+  }
+  return Ok();
+}
+
+// A user namespace whose maps show the thread's ids (as its files on disk have them) as
+// the warm sandbox's ids, and root as root: the id mapping of the thread's directories in
+// a warm sandbox claimed under a reserved identity. Its child only unshares and waits; the
+// maps are written from here (root may map any ids). Nothing else uses the namespace.
+Result<UniqueFd> IdmapUserNamespace(const HostIdentity& on_disk, const HostIdentity& shown) {
+  ASSIGN_OR_RETURN(Pipe ready, MakePipe());
+  ASSIGN_OR_RETURN(Pipe release, MakePipe());
+  const pid_t child = ::fork();
+  if (child < 0) return Error::FromErrno(errno, "fork");
+  if (child == 0) {  // a copy of a multithreaded process: syscalls only
+    ::close(ready.read.get());
+    ::close(release.write.get());  // else its own copy would keep the read below waiting
+    char byte = ::unshare(CLONE_NEWUSER) == 0 ? 1 : 0;
+    (void)!::write(ready.write.get(), &byte, 1);
+    // Until the parent says so (or is gone): it needs the namespace alive to open it.
+    (void)!::read(release.read.get(), &byte, 1);
+    ::_exit(0);
+  }
+  ready.write.Reset();
+  release.read.Reset();
+  auto reap = [&] {
+    // A byte, not only the close: a fork elsewhere in this process may hold the write end.
+    const char go = 1;
+    (void)!::write(release.write.get(), &go, 1);
+    release.write.Reset();
+    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  };
+  char byte = 0;
+  if (::read(ready.read.get(), &byte, 1) != 1 || byte != 1) {
+    reap();
+    return Error(ErrorCode::kUnsupported, "a user namespace for an id mapping: unshare failed");
+  }
+  const std::string proc = "/proc/" + std::to_string(child);
+  Status st = WriteIdMap(proc + "/uid_map", "0 0 1\n" + std::to_string(on_disk.uid) + " " +
+                                                std::to_string(shown.uid) + " 1\n");
+  if (st) {
+    st = WriteIdMap(proc + "/gid_map", "0 0 1\n" + std::to_string(on_disk.gid) + " " +
+                                           std::to_string(shown.gid) + " 1\n");
+  }
+  UniqueFd ns;
+  if (st) {
+    ns = UniqueFd(::open((proc + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns) st = Error::FromErrno(errno, proc + "/ns/user");
+  }
+  reap();
+  if (!st) return st.error();
+  return ns;
 }
 
 }  // namespace
@@ -237,14 +413,47 @@ Result<SandboxRecord> ClaimWarmSandbox(const std::string& from_name, const std::
                           " was made from another spec than the one asked for (the "
                           "configuration changed?)"));
   }
+  auto late = LateMounts(warm->spec, spec);
+  if (!late) return fail(late.error().WithContext("warm sandbox " + from_name));
+  // Under a reserved identity the warm init's user namespace maps the jail's uid to the
+  // slot of its placeholder, fixed when it was made; the thread's files are its own
+  // slot's. The claimed sandbox keeps the warm ids (its record says so), and the thread's
+  // directories are bound with a mapping between the two, so that on disk everything
+  // stays the thread's, as a cold create would have left it.
+  auto warm_ids = ResolveIdentity(warm->spec);
+  auto thread_ids = ResolveIdentity(spec);
+  if (!warm_ids) return fail(warm_ids.error());
+  if (!thread_ids) return fail(thread_ids.error());
+  if (warm_ids->mode != thread_ids->mode) {
+    return fail(Error(ErrorCode::kInvalidArgument, "warm sandbox " + from_name + " has the " +
+                                                       warm_ids->mode + " identity, the request " +
+                                                       thread_ids->mode));
+  }
+  JailSpec recorded = spec;
+  UniqueFd idmap;
+  if (thread_ids->uid != warm_ids->uid || thread_ids->gid != warm_ids->gid) {
+    auto ns = IdmapUserNamespace(*thread_ids, *warm_ids);
+    if (!ns) return fail(ns.error());
+    idmap = std::move(*ns);
+    recorded.identity_claimed_key = IdentityKeyOf(warm->spec);
+  }
+  // The thread's directories with the thread's own ids (`spec`, not `recorded`).
   if (Status st = PrepareHostDirs(spec); !st) return fail(st.error());
-  if (Status st = SwitchMounts(*warm, spec); !st) return fail(st.error());
+  if (Status st = SwitchMounts(*warm, spec, *late, idmap ? idmap.get() : -1); !st) {
+    return fail(st.error());
+  }
 
   SandboxRecord claimed = *warm;
   claimed.name = to_name;
-  claimed.spec = spec;
+  claimed.spec = std::move(recorded);
   claimed.spec.argv = {"corral-init"};  // as CreateSandbox records it
   claimed.idle_timeout_seconds = idle_timeout_seconds;
+  if (!late->empty()) {
+    // The Landlock rules name the jail's mounts: those of a cold create of this spec.
+    auto plan = Plan(claimed.spec);
+    if (!plan) return fail(plan.error().WithContext("warm sandbox " + from_name));
+    claimed.landlock = plan->landlock;
+  }
   if (Status st = store.Rename(from_name, claimed); !st) {
     // A name taken meanwhile is someone else's; any other failure left `to_name` ours.
     renamed =

@@ -56,15 +56,10 @@ std::optional<std::string> WarmPool::WhyNot(const JailSpec& spec) {
       return "mount " + m.container_path + " lies below a per-thread directory";
     }
   }
-  // A reserved host identity maps the jail's uid to a slot derived from the thread's
-  // user-data directory (runtime/run/identity.h): a sandbox made before its thread is known
-  // would carry the placeholder's slot, and host-side file access the thread's.
+  // A reserved identity is served too: the claim binds the thread's directories with an
+  // id mapping (runtime/pool/warm_claim.h).
   auto identity = ResolveIdentity(spec);
   if (!identity) return "identity: " + identity.error().message();
-  if (identity->mode == "reserved") {
-    return "identity reserved: the jail's host id follows the thread, unknown until the "
-           "create (identity: host-uid allows a warm pool)";
-  }
   return std::nullopt;
 }
 

@@ -157,6 +157,7 @@ uint32_t SlotFor(const std::string& key, uint32_t count) {
 }
 
 std::string IdentityKeyOf(const JailSpec& spec) {
+  if (!spec.identity_claimed_key.empty()) return spec.identity_claimed_key;
   if (!spec.user_data_dir) return spec.identity_key;
   std::string dir = std::filesystem::path(*spec.user_data_dir).lexically_normal().string();
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();

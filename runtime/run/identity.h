@@ -66,7 +66,8 @@ Status CheckRangeFree(const ReservedRange& range, const IdFiles& files);
 // 0 for an empty key (one-shot runs share it), else 1 + FNV-1a(key) % (count - 1).
 uint32_t SlotFor(const std::string& key, uint32_t count);
 
-// The slot's key: the user_data_dir (lexically normalized) when set, else identity_key.
+// The slot's key: a claimed warm sandbox's identity_claimed_key; else the user_data_dir
+// (lexically normalized) when set, else identity_key.
 std::string IdentityKeyOf(const JailSpec& spec);
 
 struct HostIdentity {

@@ -171,11 +171,10 @@ void UndoStaleClaims(SandboxStore& store) {
   }
 }
 
-// The sandbox's cgroup and its init's leaf; both null for a rootless sandbox without a
-// cgroup (then record->cgroup_name is emptied and the warning logged).
+// The sandbox's cgroup, which its init joins; null for a rootless sandbox without a cgroup
+// (then record->cgroup_name is emptied and the warning logged).
 struct SandboxCgroups {
   std::unique_ptr<cgroups::Cgroup> sandbox;
-  std::unique_ptr<cgroups::Cgroup> init;
   std::jthread attach_warmup;  // see CgroupManager::WarmUpAttach
 };
 Result<SandboxCgroups> CreateSandboxCgroups(SandboxRecord* record) {
@@ -207,14 +206,12 @@ Result<SandboxCgroups> CreateSandboxCgroups(SandboxRecord* record) {
                                            record->spec.unsafe.allow_missing_limits);
   if (!warnings) return warnings.error();
   for (const auto& w : *warnings) spdlog::warn("{}", w);
-  // cgroup v2 lets a cgroup that hands controllers down hold no process, so there the init
-  // gets a leaf of its own. v1 has no such rule, and there every memory cgroup costs about
-  // 0.5 MiB of unreclaimable kernel memory (496 KiB per mkdir, measured on Debian 12's
-  // 6.1): on v1 the init lives in the sandbox's cgroup itself (`init` stays null), one
-  // memory cgroup per idle sandbox instead of two.
-  if (manager->driver() == cgroups::Driver::kV2) {
-    ASSIGN_OR_RETURN(out.init, out.sandbox->CreateChild("init"));
-  }
+  // The init lives in the sandbox's cgroup itself (`init` stays null): one memory cgroup
+  // per idle sandbox. Every memory cgroup costs kernel memory (496 KiB per mkdir on Debian
+  // 12's 6.1, more with every filesystem on the host: README, "What one sandbox costs").
+  // On cgroup v2 an exec's cgroup is then a child without controllers (cgroups/cgroup.h,
+  // CreateChild); sandboxes of an earlier corral, whose init has a leaf of its own, keep
+  // that layout and their execs get controllers as before.
   out.attach_warmup = manager->WarmUpAttach();
   return out;
 }
@@ -291,8 +288,8 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   ASSIGN_OR_RETURN(SandboxCgroups cgroups, CreateSandboxCgroups(&record));
   RETURN_IF_ERROR(store.NotePending(claim->get(), record));
   std::unique_ptr<cgroups::Cgroup>& sandbox_cg = cgroups.sandbox;
-  // On cgroup v1 the init sits in the sandbox's cgroup itself (CreateSandboxCgroups).
-  cgroups::Cgroup* init_cg = cgroups.init ? cgroups.init.get() : sandbox_cg.get();
+  // The init sits in the sandbox's cgroup itself (CreateSandboxCgroups).
+  cgroups::Cgroup* init_cg = sandbox_cg.get();
 
   RETURN_IF_ERROR(PrepareHostDirs(record.spec));
   ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(record.spec));
@@ -351,7 +348,6 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   // From here on the sandbox outlives us (and its proxy ends when its init does).
   if (network) network->Release();
   init.Release();
-  if (cgroups.init) cgroups.init->Release();
   if (sandbox_cg) sandbox_cg->Release();
   forget.Dismiss();
   return record;
@@ -695,6 +691,7 @@ std::vector<SandboxInfo> ListSandboxes(std::vector<UnreadableRecord>* unreadable
     if (unreadable != nullptr) unreadable->push_back({"", "", store.error().message()});
     return out;
   }
+  store->RemoveDeadTempClaims();  // a scan of every sandbox's directory: here, not per create
   for (const SandboxRecord& r : store->List(unreadable)) {
     if (auto info = InspectSandbox(r.name)) out.push_back(std::move(*info));
   }

@@ -7,6 +7,12 @@
 // flock when the maker dies, so "creating exists, its lock is free, no state.json" means a dead
 // maker, with no pid that could be reused. The directory is made as .claim-<random> with the lock
 // already held and renamed into place, so no one can see the name claimed before it is locked.
+//
+// <root>/claims/<name> is the index of claims: made before the rename, removed when the claim
+// ends. The sweep of dead makers' claims (every create and exec runs it) reads this directory,
+// which holds only the creates under way, never the directory of every sandbox: with 10,000
+// sandboxes a scan of theirs cost each create and exec 10,000 stats. A claim of a corral from
+// before the index is undone by `corral rm NAME`.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -89,6 +95,14 @@ Result<UniqueFd> SandboxStore::Claim(const std::string& name) {
   }
   UniqueFd last_used(::open((tmp + "/last_used").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
   if (!last_used) return Error::FromErrno(errno, tmp + "/last_used");
+  // Indexed before the name is claimed, so that a maker dying right after the rename is found.
+  // A maker that loses the race leaves the entry: the winner's end of claim, or the sweep
+  // once the name has a record or no directory, removes it.
+  if (::mkdir((root_ + "/claims").c_str(), 0700) != 0 && errno != EEXIST) {
+    return Error::FromErrno(errno, "mkdir " + root_ + "/claims");
+  }
+  UniqueFd entry(::open(ClaimIndexPath(name).c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+  if (!entry) return Error::FromErrno(errno, "create " + ClaimIndexPath(name));
   // Not empty, so the rename cannot replace a directory of the same name: it fails.
   if (::rename(tmp.c_str(), DirOf(name).c_str()) != 0) {
     if (errno == EEXIST || errno == ENOTEMPTY) return taken();
@@ -116,6 +130,11 @@ Status SandboxStore::NotePending(int claim_fd, const SandboxRecord& pending) con
 void SandboxStore::EndClaim(const std::string& name) const {
   (void)::unlink((DirOf(name) + "/pending.json").c_str());
   (void)::unlink((DirOf(name) + "/creating").c_str());
+  (void)::unlink(ClaimIndexPath(name).c_str());
+}
+
+std::string SandboxStore::ClaimIndexPath(const std::string& name) const {
+  return root_ + "/claims/" + name;
 }
 
 Result<std::optional<SandboxStore::StaleClaim>> SandboxStore::TakeStaleClaim(
@@ -148,19 +167,39 @@ Result<std::optional<SandboxStore::StaleClaim>> SandboxStore::TakeStaleClaim(
 
 std::vector<std::string> SandboxStore::ClaimsWithoutRecord() const {
   std::vector<std::string> out;
-  const std::string root = root_ + "/sandboxes";
-  DIR* dir = ::opendir(root.c_str());
+  const std::string index = root_ + "/claims";
+  DIR* dir = ::opendir(index.c_str());
   if (dir == nullptr) return out;
   while (dirent* e = ::readdir(dir)) {
     std::string name = e->d_name;
-    if (name.rfind(kTempPrefix, 0) == 0) {
-      RemoveDeadTemp(root + "/" + name);
-    } else if (IsValidSandboxName(name) && !PathExists(DirOf(name) + "/state.json")) {
+    if (!IsValidSandboxName(name)) continue;
+    if (PathExists(DirOf(name) + "/state.json")) {
+      // Saved, and the maker's EndClaim not yet run (or it died just before it): the
+      // entry goes once its claim file has (nobody holds the claim any more).
+      if (!PathExists(DirOf(name) + "/creating")) (void)::unlink(ClaimIndexPath(name).c_str());
+    } else if (!PathExists(DirOf(name))) {
+      // A maker that lost the race, or one between its entry and its rename: the entry
+      // goes once it is old enough that no rename can still come.
+      if (OlderThan(ClaimIndexPath(name), kTempGraceSeconds)) {
+        (void)::unlink(ClaimIndexPath(name).c_str());
+      }
+    } else {
       out.push_back(std::move(name));
     }
   }
   ::closedir(dir);
   return out;
+}
+
+void SandboxStore::RemoveDeadTempClaims() const {
+  const std::string root = root_ + "/sandboxes";
+  DIR* dir = ::opendir(root.c_str());
+  if (dir == nullptr) return;
+  while (dirent* e = ::readdir(dir)) {
+    std::string name = e->d_name;
+    if (name.rfind(kTempPrefix, 0) == 0) RemoveDeadTemp(root + "/" + name);
+  }
+  ::closedir(dir);
 }
 
 }  // namespace corral::runtime

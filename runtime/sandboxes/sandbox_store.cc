@@ -248,6 +248,9 @@ Status SandboxStore::UnlinkIdsNaming(const std::string& name) const {
 
 Status SandboxStore::RemoveDir(const std::string& name) {
   std::string dir = DirOf(name);
+  if (::unlink(ClaimIndexPath(name).c_str()) != 0 && errno != ENOENT) {
+    return Error::FromErrno(errno, "unlink " + ClaimIndexPath(name));
+  }
   if (::unlink(IdlePath(name).c_str()) != 0 && errno != ENOENT) {
     return Error::FromErrno(errno, "unlink " + IdlePath(name));
   }

@@ -72,6 +72,7 @@ class SandboxStore {
 
   const std::string& root() const { return root_; }
   std::string DirOf(const std::string& name) const;
+  std::string ClaimIndexPath(const std::string& name) const;  // <runtime>/claims/<name>
 
   // ---- claims (sandbox_claims.cc) ----
   // A sandbox is made in three steps: Claim(name), the work (cgroups, init, proxy), Save.
@@ -96,9 +97,12 @@ class SandboxStore {
   // The claim on `name` if its maker died before saving a record; nullopt if the name
   // has a record, is being made right now, or is free.
   Result<std::optional<StaleClaim>> TakeStaleClaim(const std::string& name) const;
-  // Names claimed without a record (being made, or left by a dead maker), and temporary
-  // claim directories of makers that died; the latter are removed on the way.
+  // Names claimed without a record (being made, or left by a dead maker), from the index
+  // of claims (<runtime>/claims/<name>: only creates under way, never every sandbox).
   std::vector<std::string> ClaimsWithoutRecord() const;
+  // Removes the temporary claim directories of makers that died before renaming them (a
+  // scan of every sandbox's directory: `corral ps` and the daemon's start run it).
+  void RemoveDeadTempClaims() const;
   // Removes the directory of a stale claim (after what it noted was undone).
   Status RemoveStaleClaim(const std::string& name) { return RemoveDir(name); }
 

@@ -174,6 +174,11 @@ struct JailSpec {
   // What picks the reserved id's slot when there is no user_data_dir: a persistent
   // sandbox's name (set by corral create, kept in its record). Not configurable.
   std::string identity_key;
+  // A warm sandbox claimed for a thread (runtime/pool/warm_claim.h): the key its ids were
+  // made from (its placeholder's), which then wins over user_data_dir; its thread's
+  // directories are bound with an id mapping from the thread's ids to these. Not
+  // configurable.
+  std::string identity_claimed_key;
   uint32_t uid = 1000;
   uint32_t gid = 1000;
 

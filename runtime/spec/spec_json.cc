@@ -147,6 +147,7 @@ std::string SpecToJson(const JailSpec& s) {
                       {"rootless", s.rootless},
                       {"identity", std::string(Name(s.identity))},
                       {"identity_key", s.identity_key},
+                      {"identity_claimed_key", s.identity_claimed_key},
                       {"uid", s.uid},
                       {"gid", s.gid},
                       {"namespaces", s.namespaces},
@@ -185,6 +186,9 @@ Result<JailSpec> SpecFromJson(const std::string& text) {
     s.identity = IdentityMode::kHostUid;
     if (j.contains("identity")) GetMode(j, "identity", "identity", &s.identity, &problem);
     if (j.contains("identity_key")) j.at("identity_key").get_to(s.identity_key);
+    if (j.contains("identity_claimed_key")) {
+      j.at("identity_claimed_key").get_to(s.identity_claimed_key);
+    }
     GetInteger(j, "uid", &s.uid);
     GetInteger(j, "gid", &s.gid);
     j.at("namespaces").get_to(s.namespaces);

@@ -399,15 +399,24 @@ CreateResult SandboxManager::MakeLocked(const CreateParams& params) {
 
 std::optional<runtime::SandboxRecord> SandboxManager::ClaimWarmLocked(
     const CreateParams& params, const runtime::CreateRequest& req) {
-  // Extra mounts change the spec per request (and may replace acp-workspace): cold.
-  if (!warm_ || !params.extra_mounts.empty() || runtime::WarmPool::WhyNot(req.spec))
+  if (options_.provider.warm <= 0) return std::nullopt;  // no pool: nothing to explain
+  if (!warm_) {
+    CountCold(params, "pool_off", "the warm pool is off (see the log at start)");
     return std::nullopt;
+  }
+  // Extra mounts (DeerFlow's /mnt/acp-workspace and skills views) are bound by the claim.
+  if (auto why = runtime::WarmPool::WhyNot(req.spec)) {
+    CountCold(params, "spec", *why);
+    return std::nullopt;
+  }
   auto warm = warm_->Take();
-  if (!warm) return std::nullopt;
-  // NOTE: the warm sandbox was made before its thread was known. Anything derived from
-  // the thread at create time (a per-thread host identity for the jail's uid, say) would
-  // be wrong here: runtime::WarmPool::WhyNot must refuse specs that ask for one, and the claim
-  // checks that the spec equals the warm one apart from the two directories.
+  if (!warm) {
+    CountCold(params, "pool_empty", "no warm sandbox was ready");
+    return std::nullopt;
+  }
+  // NOTE: the warm sandbox was made before its thread was known. What derives from the
+  // thread (its directories, its mounts, a reserved host identity's slot) is bound or
+  // mapped by the claim, which checks that the rest of the spec equals the warm one's.
   auto claimed =
       runtime::ClaimWarmSandbox(warm->name, req.name, req.spec, req.idle_timeout_seconds);
   {
@@ -423,11 +432,24 @@ std::optional<runtime::SandboxRecord> SandboxManager::ClaimWarmLocked(
     }
   }
   if (!claimed) {
-    spdlog::warn("sandbox {}: claiming warm sandbox {} failed ({}); creating it cold",
-                 params.sandbox_id, warm->name, claimed.error().message());
+    CountCold(params, "claim_failed",
+              "claiming warm sandbox " + warm->name + " failed: " + claimed.error().message());
     return std::nullopt;
   }
   return std::move(*claimed);
+}
+
+void SandboxManager::CountCold(const CreateParams& params, const std::string& reason,
+                               const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counts_.created_cold[reason];
+  }
+  if (reason == "claim_failed") {
+    spdlog::warn("sandbox {}: created cold: {}", params.sandbox_id, why);
+  } else {
+    spdlog::info("sandbox {}: created cold: {}", params.sandbox_id, why);
+  }
 }
 
 std::optional<SandboxView> SandboxManager::Find(const std::string& sandbox_id) {

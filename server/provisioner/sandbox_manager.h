@@ -75,6 +75,8 @@ struct ManagerCounts {
   size_t calls_in_flight = 0;
   uint64_t created = 0, deleted = 0, reaped_idle = 0, evicted = 0, found_dead = 0;
   uint64_t created_warm = 0;  // of `created`, those claimed from the warm pool
+  // Of `created`, those made cold while sandbox.warm is on, by why (ColdReason).
+  std::map<std::string, uint64_t> created_cold;
   runtime::WarmCounts warm;
 };
 
@@ -135,9 +137,13 @@ class SandboxManager {
   // The id's lock held; a slot of max_sandboxes reserved (creating_).
   CreateResult MakeLocked(const CreateParams& params);
   // A warm sandbox claimed as req.name, or nullopt (no pool, none ready, or the claim
-  // failed: then the warm one is gone and the caller creates cold).
+  // failed: then the warm one is gone and the caller creates cold). Where sandbox.warm is
+  // on, a nullopt is counted and logged with its reason: "pool_off" (the configuration
+  // cannot be served warm), "spec" (this request's spec cannot), "pool_empty" or
+  // "claim_failed".
   std::optional<runtime::SandboxRecord> ClaimWarmLocked(const CreateParams& params,
                                                         const runtime::CreateRequest& req);
+  void CountCold(const CreateParams& params, const std::string& reason, const std::string& why);
 
   const ManagerOptions options_;
   SandboxRegistry registry_;

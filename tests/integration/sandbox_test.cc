@@ -326,6 +326,43 @@ TEST_F(SandboxTest, OomKillInAnExecShowsInSandboxStats) {
   EXPECT_GE(Stats(name).value("oom_kills", -1), 2);
 }
 
+// An idle sandbox is one cgroup per hierarchy (one memory cgroup: each costs kernel memory
+// in proportion to the host's filesystems), its init in it; an exec's cgroup is a child
+// that goes with the exec. On cgroup v2 that child has no controllers (the sandbox's
+// cgroup holds the init), yet an OOM kill in the exec is still reported as one.
+TEST_F(SandboxTest, AnIdleSandboxIsOneCgroupWithItsInitInIt) {
+  std::string name = Create({"--memory", "64m"});
+  auto info = runtime::InspectSandbox(name);
+  ASSERT_TRUE(info) << info.error().message();
+  auto own_cgroup = ReadFile("/proc/" + std::to_string(info->record.init_pid) + "/cgroup");
+  ASSERT_TRUE(own_cgroup);
+  EXPECT_NE(own_cgroup->find("/corral/" + info->record.cgroup_name + "\n"), std::string::npos)
+      << "the init sits in the sandbox's cgroup itself:\n"
+      << *own_cgroup;
+  auto children = [&] {
+    std::vector<std::string> out;
+    for (const char* root : {"/sys/fs/cgroup/corral/", "/sys/fs/cgroup/memory/corral/",
+                             "/sys/fs/cgroup/pids/corral/"}) {
+      const std::string dir = root + info->record.cgroup_name;
+      if (!std::filesystem::is_directory(dir)) continue;
+      for (const auto& e : std::filesystem::directory_iterator(dir)) {
+        if (e.is_directory()) out.push_back(e.path());
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(children(), std::vector<std::string>{});
+  Result<RunResult> hog = Exec(name, {"/opt/p", "alloc", "256"}, {"--json"});
+  ASSERT_TRUE(hog) << hog.error().message();
+  nlohmann::json o = nlohmann::json::parse(hog->out, nullptr, false);
+  EXPECT_EQ(o.value("status", ""), "oom_killed") << hog->Describe();
+  Result<RunResult> fine = Exec(name, {"/opt/p", "alloc", "8"}, {"--json"});
+  ASSERT_TRUE(fine) << fine.error().message();
+  EXPECT_EQ(nlohmann::json::parse(fine->out, nullptr, false).value("status", ""), "exited")
+      << "an earlier exec's OOM kill is not this one's: " << fine->Describe();
+  EXPECT_EQ(children(), std::vector<std::string>{}) << "the execs' cgroups went with them";
+}
+
 TEST_F(SandboxTest, KillingTheCliMidExecLeavesTheSandboxHealthy) {
   std::string name = Create();
   Result<pid_t> started = StartProgram({CorralBinary(), "exec", name, "--", "sleep", "60"});

@@ -2,8 +2,9 @@
 // sandbox, which must then be indistinguishable from a cold one where it matters — the
 // thread's files land in the thread's host directory, acp-workspace is read-only, the
 // mounts carry the same options, the CLI sees df-<id> — and two threads never share one.
-// Extra mounts take the cold path; stale warm sandboxes go at restart, this daemon's at
-// SIGTERM. Real HTTP on loopback, real sandboxes; root only; leak-checked.
+// Extra mounts are bound by the claim, a reserved identity's thread keeps its files; stale
+// warm sandboxes go at restart, this daemon's at SIGTERM. Real HTTP on loopback, real sandboxes;
+// root only; leak-checked.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -27,9 +28,8 @@ using std::chrono::milliseconds;
 
 class ServeWarmTest : public ServeTest {
  protected:
-  // The daemon's config with a pool of `warm`, and identity: host-uid: under the reserved
-  // identity (the default where the host has a range) the pool stays off, see
-  // ReservedIdentityLeavesThePoolOffAndSaysWhy.
+  // The daemon's config with a pool of `warm`, and identity: host-uid unless asked for the
+  // reserved identity (the default where the host has a range).
   std::string WarmConfig(int warm, int port = 0, bool host_uid = true) const {
     std::string config = Config("", port);
     config.replace(config.find("  replicas: 50\n"), 15,
@@ -188,64 +188,130 @@ TEST_F(ServeWarmTest, TwoThreadsNeverShareASandboxOrItsFiles) {
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/wb").status, 200);
 }
 
-TEST_F(ServeWarmTest, ExtraMountsTakeTheColdPathWithTheSameMountOptions) {
-  StartDaemon(WarmConfig(1));
-  ASSERT_TRUE(WaitForWarm(1)) << DaemonLog();
+// DeerFlow sends /mnt/acp-workspace as an extra mount on every create, and a skills view
+// appears once its host directory exists: the claim binds both (late-bound mounts are the
+// point of claiming), with the options a cold create gives them.
+TEST_F(ServeWarmTest, ExtraMountsAndSkillsViewsAreBoundByTheClaimAsColdCreatesBindThem) {
+  ASSERT_TRUE(dir_.MakeDirs("base/skills_view/public", 0755));
+  ASSERT_TRUE(dir_.WriteFile("base/skills_view/public/skill.md", "a skill\n"));
   ASSERT_TRUE(dir_.MakeDirs("base/shared", 0755));
   ASSERT_TRUE(dir_.WriteFile("base/shared/s.txt", "shared\n"));
-  json body = {{"sandbox_id", "cold1"},
-               {"thread_id", "tc"},
-               {"extra_mounts", json::array({{{"host_path", dir_.Join("base/shared")},
-                                              {"container_path", "/mnt/acp-workspace"},
-                                              {"read_only", true}}})}};
-  auto cold = Api("POST", "/api/sandboxes", body.dump());
+  StartDaemon(WarmConfig(1));
+  ASSERT_TRUE(WaitForWarm(1)) << DaemonLog();
+  json acp = {{"host_path", dir_.Join("base/shared")},
+              {"container_path", "/mnt/acp-workspace"},
+              {"read_only", true}};
+  json warm_body = {{"sandbox_id", "warm1"}, {"thread_id", "tw"}, {"extra_mounts", {acp}}};
+  auto warm = Api("POST", "/api/sandboxes", warm_body.dump());
+  ASSERT_EQ(warm.status, 200) << warm.body << DaemonLog();
+  EXPECT_EQ(Metric("corral_sandbox_events_total{event=\"created_warm\"}"), 1) << DaemonLog();
+  const std::string url = warm.Json()["sandbox_url"];
+  EXPECT_EQ(Shell(url, "cat /mnt/acp-workspace/s.txt /mnt/skills/public/skill.md").first,
+            "shared\na skill\n");
+  auto [ro, ro_code] = Shell(url, "touch /mnt/skills/public/x 2>&1; echo $?");
+  EXPECT_NE(ro.find("Read-only file system"), std::string::npos) << ro;
+
+  // The same request to a daemon without a pool (the sandboxes are kept across the restart).
+  StopDaemon(SIGTERM);
+  StartDaemon(WarmConfig(0));
+  json cold_body = {{"sandbox_id", "cold1"}, {"thread_id", "tc"}, {"extra_mounts", {acp}}};
+  auto cold = Api("POST", "/api/sandboxes", cold_body.dump());
   ASSERT_EQ(cold.status, 200) << cold.body;
-  EXPECT_EQ(Metric("corral_sandbox_events_total{event=\"created_warm\"}"), 0);
-  EXPECT_EQ(Metric("corral_warm_sandboxes"), 1) << "the pool was not touched";
   auto info = runtime::InspectSandbox("df-cold1");
   ASSERT_TRUE(info);
   EXPECT_EQ(info->record.cgroup_name, "sbx-df-cold1");
-  EXPECT_EQ(Shell(cold.Json()["sandbox_url"], "cat /mnt/acp-workspace/s.txt").first, "shared\n");
-
-  // A warm one next to it: the same mount options where the thread's directories are.
-  auto warm = Api("POST", "/api/sandboxes", CreateBody("warm1", "tw"));
-  ASSERT_EQ(warm.status, 200) << warm.body;
-  EXPECT_EQ(Metric("corral_sandbox_events_total{event=\"created_warm\"}"), 1);
-  for (const char* path : {"/mnt/user-data", "/mnt/acp-workspace"}) {
+  for (const char* path : {"/mnt/user-data", "/mnt/acp-workspace", "/mnt/skills/public"}) {
     const std::string c = MountOptions("df-cold1", path), w = MountOptions("df-warm1", path);
     EXPECT_EQ(c, w) << path;
     EXPECT_NE(w.find("nosuid"), std::string::npos) << path << ": " << w;
     EXPECT_NE(w.find("nodev"), std::string::npos) << path << ": " << w;
   }
+  // The claimed sandbox's execs get Landlock rules for the mounts the claim added (the
+  // cat above read through them: the root alone grants listing only).
+  auto warm_info = runtime::InspectSandbox("df-warm1");
+  ASSERT_TRUE(warm_info);
+  if (warm_info->record.landlock.enforce) {
+    bool has_view = false;
+    for (const auto& rule : warm_info->record.landlock.rules) {
+      has_view = has_view || rule.path == "/mnt/skills/public";
+    }
+    EXPECT_TRUE(has_view);
+  }
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/cold1").status, 200);
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/warm1").status, 200);
 }
 
-// A reserved identity's host id follows the thread's directory (runtime/run/identity.h),
-// which a warm sandbox is made without: the pool stays off, the daemon says why, and
-// creates take the cold path, each on its thread's own id.
-TEST_F(ServeWarmTest, ReservedIdentityLeavesThePoolOffAndSaysWhy) {
+// Under a reserved identity (what `corral setup ids` gives every install) the warm init's
+// ids were fixed before its thread was known. The claim keeps them and binds the thread's
+// directories id-mapped: on the host the thread's files stay its own slot's, so the next
+// sandbox of the thread, warm or cold, reads and writes them.
+TEST_F(ServeWarmTest, ReservedIdentityIsServedWarmAndTheThreadsFilesStayItsOwn) {
   auto subuid = ReadFile("/etc/subuid");
   auto subgid = ReadFile("/etc/subgid");
   ASSERT_TRUE(subuid && subgid);
   auto range = runtime::FindReservedRange(*subuid, *subgid);
   ASSERT_TRUE(range) << "no corral line in /etc/subuid and /etc/subgid (identity_test.cc "
                         "reserves one for the suite)";
-  StartDaemon(WarmConfig(2, 0, /*host_uid=*/false));
-  EXPECT_NE(DaemonLog().find("sandbox.warm is off: identity reserved"), std::string::npos)
-      << DaemonLog();
+  StartDaemon(WarmConfig(1, 0, /*host_uid=*/false));
+  ASSERT_TRUE(WaitForWarm(1)) << DaemonLog();
   auto created = Api("POST", "/api/sandboxes", CreateBody("r1", "tr"));
   ASSERT_EQ(created.status, 200) << created.body;
-  EXPECT_EQ(Metric("corral_sandbox_events_total{event=\"created_warm\"}"), 0);
-  EXPECT_TRUE(WarmNames().empty());
-  auto [out, code] =
-      Shell(created.Json()["sandbox_url"], "id -u; echo x > /mnt/user-data/workspace/r.txt");
-  EXPECT_EQ(out, "1000\n");
-  struct stat st;
-  ASSERT_EQ(::stat((ThreadDir("tr") + "/user-data/workspace/r.txt").c_str(), &st), 0);
-  EXPECT_GT(st.st_uid, range->uids.start) << "the thread's own slot, not slot 0 or 1000";
-  EXPECT_LT(st.st_uid, range->uids.start + range->uids.count);
+  EXPECT_EQ(Metric("corral_sandbox_events_total{event=\"created_warm\"}"), 1) << DaemonLog();
+  auto [out, code] = Shell(
+      created.Json()["sandbox_url"],
+      "id -u; echo x > /mnt/user-data/workspace/r.txt; stat -c %u /mnt/user-data/workspace/r.txt");
+  EXPECT_EQ(out, "1000\n1000\n") << "its file is the sandbox user's inside";
+  // On the host: the thread's own slot, the one a cold create of the thread would run as.
+  runtime::JailSpec thread_spec;
+  thread_spec.identity = runtime::IdentityMode::kReserved;
+  thread_spec.user_data_dir = ThreadDir("tr") + "/user-data";
+  auto thread_ids = runtime::ResolveIdentity(thread_spec);
+  ASSERT_TRUE(thread_ids) << thread_ids.error().message();
+  struct stat file;
+  ASSERT_EQ(::stat((ThreadDir("tr") + "/user-data/workspace/r.txt").c_str(), &file), 0);
+  EXPECT_EQ(file.st_uid, thread_ids->uid);
+  EXPECT_EQ(file.st_gid, thread_ids->gid);
+  // The sandbox's processes run as the warm slot: say which, as the record does.
+  auto info = runtime::InspectSandbox("df-r1");
+  ASSERT_TRUE(info);
+  auto sandbox_ids = runtime::ResolveIdentity(info->record.spec);
+  ASSERT_TRUE(sandbox_ids);
+  EXPECT_GT(sandbox_ids->uid, range->uids.start);
+  EXPECT_LT(sandbox_ids->uid, range->uids.start + range->uids.count);
+  if (sandbox_ids->uid != thread_ids->uid) {
+    EXPECT_FALSE(info->record.spec.identity_claimed_key.empty());
+  }
   EXPECT_EQ(Api("DELETE", "/api/sandboxes/r1").status, 200);
+
+  // The thread's next sandbox (the pool refilled: warm again, from another placeholder).
+  ASSERT_TRUE(WaitForWarm(1)) << DaemonLog();
+  auto again = Api("POST", "/api/sandboxes", CreateBody("r2", "tr"));
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(Metric("corral_sandbox_events_total{event=\"created_warm\"}"), 2) << DaemonLog();
+  EXPECT_EQ(Shell(again.Json()["sandbox_url"],
+                  "echo y >> /mnt/user-data/workspace/r.txt && cat /mnt/user-data/workspace/r.txt")
+                .first,
+            "x\ny\n");
+  EXPECT_EQ(Api("DELETE", "/api/sandboxes/r2").status, 200);
+}
+
+// Where sandbox.warm is on and a create still goes cold, the log and /metrics say why: here
+// the configuration asks for a network allow-list, whose proxy is started per sandbox name.
+TEST_F(ServeWarmTest, ColdCreatesSayWhyInTheLogAndMetrics) {
+  std::string config = WarmConfig(1);
+  config += "network:\n  mode: allowlist\n  allow: [example.com]\n";
+  StartDaemon(config);
+  EXPECT_NE(DaemonLog().find("sandbox.warm is off: network.mode allowlist"), std::string::npos)
+      << DaemonLog();
+  EXPECT_EQ(Metric("corral_sandbox_cold_creates_total{reason=\"pool_off\"}"), 0)
+      << "every reason is there from the start";
+  auto created = Api("POST", "/api/sandboxes", CreateBody("c1", "tc"));
+  ASSERT_EQ(created.status, 200) << created.body;
+  EXPECT_EQ(Metric("corral_sandbox_cold_creates_total{reason=\"pool_off\"}"), 1);
+  EXPECT_EQ(Metric("corral_sandbox_cold_creates_total{reason=\"pool_empty\"}"), 0);
+  EXPECT_NE(DaemonLog().find("sandbox c1: created cold: the warm pool is off"), std::string::npos)
+      << DaemonLog();
+  EXPECT_EQ(Api("DELETE", "/api/sandboxes/c1").status, 200);
 }
 
 TEST_F(ServeWarmTest, RestartRemovesStaleWarmSandboxesAndSigtermItsOwn) {
