@@ -123,6 +123,13 @@ std::string Gib(double bytes) {
   return buf;
 }
 
+std::string Ms(const std::optional<double>& ms) {
+  if (!ms) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f ms", *ms);
+  return buf;
+}
+
 std::string Seconds(double s, int count) {
   char buf[64];
   if (count > 0 && s > 0) {
@@ -144,6 +151,20 @@ std::string WithCommas(int n) {
 }
 
 bool IsCgroupV2(const MachineInfo& m) { return m.cgroup_mode.rfind("v2", 0) == 0; }
+
+constexpr int kProbeLaunches = 7;
+
+// The median wall time of `count` runs of argv, one after the other; nullopt if one fails.
+std::optional<double> MedianMs(int count, const std::vector<std::string>& argv) {
+  std::vector<double> ms;
+  for (int i = 0; i < count; ++i) {
+    const auto t0 = Clock::now();
+    if (!SpawnAndWait(argv)) return std::nullopt;
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
 
 }  // namespace
 
@@ -242,6 +263,13 @@ ScaleFigures MeasureScale(const ScaleOptions& o, Progress& progress) {
       per_sandbox = *step.host_bytes_per_sandbox;
     }
     step.slab_unreclaimable_bytes = ReadKbField("/proc/meminfo", "SUnreclaim:");
+    progress.Update("scale: timing a run and an exec beside " + WithCommas(up) + " sandboxes");
+    step.cold_run_ms = MedianMs(kProbeLaunches, {o.corral_exe, "run", "--", "/bin/true"});
+    if (!batch.done.empty()) {
+      step.exec_ms = MedianMs(kProbeLaunches,
+                              {o.corral_exe, "exec", name(batch.done.front()), "--", "/bin/true"});
+    }
+    step.ps_ms = MedianMs(1, {o.corral_exe, "ps"});
     f.steps.push_back(step);
     if (batch.done.empty()) break;  // nothing comes up: the next step would not either
   }
@@ -354,8 +382,9 @@ std::string FormatScaleTable(const ScaleFigures& f) {
                 Gib(static_cast<double>(f.machine.memory_bytes)).c_str(),
                 f.machine.cgroup_mode.c_str());
   out += line;
-  std::snprintf(line, sizeof line, "%-10s  %-14s  %-18s  %-20s  %-20s\n", "sandboxes",
-                "host/sandbox", "SUnreclaim (host)", "up (this step)", "down (this step)");
+  std::snprintf(line, sizeof line, "%-10s  %-14s  %-18s  %-20s  %-20s  %-9s  %-9s  %-9s\n",
+                "sandboxes", "host/sandbox", "SUnreclaim (host)", "up (this step)",
+                "down (this step)", "cold run", "exec", "ps");
   out += line;
   if (f.slab_unreclaimable_start_bytes) {
     std::snprintf(line, sizeof line, "%-10s  %-14s  %-18s\n", "0", "",
@@ -366,18 +395,20 @@ std::string FormatScaleTable(const ScaleFigures& f) {
   for (const ScaleStep& s : f.steps) {
     std::string count = WithCommas(s.up);
     if (s.up != s.target) count += " of " + WithCommas(s.target);
-    std::snprintf(line, sizeof line, "%-10s  %-14s  %-18s  %-20s  %-20s\n", count.c_str(),
-                  s.host_bytes_per_sandbox ? Mib(*s.host_bytes_per_sandbox).c_str() : "< noise",
-                  s.slab_unreclaimable_bytes
-                      ? Gib(static_cast<double>(*s.slab_unreclaimable_bytes)).c_str()
-                      : "-",
-                  Seconds(s.up_s, s.up - before).c_str(), Seconds(s.down_s, s.removed).c_str());
+    std::snprintf(
+        line, sizeof line, "%-10s  %-14s  %-18s  %-20s  %-20s  %-9s  %-9s  %-9s\n", count.c_str(),
+        s.host_bytes_per_sandbox ? Mib(*s.host_bytes_per_sandbox).c_str() : "< noise",
+        s.slab_unreclaimable_bytes ? Gib(static_cast<double>(*s.slab_unreclaimable_bytes)).c_str()
+                                   : "-",
+        Seconds(s.up_s, s.up - before).c_str(), Seconds(s.down_s, s.removed).c_str(),
+        Ms(s.cold_run_ms).c_str(), Ms(s.exec_ms).c_str(), Ms(s.ps_ms).c_str());
     out += line;
     before = s.up;
   }
   out +=
       "host/sandbox: MemAvailable's drop since the start over the sandboxes up (\"< noise\": "
-      "under 64 MiB in all)\n";
+      "under 64 MiB in all); cold run, exec: medians of " +
+      std::to_string(kProbeLaunches) + " `corral run|exec -- /bin/true` beside them\n";
   for (const ScaleGoal& g : f.goals) {
     out += "  " + g.verdict + "  " + g.what + (g.detail.empty() ? "" : ": " + g.detail) + "\n";
   }
@@ -392,6 +423,9 @@ json ScaleToJson(const ScaleFigures& f) {
               {"up_s", s.up_s},     {"down_s", s.down_s}, {"removed", s.removed}};
     if (s.host_bytes_per_sandbox) j["host_bytes_per_sandbox"] = *s.host_bytes_per_sandbox;
     if (s.slab_unreclaimable_bytes) j["slab_unreclaimable_bytes"] = *s.slab_unreclaimable_bytes;
+    if (s.cold_run_ms) j["cold_run_ms"] = *s.cold_run_ms;
+    if (s.exec_ms) j["exec_ms"] = *s.exec_ms;
+    if (s.ps_ms) j["ps_ms"] = *s.ps_ms;
     steps.push_back(j);
   }
   json goals = json::array();

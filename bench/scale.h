@@ -38,6 +38,14 @@ struct ScaleStep {
   int removed = 0;    // of those, removed without an error
   std::optional<double> host_bytes_per_sandbox;     // MemAvailable's drop since the start / up
   std::optional<int64_t> slab_unreclaimable_bytes;  // SUnreclaim, whole host, at the step
+  // Beside this many sandboxes: the median of a few cold `corral run -- /bin/true` and of
+  // a few `corral exec NAME -- /bin/true` into one of them (what an agent's call costs
+  // on a full host).
+  std::optional<double> cold_run_ms;
+  std::optional<double> exec_ms;
+  // One `corral ps` (every sandbox's record, liveness and cgroup figures): what a daemon's
+  // restart reads to adopt them.
+  std::optional<double> ps_ms;
 };
 
 // One goal of issue-level targets, judged on this run.
