@@ -58,7 +58,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   struct Flags {
     bench::BenchOptions options;
     std::string out;
-    std::string scale;  // "--scale [STEPS]": only the scale run
+    std::string scale;         // "--scale [STEPS]": only the scale run
+    std::string scale_corral;  // the corral the scale run drives (default: this one)
   };
   auto flags = std::make_shared<Flags>();
   cmd->add_flag("--quick", flags->options.quick, "short run (under a minute)");
@@ -91,6 +92,10 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                                 "1000,4000,10000; --workers default 16)")
                     ->expected(0, 1)
                     ->type_name("STEPS");
+  cmd->add_option("--scale-corral", flags->scale_corral,
+                  "with --scale: the corral binary whose create and rm are measured (default: "
+                  "this one), to compare two builds on one host")
+      ->check(CLI::ExistingFile);
   cmd->callback([cmd, scale, flags, exit_code] {
     bench::BenchOptions o = flags->options;
     if (geteuid() != 0) {
@@ -100,8 +105,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
     }
     o.corral_exe = bench::CorralExe();
     if (scale->count() > 0) {
-      *exit_code = RunScale(flags->scale, cmd->count("--workers") > 0 ? o.workers : 0, o.corral_exe,
-                            flags->out);
+      *exit_code =
+          RunScale(flags->scale, cmd->count("--workers") > 0 ? o.workers : 0,
+                   flags->scale_corral.empty() ? o.corral_exe : flags->scale_corral, flags->out);
       return;
     }
     // The report records the command line exactly as given.

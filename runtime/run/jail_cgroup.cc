@@ -39,6 +39,9 @@ Result<CgroupParent> OpenCgroupParent(const JailSpec& spec) {
     }
     if (spec.cgroups.parent == CgroupSpec().parent) options.parent = *user_parent;
   }
+  // One-shot runs (and a pool's prepared jails) in a parent of their own: the scan for the
+  // cgroups of crashed runs below reads only theirs, never the thousands of sandboxes'.
+  options.parent += std::string("/") + kOneShotParent;
   auto manager = cgroups::CgroupManager::Create(options);
   if (!manager) {
     if (!spec.unsafe.allow_missing_limits) {

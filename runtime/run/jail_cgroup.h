@@ -21,6 +21,10 @@ struct JailCgroup {
   std::jthread attach_warmup;  // see CgroupManager::WarmUpAttach; joined on destruction
 };
 
+// Below the configured parent (cgroups.parent, "corral"), where one-shot runs' cgroups are
+// made: run-<pid>-<n>. Persistent sandboxes' sbx-<name> are beside it.
+inline constexpr const char* kOneShotParent = "runs";
+
 cgroups::Limits CgroupLimitsFor(const LimitsSpec& limits);
 cgroups::ManagerOptions ManagerOptionsFor(const CgroupSpec& cgroups);
 

@@ -219,8 +219,8 @@ TEST_F(LimitsTest, KillNineOfCorralLeavesNothingRunning) {
   pid_t pid = *started;
   // Wait until the jail's cgroup has the sleeper in it.
   std::string name = "run-" + std::to_string(pid) + "-1";
-  std::vector<std::string> candidates = {"/sys/fs/cgroup/pids/corral/" + name,
-                                         "/sys/fs/cgroup/corral/" + name};
+  std::vector<std::string> candidates = {"/sys/fs/cgroup/pids/corral/runs/" + name,
+                                         "/sys/fs/cgroup/corral/runs/" + name};
   auto populated = [&] {
     for (const auto& dir : candidates) {
       auto procs = ReadFile(dir + "/cgroup.procs");

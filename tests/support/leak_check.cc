@@ -178,12 +178,16 @@ std::set<pid_t> DigitTokens(const std::string& s) {
   return tokens;
 }
 
-// True for /sys/fs/cgroup/corral and /sys/fs/cgroup/<hierarchy>/corral: the shared parent.
+// True for /sys/fs/cgroup/corral and /sys/fs/cgroup/<hierarchy>/corral, and their runs/
+// (one-shot runs' parent): the shared parents, made on first use and kept.
 bool IsSharedCgroupParent(const std::string& path) {
   std::string rest = path.substr(std::string(kCgroupRoot).size());
-  if (rest == "/corral") return true;
-  size_t slash = rest.find('/', 1);
-  return slash != std::string::npos && rest.substr(slash) == "/corral";
+  for (const char* parent : {"/corral", "/corral/runs"}) {
+    if (rest == parent) return true;
+    size_t slash = rest.find('/', 1);
+    if (slash != std::string::npos && rest.substr(slash) == parent) return true;
+  }
+  return false;
 }
 
 // /tmp/corral-test-<pid>-* of another live test process is that process's business.
