@@ -409,6 +409,9 @@ std::string FormatScaleTable(const ScaleFigures& f) {
       "host/sandbox: MemAvailable's drop since the start over the sandboxes up (\"< noise\": "
       "under 64 MiB in all); cold run, exec: medians of " +
       std::to_string(kProbeLaunches) + " `corral run|exec -- /bin/true` beside them\n";
+  out +=
+      "The kernel sizes each memory cgroup's state by the most filesystems the host has had "
+      "at once since boot: compare builds in the same host state (--scale-corral PATH).\n";
   for (const ScaleGoal& g : f.goals) {
     out += "  " + g.verdict + "  " + g.what + (g.detail.empty() ? "" : ": " + g.detail) + "\n";
   }
