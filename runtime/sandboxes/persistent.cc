@@ -115,13 +115,8 @@ Status Teardown(SandboxStore& store, const SandboxRecord& r) {
 // nothing forks in between). Whoever ran it dying in between leaves the sandbox frozen
 // for good: its init still "runs", but nothing in it ever will again. corral freezes a
 // sandbox for nothing else, so a frozen one is a removal that has to be finished.
-bool FrozenByAnInterruptedKill(const SandboxRecord& r) {
-  auto manager = ManagerFor(r);
-  if (!manager) return false;
-  auto cg = (*manager)->OpenCgroup(r.cgroup_name);
-  if (!cg) return false;
-  (*cg)->Release();
-  for (const std::string& dir : (*cg)->paths()) {
+bool FrozenByAnInterruptedKill(const cgroups::Cgroup& cg) {
+  for (const std::string& dir : cg.paths()) {
     if (auto v1 = ReadFile(dir + "/freezer.state"); v1 && Trim(*v1) != "THAWED") return true;
     if (auto v2 = ReadFile(dir + "/cgroup.freeze"); v2 && Trim(*v2) == "1") return true;
   }
@@ -660,17 +655,24 @@ Status RemoveSandbox(const std::string& name_or_id) {
   return Teardown(store, record);
 }
 
-Result<SandboxInfo> InspectSandbox(const std::string& name_or_id) {
-  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
-  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(name_or_id));
+namespace {
+
+// One record's state. The cgroup is opened once for the frozen check and the figures (a
+// listing of thousands of sandboxes paid for each open twice).
+SandboxInfo InspectRecord(const SandboxStore& store, SandboxRecord record, Inspect what) {
   SandboxInfo info;
   double now = UnixNow();
-  info.alive = InitAlive(record) && !FrozenByAnInterruptedKill(record);
+  info.alive = InitAlive(record);
   info.age_seconds = now - record.created_at;
   info.idle_seconds = now - store.LastUsed(record.name);
   if (auto manager = ManagerFor(record)) {
     if (auto cg = (*manager)->OpenCgroup(record.cgroup_name)) {
       (*cg)->Release();
+      if (info.alive && FrozenByAnInterruptedKill(**cg)) info.alive = false;
+      if (what == Inspect::kLiveness) {
+        info.record = std::move(record);
+        return info;
+      }
       if (auto stats = (*cg)->ReadStats()) info.stats = *stats;
       // v2's memory.events still counts the kills of removed exec cgroups; v1 forgot them.
       if (info.stats && (*manager)->driver() == cgroups::Driver::kV1) {
@@ -683,7 +685,15 @@ Result<SandboxInfo> InspectSandbox(const std::string& name_or_id) {
   return info;
 }
 
-std::vector<SandboxInfo> ListSandboxes(std::vector<UnreadableRecord>* unreadable) {
+}  // namespace
+
+Result<SandboxInfo> InspectSandbox(const std::string& name_or_id, Inspect what) {
+  ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
+  ASSIGN_OR_RETURN(SandboxRecord record, store.Find(name_or_id));
+  return InspectRecord(store, std::move(record), what);
+}
+
+std::vector<SandboxInfo> ListSandboxes(std::vector<UnreadableRecord>* unreadable, Inspect what) {
   ReapIdleSandboxes();
   std::vector<SandboxInfo> out;
   auto store = SandboxStore::Open();
@@ -692,8 +702,8 @@ std::vector<SandboxInfo> ListSandboxes(std::vector<UnreadableRecord>* unreadable
     return out;
   }
   store->RemoveDeadTempClaims();  // a scan of every sandbox's directory: here, not per create
-  for (const SandboxRecord& r : store->List(unreadable)) {
-    if (auto info = InspectSandbox(r.name)) out.push_back(std::move(*info));
+  for (SandboxRecord& r : store->List(unreadable)) {
+    out.push_back(InspectRecord(*store, std::move(r), what));
   }
   return out;
 }

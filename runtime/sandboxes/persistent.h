@@ -133,10 +133,15 @@ struct SandboxInfo {
   size_t processes = 0;
 };
 
+// What an inspection reads: the cgroup's figures (stats, processes; most of its cost, a few
+// files per hierarchy) or only whether the sandbox lives (a daemon adopting thousands).
+enum class Inspect { kFigures, kLiveness };
+
 // Records that cannot be read are left out, and named in `unreadable` when given
 // (`corral rm NAME` removes such a sandbox).
-std::vector<SandboxInfo> ListSandboxes(std::vector<UnreadableRecord>* unreadable = nullptr);
-Result<SandboxInfo> InspectSandbox(const std::string& name_or_id);
+std::vector<SandboxInfo> ListSandboxes(std::vector<UnreadableRecord>* unreadable = nullptr,
+                                       Inspect what = Inspect::kFigures);
+Result<SandboxInfo> InspectSandbox(const std::string& name_or_id, Inspect what = Inspect::kFigures);
 
 // Removes sandboxes idle longer than their idle timeout; returns their names.
 std::vector<std::string> ReapIdleSandboxes();

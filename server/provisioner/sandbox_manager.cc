@@ -171,7 +171,8 @@ std::vector<std::string> SandboxManager::Adopt() {
   // At start-up, before any request: nothing else touches the sandboxes yet.
   std::vector<std::string> dropped;
   for (RegistryEntry& e : registry_.Load(&dropped)) {
-    auto info = runtime::InspectSandbox(e.corral_name);
+    // Liveness only: a restart adopting thousands must not read every cgroup's figures.
+    auto info = runtime::InspectSandbox(e.corral_name, runtime::Inspect::kLiveness);
     if (info && info->alive && info->record.spec.user_data_dir == e.user_data) {
       Managed m;
       m.init_pid = info->record.init_pid;
@@ -197,7 +198,8 @@ std::vector<std::string> SandboxManager::Adopt() {
     for (const auto& [id, m] : sandboxes_) recorded.insert(m.entry.corral_name);
   }
   std::vector<runtime::UnreadableRecord> unreadable;
-  for (const runtime::SandboxInfo& info : runtime::ListSandboxes(&unreadable)) {
+  for (const runtime::SandboxInfo& info :
+       runtime::ListSandboxes(&unreadable, runtime::Inspect::kLiveness)) {
     const std::string& name = info.record.name;
     const bool daemons = name.rfind("df-", 0) == 0 || name.rfind("dfh-", 0) == 0;
     if (!daemons || recorded.count(name)) continue;
