@@ -155,19 +155,26 @@ bool CreateFile(const MountOp& op) {
   return ok;
 }
 
-// Makes an existing directory read-only by mounting a read-only copy of it over itself.
-bool MakeReadOnly(const MountOp& op) {
-  int tree =
-      sys::OpenTree(AT_FDCWD, op.path.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+// Clones `source` (with what is mounted below it when `recursive`), gives the copy the
+// mount attributes `set` and `clear`, private propagation, and mounts it at `target`.
+bool BindCopy(const char* source, const char* target, bool recursive, uint64_t set,
+              uint64_t clear) {
+  const unsigned rec = recursive ? AT_RECURSIVE : 0;
+  int tree = sys::OpenTree(AT_FDCWD, source,
+                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW | rec);
   if (tree < 0) return false;
-  bool ok = sys::MountSetattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE,
-                              MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0,
-                              MS_PRIVATE) == 0 &&
-            sys::MoveMount(tree, "", AT_FDCWD, op.path.c_str(), MOVE_MOUNT_F_EMPTY_PATH) == 0;
+  bool ok = sys::MountSetattr(tree, "", AT_EMPTY_PATH | rec, set, clear, MS_PRIVATE) == 0 &&
+            sys::MoveMount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) == 0;
   int err = errno;
   ::close(tree);
   errno = err;
   return ok;
+}
+
+// Makes an existing directory read-only by mounting a read-only copy of it over itself.
+bool MakeReadOnly(const MountOp& op) {
+  return BindCopy(op.path.c_str(), op.path.c_str(), /*recursive=*/true,
+                  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
 }
 
 // Binds a directory of the new root (already built) at `op.path` with exactly the mount
@@ -183,15 +190,7 @@ bool InnerBind(const MountOp& op) {
   attr((op.flags & MS_NOSUID) != 0, MOUNT_ATTR_NOSUID);
   attr((op.flags & MS_NODEV) != 0, MOUNT_ATTR_NODEV);
   attr((op.flags & MS_NOEXEC) != 0, MOUNT_ATTR_NOEXEC);
-  int tree = sys::OpenTree(AT_FDCWD, op.source_path.c_str(),
-                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
-  if (tree < 0) return false;
-  bool ok = sys::MountSetattr(tree, "", AT_EMPTY_PATH, set, clear, MS_PRIVATE) == 0 &&
-            sys::MoveMount(tree, "", AT_FDCWD, op.path.c_str(), MOVE_MOUNT_F_EMPTY_PATH) == 0;
-  int err = errno;
-  ::close(tree);
-  errno = err;
-  return ok;
+  return BindCopy(op.source_path.c_str(), op.path.c_str(), /*recursive=*/false, set, clear);
 }
 
 bool MakeDir(const MountOp& op) {
