@@ -659,6 +659,18 @@ namespace {
 
 // One record's state. The cgroup is opened once for the frozen check and the figures (a
 // listing of thousands of sandboxes paid for each open twice).
+// The cgroup's stats and process count, into `info`.
+void ReadFigures(const SandboxStore& store, const std::string& name,
+                 const cgroups::CgroupManager& manager, const cgroups::Cgroup& cg,
+                 SandboxInfo* info) {
+  if (auto stats = cg.ReadStats()) info->stats = *stats;
+  // v2's memory.events still counts the kills of removed exec cgroups; v1 forgot them.
+  if (info->stats && manager.driver() == cgroups::Driver::kV1) {
+    info->stats->oom_kills += store.RemovedOomKills(name);
+  }
+  if (auto procs = cg.Processes()) info->processes = procs->size();
+}
+
 SandboxInfo InspectRecord(const SandboxStore& store, SandboxRecord record, Inspect what) {
   SandboxInfo info;
   double now = UnixNow();
@@ -669,16 +681,7 @@ SandboxInfo InspectRecord(const SandboxStore& store, SandboxRecord record, Inspe
     if (auto cg = (*manager)->OpenCgroup(record.cgroup_name)) {
       (*cg)->Release();
       if (info.alive && FrozenByAnInterruptedKill(**cg)) info.alive = false;
-      if (what == Inspect::kLiveness) {
-        info.record = std::move(record);
-        return info;
-      }
-      if (auto stats = (*cg)->ReadStats()) info.stats = *stats;
-      // v2's memory.events still counts the kills of removed exec cgroups; v1 forgot them.
-      if (info.stats && (*manager)->driver() == cgroups::Driver::kV1) {
-        info.stats->oom_kills += store.RemovedOomKills(record.name);
-      }
-      if (auto procs = (*cg)->Processes()) info.processes = procs->size();
+      if (what == Inspect::kFigures) ReadFigures(store, record.name, **manager, **cg, &info);
     }
   }
   info.record = std::move(record);
