@@ -13,6 +13,8 @@ const char* ErrorCodeName(ErrorCode code) {
       return "not_found";
     case ErrorCode::kAlreadyExists:
       return "already_exists";
+    case ErrorCode::kFailedPrecondition:
+      return "failed_precondition";
     case ErrorCode::kPermissionDenied:
       return "permission_denied";
     case ErrorCode::kUnsupported:

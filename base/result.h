@@ -16,14 +16,15 @@
 namespace corral {
 
 enum class ErrorCode {
-  kInvalidArgument,   // the caller's input is wrong (config, flags, paths)
-  kNotFound,          // a named thing does not exist
-  kAlreadyExists,     // a named thing exists and must not
-  kPermissionDenied,  // the kernel or policy said no
-  kUnsupported,       // this host lacks a kernel feature we need
-  kSetupFailed,       // a jail child failed a setup step (see message)
-  kIo,                // a read/write/syscall failed for another reason
-  kInternal,          // a bug in corral
+  kInvalidArgument,     // the caller's input is wrong (config, flags, paths)
+  kNotFound,            // a named thing does not exist
+  kAlreadyExists,       // a named thing exists and must not
+  kFailedPrecondition,  // a named thing is in the wrong state for this (a paused sandbox)
+  kPermissionDenied,    // the kernel or policy said no
+  kUnsupported,         // this host lacks a kernel feature we need
+  kSetupFailed,         // a jail child failed a setup step (see message)
+  kIo,                  // a read/write/syscall failed for another reason
+  kInternal,            // a bug in corral
 };
 
 // Short lowercase name, e.g. "invalid_argument".

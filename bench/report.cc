@@ -9,6 +9,7 @@
 
 #include "bench/launcher.h"
 #include "bench/serve_figures.h"
+#include "bench/stats.h"
 
 namespace corral::bench {
 namespace {
@@ -189,6 +190,12 @@ std::string FormatTable(const BenchResults& r) {
            MiB(s.mem_available_per_sandbox_bytes) + ", cgroup usage " +
            MiB(s.cgroup_memory_per_sandbox_bytes) + ", init PSS " +
            MiB(s.init_pss_per_sandbox_bytes) + "\n";
+    if (!s.pause_ms.empty() && !s.resume_ms.empty()) {
+      out += "  pause / resume of one holding 20 processes: median " +
+             Fmt("%.2f ms", Summarize(s.pause_ms).median) + " / " +
+             Fmt("%.2f ms", Summarize(s.resume_ms).median) + " (" +
+             std::to_string(s.pause_ms.size()) + " rounds)\n";
+    }
     if (!s.reason.empty()) out += "  note: " + s.reason + "\n";
   }
   out += FormatServe(r.serve);
@@ -271,7 +278,9 @@ std::string ToJson(const BenchResults& r) {
                     {"remove_s", s.remove_s},
                     {"mem_available_per_sandbox_bytes", opt(s.mem_available_per_sandbox_bytes)},
                     {"cgroup_memory_per_sandbox_bytes", opt(s.cgroup_memory_per_sandbox_bytes)},
-                    {"init_pss_per_sandbox_bytes", opt(s.init_pss_per_sandbox_bytes)}};
+                    {"init_pss_per_sandbox_bytes", opt(s.init_pss_per_sandbox_bytes)},
+                    {"pause_ms", s.pause_ms},
+                    {"resume_ms", s.resume_ms}};
   j["serve"] = ServeJson(r.serve);
   j["targets"] = json::array();
   for (const auto& t : r.targets) {

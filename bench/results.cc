@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "bench/serve_figures.h"
+#include "bench/stats.h"
 
 namespace corral::bench {
 
@@ -104,6 +105,23 @@ const ThroughputEntry* FindThroughput(const BenchResults& r, const std::string& 
 }
 
 }  // namespace
+
+TargetResult MedianTarget(const std::string& name, const std::vector<double>& samples,
+                          double limit_ms, const std::string& note) {
+  TargetResult t;
+  t.name = name;
+  t.unit = "ms";
+  t.target = "<= " + Fmt("%.1f", limit_ms) + " ms";
+  if (samples.empty()) {
+    t.note = "not measured";
+    return t;
+  }
+  t.measured = true;
+  t.value = Summarize(samples).median;
+  t.pass = t.value <= limit_ms;
+  t.note = note + ", " + std::to_string(samples.size()) + " samples";
+  return t;
+}
 
 TargetResult IdleMemoryTarget(const std::string& name, std::optional<double> bytes_per_sandbox,
                               std::optional<double> cgroup_bytes_per_sandbox, int sandboxes,
@@ -214,6 +232,11 @@ void EvaluateTargets(BenchResults* r) {
                                    kCorralRootlessRunName, kBwrapRootlessName, 0.5, true));
   r->targets.push_back(RatioTarget(*r, "rootless pooled run / bwrap, median /bin/true",
                                    kCorralRootlessPoolRunName, kBwrapRootlessName, 0.5, true));
+  // After those, for the same reason: the sandbox lifecycle (runtime/sandboxes/pause.h).
+  r->targets.push_back(MedianTarget("pause a sandbox of 20 processes", s.pause_ms, 10,
+                                    "median of the cgroup freeze until the kernel says frozen"));
+  r->targets.push_back(MedianTarget("resume a sandbox of 20 processes", s.resume_ms, 10,
+                                    "median of the thaw until the kernel says thawed"));
 
   AddServeTargets(r->serve, &r->targets);
 }

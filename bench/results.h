@@ -72,6 +72,10 @@ struct SandboxFigures {
   std::optional<double> mem_available_per_sandbox_bytes;  // drop in MemAvailable / N
   std::optional<double> cgroup_memory_per_sandbox_bytes;  // sandbox cgroup usage / N
   std::optional<double> init_pss_per_sandbox_bytes;       // PSS of the inits / N
+  // `corral pause` / `resume` (runtime/sandboxes/pause.h, as the CLI and the daemon call
+  // them) of one of them holding kPauseProcesses processes, per round.
+  std::vector<double> pause_ms;
+  std::vector<double> resume_ms;
 };
 
 // `corral serve` over HTTP on loopback (bench/serve_figures.h says how each is taken).
@@ -145,6 +149,9 @@ inline constexpr const char* kBwrapRootlessName = "bwrap, unprivileged";
 // figures against `limit` (at most, or at least).
 void JudgeWithSpread(TargetResult* t, double q1, double q3, double limit, bool at_most);
 
+// The median of `samples` (ms) at most `limit_ms`; "not measured" when there are none.
+TargetResult MedianTarget(const std::string& name, const std::vector<double>& samples,
+                          double limit_ms, const std::string& note);
 // Judged on the larger of the MemAvailable drop and the sandboxes' own cgroup charge, both
 // per sandbox (host memory is at least what the cgroups are charged; the drop alone reads
 // below it when the host's own churn is larger than a few sandboxes).

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "bench/launcher.h"
+#include "runtime/sandboxes/pause.h"
 #include "runtime/sandboxes/persistent.h"
 
 namespace corral::bench {
@@ -20,6 +21,9 @@ using Clock = std::chrono::steady_clock;
 // At most this many `corral create` in flight: beyond it a 2-core host only queues them,
 // and thousands of simultaneous processes would measure the scheduler, not corral.
 constexpr int kMaxInFlight = 64;
+// The pause figure: a sandbox with this many processes, paused and resumed this often.
+constexpr int kPauseProcesses = 20;
+constexpr int kPauseRounds = 30;
 
 }  // namespace
 
@@ -57,6 +61,43 @@ std::optional<int64_t> ReadPssBytes(int pid) {
 std::optional<int64_t> ReadMemAvailableBytes() {
   return ReadKbField("/proc/meminfo", "MemAvailable:");
 }
+
+namespace {
+
+std::string FirstUp(const std::string& prefix, const std::vector<bool>& up) {
+  for (size_t i = 0; i < up.size(); ++i) {
+    if (up[i]) return prefix + std::to_string(i);
+  }
+  return "";
+}
+
+// Pause and resume of `name` with kPauseProcesses processes in it (its init and background
+// sleeps), timed round by round as the CLI and the daemon run them.
+void MeasurePause(const std::string& corral_exe, const std::string& name, Progress& progress,
+                  SandboxFigures* f) {
+  progress.Update("sandboxes: pause and resume");
+  const std::string sleeps = "for i in $(seq " + std::to_string(kPauseProcesses - 1) +
+                             "); do nohup sleep 600 >/dev/null 2>&1 & done";
+  if (Status s = SpawnAndWait({corral_exe, "exec", name, "--", "sh", "-c", sleeps}); !s) {
+    f->reason = "pause: starting the processes failed: " + s.error().message();
+    return;
+  }
+  for (int round = 0; round < kPauseRounds; ++round) {
+    auto t0 = Clock::now();
+    Status paused = runtime::PauseSandbox(name);
+    auto t1 = Clock::now();
+    Status resumed = runtime::ResumeSandbox(name);
+    auto t2 = Clock::now();
+    if (!paused || !resumed) {
+      f->reason = "pause: " + (paused ? resumed : paused).error().message();
+      return;
+    }
+    f->pause_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    f->resume_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+  }
+}
+
+}  // namespace
 
 SandboxFigures MeasureSandboxes(const std::string& corral_exe, int count, Progress& progress) {
   SandboxFigures f;
@@ -116,6 +157,8 @@ SandboxFigures MeasureSandboxes(const std::string& corral_exe, int count, Progre
     f.mem_available_per_sandbox_bytes = static_cast<double>(*before - *after) / f.created;
   if (cgroup_n > 0) f.cgroup_memory_per_sandbox_bytes = static_cast<double>(cgroup_sum) / cgroup_n;
   if (pss_n > 0) f.init_pss_per_sandbox_bytes = static_cast<double>(pss_sum) / pss_n;
+
+  if (f.created > 0) MeasurePause(corral_exe, FirstUp(prefix, up), progress, &f);
 
   progress.Update("sandboxes: removing");
   const auto r0 = Clock::now();

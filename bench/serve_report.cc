@@ -18,23 +18,6 @@ std::string Fmt(const char* fmt, double v) {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-TargetResult MedianTarget(const std::string& name, const std::vector<double>& samples,
-                          double limit_ms, const std::string& note) {
-  TargetResult t;
-  t.name = name;
-  t.unit = "ms";
-  t.target = "<= " + Fmt("%.1f", limit_ms) + " ms";
-  if (samples.empty()) {
-    t.note = "not measured";
-    return t;
-  }
-  t.measured = true;
-  t.value = Summarize(samples).median;
-  t.pass = t.value <= limit_ms;
-  t.note = note + ", " + std::to_string(samples.size()) + " samples";
-  return t;
-}
-
 }  // namespace
 
 void AddServeTargets(const ServeFigures& f, std::vector<TargetResult>* targets) {

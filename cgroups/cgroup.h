@@ -95,6 +95,15 @@ class Cgroup {
   // Kills what is left and removes the directories. Idempotent.
   virtual Status Destroy() = 0;
 
+  // Pause and resume: freezes every process inside, child cgroups included (v2
+  // cgroup.freeze, v1 freezer.state), or thaws them, and waits until the kernel says it is
+  // done. A freeze that does not complete within kFreezeTimeout (a task in uninterruptible
+  // sleep, e.g. on a hung NFS mount) is undone and reported as an error. kUnsupported
+  // where the freezer is missing (v1 without the freezer hierarchy, v2 before 5.2).
+  virtual Status SetFrozen(bool frozen) = 0;
+  // Whether the cgroup is frozen (also: being frozen) right now.
+  virtual Result<bool> Frozen() const = 0;
+
   // A child cgroup (same driver, same hierarchies), e.g. one per exec into a persistent
   // sandbox. `name` must match [A-Za-z0-9_.-]{1,128}.
   //

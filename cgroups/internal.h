@@ -122,6 +122,8 @@ class LimitReport {
 
 // How long KillAll waits for a cgroup to empty before it gives up.
 inline constexpr std::chrono::milliseconds kKillTimeout{5000};
+// How long SetFrozen waits for a freeze (or thaw) to complete before it undoes it.
+inline constexpr std::chrono::milliseconds kFreezeTimeout{2000};
 inline constexpr int64_t kCpuPeriodUsec = 100000;
 
 }  // namespace corral::cgroups::internal

@@ -298,6 +298,36 @@ Status V1Cgroup::SignalAll(int sig) {
   return SignalPids(pids, sig);
 }
 
+// freezer.state reads FREEZING until every task (and every child cgroup's) has stopped.
+Status V1Cgroup::SetFrozen(bool frozen) {
+  const std::string* freezer = DirOf("freezer");
+  if (freezer == nullptr) {
+    return Error(ErrorCode::kUnsupported,
+                 "cgroup '" + name_ + "': the v1 freezer hierarchy is not mounted");
+  }
+  const std::string state = JoinPath(*freezer, "freezer.state");
+  const char* want = frozen ? "FROZEN" : "THAWED";
+  RETURN_IF_ERROR(WriteFile(state, want));
+  ASSIGN_OR_RETURN(bool done, WaitUntil(
+                                  [&]() -> Result<bool> {
+                                    ASSIGN_OR_RETURN(auto s, ReadFile(state));
+                                    return Trim(s) == want;
+                                  },
+                                  kFreezeTimeout));
+  if (done) return Ok();
+  if (frozen) (void)WriteFile(state, "THAWED");  // half-frozen helps nobody
+  return Error(ErrorCode::kIo, "cgroup '" + name_ + "': did not " + (frozen ? "freeze" : "thaw") +
+                                   " within " + std::to_string(kFreezeTimeout.count()) +
+                                   " ms (a task in uninterruptible sleep?)");
+}
+
+Result<bool> V1Cgroup::Frozen() const {
+  const std::string* freezer = DirOf("freezer");
+  if (freezer == nullptr) return false;
+  ASSIGN_OR_RETURN(auto s, ReadFile(JoinPath(*freezer, "freezer.state")));
+  return Trim(s) != "THAWED";
+}
+
 // v1 has no cgroup.kill. Freezing first means no task can fork between our read of
 // cgroup.procs and the kill; a v1-frozen task does not act on SIGKILL until thawed, so the
 // kill lands on thaw. A task in uninterruptible sleep can keep the cgroup FREEZING

@@ -224,6 +224,33 @@ Status V2Cgroup::KillAll() {
   return Ok();
 }
 
+// cgroup.events' "frozen" turns 1 once every task below has stopped, and 0 once they run.
+Status V2Cgroup::SetFrozen(bool frozen) {
+  const std::string freeze = JoinPath(dir_, "cgroup.freeze");
+  if (!PathExists(freeze)) {
+    return Error(ErrorCode::kUnsupported,
+                 "cgroup " + dir_ + ": no cgroup.freeze (the v2 freezer needs Linux 5.2)");
+  }
+  RETURN_IF_ERROR(WriteFile(freeze, frozen ? "1" : "0"));
+  ASSIGN_OR_RETURN(bool done, WaitUntil(
+                                  [this, frozen]() -> Result<bool> {
+                                    ASSIGN_OR_RETURN(auto ev, ReadKeyedIfExists(
+                                                                  JoinPath(dir_, "cgroup.events")));
+                                    return ev && ((*ev)["frozen"] == 1) == frozen;
+                                  },
+                                  kFreezeTimeout));
+  if (done) return Ok();
+  if (frozen) (void)WriteFile(freeze, "0");  // half-frozen helps nobody
+  return Error(ErrorCode::kIo, "cgroup " + dir_ + ": did not " + (frozen ? "freeze" : "thaw") +
+                                   " within " + std::to_string(kFreezeTimeout.count()) +
+                                   " ms (a task in uninterruptible sleep?)");
+}
+
+Result<bool> V2Cgroup::Frozen() const {
+  ASSIGN_OR_RETURN(auto freeze, ReadFile(JoinPath(dir_, "cgroup.freeze")));
+  return Trim(freeze) == "1";
+}
+
 // Kernels before 5.14: freeze so nothing forks while we read cgroup.procs, SIGKILL every
 // pid, thaw, and repeat until empty. A v2-frozen task still dies of SIGKILL (the v2
 // freezer traps tasks in signal delivery), but we thaw anyway so no survivor stays frozen.

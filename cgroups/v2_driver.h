@@ -41,6 +41,8 @@ class V2Cgroup : public Cgroup {
   Status SignalAll(int sig) override;
   Status KillAll() override;
   Status Destroy() override;
+  Status SetFrozen(bool frozen) override;
+  Result<bool> Frozen() const override;
   Result<std::unique_ptr<Cgroup>> CreateChild(const std::string& name) override;
   void Release() override { released_ = true; }
 

@@ -14,8 +14,9 @@ struct Hint {
 };
 
 constexpr std::string_view kCommands[] = {
-    "run",  "create", "exec", "cp",      "ps",    "stats",   "inspect", "logs", "rm",    "reap",
-    "pool", "check",  "tool", "threads", "bench", "version", "serve",   "code", "setup", "config"};
+    "run",   "create",  "exec",  "cp",     "ps",    "stats", "inspect", "logs",
+    "rm",    "reap",    "pause", "resume", "pool",  "check", "tool",    "threads",
+    "bench", "version", "serve", "code",   "setup", "config"};
 
 constexpr std::string_view kNoImages =
     "corral has no images: it runs the host's binaries, or a directory tree given with "
@@ -26,7 +27,7 @@ const Hint kVerbHints[] = {
     {{"stop", "kill"}, "corral rm NAME kills everything in the sandbox and removes it"},
     {{"start", "restart"},
      "a removed sandbox cannot be started again; make a new one: corral create --name NAME"},
-    {{"pause", "unpause"}, "corral cannot pause a sandbox; corral rm NAME ends it"},
+    {{"unpause"}, "corral resume NAME thaws a paused sandbox"},
     {{"attach"},
      "a sandbox has no main process to attach to; start a shell in it: corral exec -it NAME -- "
      "bash"},

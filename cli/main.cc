@@ -30,6 +30,7 @@ void AddCommands(CLI::App& app, std::string_view first_arg, int* exit_code) {
       {{"pool"}, AddPoolCommand},
       {{"check"}, AddCheckCommand},
       {{"create", "exec", "ps", "stats", "inspect", "logs", "rm", "reap"}, AddSandboxCommands},
+      {{"pause", "resume"}, AddPauseCommands},
       {{"cp"}, AddCpCommand},
       {{"tool", "threads"}, AddToolCommands},
       {{"bench"}, AddBenchCommand},

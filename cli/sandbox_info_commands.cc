@@ -124,7 +124,7 @@ int Ps(bool json) {
         cgroup ? std::to_string(info.processes) + "/" + std::to_string(info.record.spec.limits.pids)
                : "-";
     std::printf("%-*s  %-12s  %-7s  %6s  %6s  %9s  %17s  %4s\n", name_width,
-                info.record.name.c_str(), info.record.id.c_str(), info.alive ? "running" : "dead",
+                info.record.name.c_str(), info.record.id.c_str(), runtime::SandboxStateName(info),
                 Duration(info.age_seconds).c_str(), Duration(info.idle_seconds).c_str(),
                 procs.c_str(), cgroup ? MemoryText(info).c_str() : "not enforced",
                 cgroup ? CpusText(info.record.spec.limits.cpus).c_str() : "-");
@@ -139,7 +139,9 @@ void PrintStatsLines(const runtime::SandboxInfo& info) {
   };
   line("name", info.record.name);
   line("id", info.record.id);
-  line("state", info.alive ? "running" : "dead");
+  line("state", info.paused_seconds
+                    ? "paused for " + Duration(*info.paused_seconds) + " (`corral resume` thaws it)"
+                    : std::string(runtime::SandboxStateName(info)));
   line("age", Duration(info.age_seconds));
   const double idle_timeout = info.record.idle_timeout_seconds;
   line("idle", Duration(info.idle_seconds) + " (idle timeout " +

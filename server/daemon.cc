@@ -11,6 +11,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include "runtime/net/netproxy_launch.h"
 #include "runtime/pool/exec_slot_keeper.h"
 #include "runtime/run/runtime_dir.h"
+#include "runtime/sandboxes/remove_many.h"
 #include "runtime/sandboxes/sandbox_store.h"
 #include "runtime/spec/provider_config.h"
 #include "runtime/spec/server_config.h"
@@ -127,12 +129,17 @@ GaugeSource MakeGauges(SandboxManager& manager, HttpServer& server, AioApi& aio,
     ManagerCounts c = manager.Counts();
     runtime::ExecSlotKeeper::Counts slot = slots_p->counts();
     std::vector<std::pair<std::string, double>> g = {
-        {"corral_sandboxes{state=\"running\"}", static_cast<double>(c.running)},
+        {"corral_sandboxes{state=\"running\"}", static_cast<double>(c.running - c.paused)},
+        {"corral_sandboxes{state=\"paused\"}", static_cast<double>(c.paused)},
         {"corral_sandbox_events_total{event=\"created\"}", static_cast<double>(c.created)},
         {"corral_sandbox_events_total{event=\"deleted\"}", static_cast<double>(c.deleted)},
         {"corral_sandbox_events_total{event=\"reaped_idle\"}", static_cast<double>(c.reaped_idle)},
         {"corral_sandbox_events_total{event=\"evicted\"}", static_cast<double>(c.evicted)},
         {"corral_sandbox_events_total{event=\"found_dead\"}", static_cast<double>(c.found_dead)},
+        {"corral_sandbox_events_total{event=\"paused_idle\"}", static_cast<double>(c.paused_idle)},
+        {"corral_sandbox_events_total{event=\"resumed\"}", static_cast<double>(c.resumed)},
+        {"corral_sandbox_events_total{event=\"reaped_paused\"}",
+         static_cast<double>(c.reaped_paused)},
         {"corral_sandbox_calls_in_flight", static_cast<double>(c.calls_in_flight)},
         {"corral_http_requests_in_flight", static_cast<double>(server.in_flight())},
         {"corral_http_connections", static_cast<double>(server.connections())},
@@ -273,12 +280,18 @@ int RunServe(const ServeOptions& options) {
   AioApi aio(aio_options);
   SandboxManager manager({cfg.provider, cfg.spec, cfg.server.max_sandboxes, &session_slots},
                          std::move(*registry), &aio);
+  const auto adopt_start = std::chrono::steady_clock::now();
   for (const std::string& line : manager.Adopt()) spdlog::warn("adopting: {}", line);
+  spdlog::info(
+      "adopted {} live sandboxes in {:.2f} s", manager.Counts().running,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - adopt_start).count());
   auto access_log = AccessLog::Open(cfg.server.access_log);
   if (!access_log) return Fail(access_log.error().message());
 
   asio::io_context io(cfg.server.io_threads);
-  asio::thread_pool blocking(4);
+  // Creates and deletes wait on the kernel (namespaces, cgroups, RCU), not the CPU: a burst
+  // of DELETEs runs as wide as `corral rm` of many does.
+  asio::thread_pool blocking(static_cast<size_t>(runtime::DefaultRemovalParallelism()));
   Metrics metrics;
   std::unique_ptr<Router> router;
   HttpServer server(
@@ -294,12 +307,13 @@ int RunServe(const ServeOptions& options) {
   HostCheck host_check(cfg.address, server.bound_port(), cfg.server.allowed_hosts);
   GaugeSource gauges = MakeGauges(manager, server, aio, session_slots);
   router = std::make_unique<Router>(
-      RouterOptions{cfg.key, cfg.server.no_auth, cfg.server.metrics_need_key,
-                    cfg.provider.base_dir},
+      RouterOptions{cfg.key, cfg.server.no_auth, cfg.server.metrics_need_key, cfg.provider.base_dir,
+                    cfg.provider.resume_on_call},
       host_check, &manager, &aio, &metrics, access_log->get(), &blocking, gauges);
   // After the server: destroyed before it, so no exec's reply reaches a server that is gone.
   CorralApiOptions corral_options{cfg.spec, cfg.provider.base_dir};
   corral_options.io = &io;
+  corral_options.resume_on_call = cfg.provider.resume_on_call;
   corral_options.max_execs = cfg.server.max_execs;
   CorralApi corral_api(std::move(corral_options));
   router->SetCorralApi(&corral_api);

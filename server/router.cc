@@ -197,7 +197,22 @@ void Router::SandboxCall(Call& call, Reply reply) {
     manager_->EndCall(id);
     reply(std::move(response));
   };
-  aio_->Handle(*ref, rest, std::move(call.request), std::move(done));
+  if (!manager_->Paused(id))
+    return aio_->Handle(*ref, rest, std::move(call.request), std::move(done));
+  // Paused (sandbox.idle_action pause, or `corral pause` on the host): thawed first, off the
+  // I/O thread (it waits for the kernel), so that the agent never sees "paused".
+  if (!options_.resume_on_call) {
+    return done(Detail(
+        409, "sandbox " + id + " is paused and sandbox.resume_on_call is off; resume it first"));
+  }
+  boost::asio::post(
+      *blocking_, [this, ref = *ref, rest = std::string(rest), request = std::move(call.request),
+                   done = std::move(done)]() mutable {
+        if (Status st = manager_->Resume(ref.sandbox_id); !st) {
+          return done(Detail(500, "resuming the paused sandbox failed: " + st.error().message()));
+        }
+        aio_->Handle(ref, rest, std::move(request), std::move(done));
+      });
 }
 
 }  // namespace corral::server

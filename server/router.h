@@ -36,6 +36,8 @@ struct RouterOptions {
   bool no_auth = false;  // unsafe.no_auth: /api/* without a key
   bool metrics_need_key = true;
   std::string base_dir;  // sandbox.base_dir, for the extra-mount checks
+  // sandbox.resume_on_call: a call to a paused sandbox resumes it first (else 409).
+  bool resume_on_call = true;
 };
 
 // (metric line, value) pairs filled in at scrape time, plus their # HELP/# TYPE lines.

@@ -15,6 +15,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <memory>
+#include <utility>
 
 #include "base/files.h"
 #include "base/scope_guard.h"
@@ -32,6 +35,7 @@
 #include "runtime/run/user_cgroup.h"
 #include "runtime/run/watch.h"
 #include "runtime/sandboxes/init_program.h"
+#include "runtime/sandboxes/pause.h"
 #include "runtime/spec/config.h"
 
 namespace corral::runtime {
@@ -470,6 +474,7 @@ Result<RunOutcome> ExecInSandbox(const ExecRequest& request) {
   // Held for the whole exec: an idle sweep must not remove a sandbox that is in use. The
   // sweep runs only once this sandbox is held and marked used, so it never takes it.
   ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(record.name, /*shared=*/true));
+  RETURN_IF_ERROR(RefuseIfPaused(store, record));
   (void)store.TouchLastUsed(record.name);
   ReapIdleSandboxes();
   trace.Mark("reap-idle");
@@ -512,6 +517,7 @@ Result<std::unique_ptr<ExecSlot>> PrepareExecSlot(const std::string& sandbox,
                                                   const ExecSlotOptions& options) {
   ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
   ASSIGN_OR_RETURN(SandboxRecord record, store.Find(sandbox));
+  RETURN_IF_ERROR(RefuseIfPaused(store, record));
   auto slot = std::make_unique<ExecSlot>();
   ASSIGN_OR_RETURN(slot->init_pidfd, OpenInit(record));
   ASSIGN_OR_RETURN(slot->exec_cg, CreateExecCgroup(record, nullptr));
@@ -555,6 +561,10 @@ Result<std::optional<RunOutcome>> ExecInSlot(std::unique_ptr<ExecSlot> slot,
   pollfd exited[2] = {{slot->process.pidfd(), POLLIN, 0}, {slot->init_pidfd.get(), POLLIN, 0}};
   if (!lock || ::poll(exited, 2, 0) != 0 || !InitAlive(record)) {
     *unusable = "the slot or its sandbox died";
+    return std::optional<RunOutcome>();
+  }
+  if (store.PausedSince(record.name)) {
+    *unusable = "the sandbox is paused";  // the normal way says so
     return std::optional<RunOutcome>();
   }
   if (request.argv.empty()) return Error(ErrorCode::kInvalidArgument, "exec: no command given");
@@ -605,6 +615,7 @@ Result<SandboxHold> HoldSandbox(const std::string& name_or_id) {
   // sandbox may have been created under the name since: look again, under the lock.
   auto now = store.Find(found->name);
   if (!now || now->id != found->id || !InitAlive(*now)) return gone();
+  RETURN_IF_ERROR(RefuseIfPaused(store, *now));
   (void)store.TouchLastUsed(now->name);
   return SandboxHold{std::move(*now), std::move(*lock)};
 }
@@ -657,8 +668,6 @@ Status RemoveSandbox(const std::string& name_or_id) {
 
 namespace {
 
-// One record's state. The cgroup is opened once for the frozen check and the figures (a
-// listing of thousands of sandboxes paid for each open twice).
 // The cgroup's stats and process count, into `info`.
 void ReadFigures(const SandboxStore& store, const std::string& name,
                  const cgroups::CgroupManager& manager, const cgroups::Cgroup& cg,
@@ -671,17 +680,45 @@ void ReadFigures(const SandboxStore& store, const std::string& name,
   if (auto procs = cg.Processes()) info->processes = procs->size();
 }
 
-SandboxInfo InspectRecord(const SandboxStore& store, SandboxRecord record, Inspect what) {
+// The cgroup managers of a listing, one per (driver, parent): making one reads the mount
+// table and checks the parent directories, which a listing of thousands of records need
+// not repeat per record. Null where the record has no cgroup or its manager failed.
+class ManagerCache {
+ public:
+  cgroups::CgroupManager* For(const SandboxRecord& record) {
+    if (record.cgroup_name.empty()) return nullptr;  // rootless without a cgroup
+    auto key =
+        std::make_pair(std::string(Name(record.spec.cgroups.driver)), record.spec.cgroups.parent);
+    auto it = managers_.find(key);
+    if (it == managers_.end()) {
+      auto made = ManagerFor(record);
+      it = managers_.emplace(std::move(key), made ? std::move(*made) : nullptr).first;
+    }
+    return it->second.get();
+  }
+
+ private:
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<cgroups::CgroupManager>> managers_;
+};
+
+// One record's state. The cgroup is opened once for the frozen check and the figures (a
+// listing of thousands of sandboxes paid for each open twice).
+SandboxInfo InspectRecord(const SandboxStore& store, SandboxRecord record, Inspect what,
+                          ManagerCache& managers) {
   SandboxInfo info;
   double now = UnixNow();
   info.alive = InitAlive(record);
   info.age_seconds = now - record.created_at;
   info.idle_seconds = now - store.LastUsed(record.name);
-  if (auto manager = ManagerFor(record)) {
-    if (auto cg = (*manager)->OpenCgroup(record.cgroup_name)) {
+  if (auto since = store.PausedSince(record.name)) info.paused_seconds = now - *since;
+  if (cgroups::CgroupManager* manager = managers.For(record)) {
+    if (auto cg = manager->OpenCgroup(record.cgroup_name)) {
       (*cg)->Release();
-      if (info.alive && FrozenByAnInterruptedKill(**cg)) info.alive = false;
-      if (what == Inspect::kFigures) ReadFigures(store, record.name, **manager, **cg, &info);
+      // A paused sandbox's cgroup is frozen on purpose.
+      if (info.alive && !info.paused_seconds && FrozenByAnInterruptedKill(**cg)) {
+        info.alive = false;
+      }
+      if (what == Inspect::kFigures) ReadFigures(store, record.name, *manager, **cg, &info);
     }
   }
   info.record = std::move(record);
@@ -693,7 +730,8 @@ SandboxInfo InspectRecord(const SandboxStore& store, SandboxRecord record, Inspe
 Result<SandboxInfo> InspectSandbox(const std::string& name_or_id, Inspect what) {
   ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
   ASSIGN_OR_RETURN(SandboxRecord record, store.Find(name_or_id));
-  return InspectRecord(store, std::move(record), what);
+  ManagerCache managers;
+  return InspectRecord(store, std::move(record), what, managers);
 }
 
 std::vector<SandboxInfo> ListSandboxes(std::vector<UnreadableRecord>* unreadable, Inspect what) {
@@ -705,8 +743,9 @@ std::vector<SandboxInfo> ListSandboxes(std::vector<UnreadableRecord>* unreadable
     return out;
   }
   store->RemoveDeadTempClaims();  // a scan of every sandbox's directory: here, not per create
+  ManagerCache managers;
   for (SandboxRecord& r : store->List(unreadable)) {
-    out.push_back(InspectRecord(*store, std::move(r), what));
+    out.push_back(InspectRecord(*store, std::move(r), what, managers));
   }
   return out;
 }

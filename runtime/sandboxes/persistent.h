@@ -3,10 +3,9 @@
 // A persistent sandbox is a jail whose init (PID 1, jail/child.cc in InitMode::kPersistent)
 // holds the namespaces and the root and reaps orphans, in a sandbox-wide cgroup
 // "sbx-<name>" carrying the limits. Each exec runs in a leaf of its own,
-// "sbx-<name>/exec-<pid>-<n>", so an exec's timeout can kill exactly that exec's tree. On
-// cgroup v2 the init lives in the leaf "sbx-<name>/init" (v2 allows processes only in
-// leaves once controllers are enabled below a cgroup); on v1, which has no such rule, in
-// "sbx-<name>" itself (each v1 memory cgroup costs ~0.5 MiB of kernel memory). The init survives
+// "sbx-<name>/exec-<pid>-<n>", so an exec's timeout can kill exactly that exec's tree. The
+// init lives in "sbx-<name>" itself (on v2 the exec cgroups then have no controllers of
+// their own: cgroups/cgroup.h, CreateChild), so an idle sandbox is one cgroup. The init survives
 // the corral that created it; the record in runtime/sandboxes/sandbox_store.h lets later
 // invocations find it.
 //
@@ -129,6 +128,8 @@ struct SandboxInfo {
   bool alive = false;
   double age_seconds = 0;
   double idle_seconds = 0;
+  // Paused (runtime/sandboxes/pause.h) for this long; nullopt when not paused.
+  std::optional<double> paused_seconds;
   std::optional<cgroups::Stats> stats;  // sandbox-wide
   size_t processes = 0;
 };

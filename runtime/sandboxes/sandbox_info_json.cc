@@ -13,6 +13,11 @@ nlohmann::json OptionalJson(const std::optional<int64_t>& v) {
 
 }  // namespace
 
+const char* SandboxStateName(const SandboxInfo& info) {
+  if (!info.alive) return "dead";
+  return info.paused_seconds ? "paused" : "running";
+}
+
 nlohmann::json SandboxLimitsJson(const LimitsSpec& l) {
   return {{"memory_bytes", l.memory_bytes},
           {"cpus", l.cpus},
@@ -23,7 +28,7 @@ nlohmann::json SandboxLimitsJson(const LimitsSpec& l) {
 nlohmann::json SandboxInfoJson(const SandboxInfo& info) {
   nlohmann::json j = {{"name", info.record.name},
                       {"id", info.record.id},
-                      {"state", info.alive ? "running" : "dead"},
+                      {"state", SandboxStateName(info)},
                       {"init_pid", info.record.init_pid},
                       {"age_seconds", info.age_seconds},
                       {"idle_seconds", info.idle_seconds},
@@ -32,6 +37,7 @@ nlohmann::json SandboxInfoJson(const SandboxInfo& info) {
                       {"limits", SandboxLimitsJson(info.record.spec.limits)},
                       // false: a rootless sandbox without a cgroup (allow_missing_limits)
                       {"limits_enforced", !info.record.cgroup_name.empty()}};
+  if (info.paused_seconds) j["paused_seconds"] = *info.paused_seconds;
   if (info.stats) {
     const auto& s = *info.stats;
     j["memory_bytes"] = OptionalJson(s.memory_current_bytes);

@@ -9,9 +9,12 @@
 
 namespace corral::runtime {
 
+// "running", "paused" or "dead".
+const char* SandboxStateName(const SandboxInfo& info);
 // {name, id, state, init_pid, age_seconds, idle_seconds, idle_timeout_seconds, processes,
-//  limits, and — where the cgroup reports them — memory_bytes, memory_peak_bytes,
-//  cpu_user_usec, cpu_system_usec, pids, pids_peak (null when unknown), oom_kills}.
+//  limits, paused_seconds (only while paused), and — where the cgroup reports them — memory_bytes,
+//  memory_peak_bytes, cpu_user_usec, cpu_system_usec, pids, pids_peak (null when unknown),
+//  oom_kills}.
 nlohmann::json SandboxInfoJson(const SandboxInfo& info);
 // {memory_bytes, cpus, pids, timeout_seconds}
 nlohmann::json SandboxLimitsJson(const LimitsSpec& limits);

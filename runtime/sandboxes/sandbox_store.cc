@@ -254,8 +254,9 @@ Status SandboxStore::RemoveDir(const std::string& name) {
   if (::unlink(IdlePath(name).c_str()) != 0 && errno != ENOENT) {
     return Error::FromErrno(errno, "unlink " + IdlePath(name));
   }
-  for (const char* f : {"/state.json", "/state.json.tmp", "/pending.json", "/pending.json.tmp",
-                        "/creating", "/lock", "/last_used", "/oom_kills"}) {
+  for (const char* f :
+       {"/state.json", "/state.json.tmp", "/pending.json", "/pending.json.tmp", "/creating",
+        "/lock", "/last_used", "/oom_kills", "/paused", "/pause.lock"}) {
     if (::unlink((dir + f).c_str()) != 0 && errno != ENOENT) {
       return Error::FromErrno(errno, "unlink " + dir + f);
     }
@@ -321,6 +322,31 @@ double SandboxStore::LastUsed(const std::string& name) const {
   struct stat st;
   if (::stat((DirOf(name) + "/last_used").c_str(), &st) != 0) return 0;
   return static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec / 1e9;
+}
+
+std::optional<double> SandboxStore::PausedSince(const std::string& name) const {
+  struct stat st;
+  if (::stat((DirOf(name) + "/paused").c_str(), &st) != 0) return std::nullopt;
+  return static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec / 1e9;
+}
+
+Status SandboxStore::SetPaused(const std::string& name, bool paused) const {
+  const std::string path = DirOf(name) + "/paused";
+  if (!paused) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Error::FromErrno(errno, path);
+    return Ok();
+  }
+  UniqueFd fd(::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+  if (!fd || ::futimens(fd.get(), nullptr) != 0) return Error::FromErrno(errno, path);
+  return Ok();
+}
+
+Result<UniqueFd> SandboxStore::LockPause(const std::string& name) const {
+  const std::string path = DirOf(name) + "/pause.lock";
+  UniqueFd fd(::open(path.c_str(), O_CREAT | O_RDONLY | O_CLOEXEC, 0600));
+  if (!fd) return Error::FromErrno(errno, "pause lock of sandbox " + name);
+  if (::flock(fd.get(), LOCK_EX) != 0) return Error::FromErrno(errno, "flock " + path);
+  return fd;
 }
 
 Status SandboxStore::AddRemovedOomKills(const std::string& name, int64_t kills) const {

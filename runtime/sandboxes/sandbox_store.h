@@ -140,6 +140,14 @@ class SandboxStore {
   Status AddRemovedOomKills(const std::string& name, int64_t kills) const;
   int64_t RemovedOomKills(const std::string& name) const;  // their sum; 0 if none
 
+  // Pause (runtime/sandboxes/pause.h). The marker <name>/paused says that the sandbox's
+  // frozen cgroup is `corral pause`'s doing, not a removal cut short; its mtime is when.
+  std::optional<double> PausedSince(const std::string& name) const;  // unix seconds
+  Status SetPaused(const std::string& name, bool paused) const;
+  // flock on <name>/pause.lock (made on first use): pause and resume of one sandbox take
+  // turns. Execs do not take it: a pause freezes the execs running too.
+  Result<UniqueFd> LockPause(const std::string& name) const;
+
  private:
   std::string IdPath(const std::string& id) const;
   Status UnlinkIdsNaming(const std::string& name) const;

@@ -171,6 +171,19 @@ void ParseSandboxKey(const std::string& key, const YAML::Node& v, Problems* p, P
     if (!v.IsNull() && Read(v, w, p, &c->idle_timeout) && c->idle_timeout < 0) {
       p->Add(w, "must be >= 0");
     }
+  } else if (key == "idle_action") {
+    if (Read(v, w, p, &s)) {
+      if (s == "destroy" || s == "pause") {
+        c->idle_action = s == "pause" ? ProviderConfig::IdleAction::kPause
+                                      : ProviderConfig::IdleAction::kDestroy;
+      } else {
+        p->Add(w, "must be destroy or pause (got \"" + s + "\")");
+      }
+    }
+  } else if (key == "paused_timeout") {
+    if (Read(v, w, p, &c->paused_timeout) && c->paused_timeout < 0) p->Add(w, "must be >= 0");
+  } else if (key == "resume_on_call") {
+    Read(v, w, p, &c->resume_on_call);
   } else if (key == "environment") {
     ParseEnvironment(v, p, c);
   } else if (key == "base_dir") {
@@ -228,6 +241,17 @@ Status LoadProviderConfig(const YAML::Node& sandbox, const YAML::Node& skills, P
         }
       }
     }
+  }
+  // Paused sandboxes go after a second, longer timeout: a shorter one would remove them
+  // before they were ever paused.
+  if (c->idle_action == ProviderConfig::IdleAction::kPause && c->paused_timeout > 0 &&
+      c->paused_timeout <= c->idle_timeout) {
+    p.Add("sandbox.paused_timeout", "must be longer than sandbox.idle_timeout (" +
+                                        std::to_string(static_cast<int64_t>(c->idle_timeout)) +
+                                        " s), or 0 (never)");
+  }
+  if (c->idle_action == ProviderConfig::IdleAction::kPause && c->idle_timeout == 0) {
+    p.Add("sandbox.idle_action", "pause needs sandbox.idle_timeout > 0 (when to pause)");
   }
   if (c->use == ProviderKind::kAio && c->provisioner_url.empty() && c->aio_url.empty()) {
     p.Add("sandbox.provisioner_url",

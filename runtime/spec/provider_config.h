@@ -41,6 +41,14 @@ struct ProviderConfig {
   double bash_command_timeout = 600;  // seconds
   int replicas = 3;                   // jail: live thread sandboxes kept (soft cap)
   double idle_timeout = 600;          // seconds; 0 = never
+  // `corral serve` only: what its reaper does with a sandbox idle for idle_timeout:
+  // remove it (destroy), or pause it (runtime/sandboxes/pause.h) and remove it once it has
+  // been idle for paused_timeout (0 = never). A call to a paused sandbox resumes it first
+  // unless resume_on_call is off (then it is refused with 409).
+  enum class IdleAction { kDestroy, kPause };
+  IdleAction idle_action = IdleAction::kDestroy;
+  double paused_timeout = 86400;  // seconds of idleness, counted like idle_timeout's
+  bool resume_on_call = true;
   int warm = 0;  // `corral serve` only: sandboxes kept ready for the next creates; 0 = off
   std::vector<std::pair<std::string, std::string>> environment;  // injected, redacted
   std::string base_dir = "/var/lib/corral";

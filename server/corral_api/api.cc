@@ -9,6 +9,7 @@
 #include "runtime/code/code_run.h"
 #include "runtime/run/outcome.h"
 #include "runtime/run/planner.h"
+#include "runtime/sandboxes/pause.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/spec_json.h"
 #include "server/corral_api/internal.h"
@@ -16,7 +17,14 @@
 #include "server/corral_api/stream.h"
 
 namespace corral::server {
+
 namespace {
+
+// sandbox.resume_on_call: a paused sandbox is resumed before a call uses it; off, the call
+// goes on and the runtime refuses it (409 failed_precondition).
+Status ResumeForCall(bool resume_on_call, const std::string& name) {
+  return resume_on_call ? runtime::ResumeIfPaused(name) : Ok();
+}
 
 using nlohmann::json;
 
@@ -128,6 +136,16 @@ void CorralApi::Remove(const std::string& name, Reply reply) {
   });
 }
 
+void CorralApi::SetPaused(const std::string& name, bool paused, Reply reply) {
+  OnWorker(std::move(reply), [name, paused] {
+    Status st = paused ? runtime::PauseSandbox(name) : runtime::ResumeSandbox(name);
+    if (!st) return RuntimeError(st.error(), "name");
+    auto info = runtime::InspectSandbox(name);
+    if (!info) return RuntimeError(info.error(), "name");
+    return HttpResponse::Json(200, SandboxInfoJson(*info));
+  });
+}
+
 void CorralApi::Exec(const std::string& name, const HttpRequest& request, Reply reply) {
   // The body's "stream" (when given) wins over the Accept header.
   const std::string* accept = request.Header("accept");
@@ -136,7 +154,12 @@ void CorralApi::Exec(const std::string& name, const HttpRequest& request, Reply 
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply(error->ToResponse());
   if (stream)
     return ExecStreamed(std::get<runtime::ExecRequest>(std::move(parsed)), std::move(reply));
-  OnExecThread(std::move(reply), [exec = std::get<runtime::ExecRequest>(std::move(parsed))] {
+  // Captures no `this`: an exec's thread may outlive the API (see OnExecThread).
+  OnExecThread(std::move(reply), [resume = options_.resume_on_call,
+                                  exec = std::get<runtime::ExecRequest>(std::move(parsed))] {
+    if (Status st = ResumeForCall(resume, exec.sandbox); !st) {
+      return RuntimeError(st.error(), "name");
+    }
     HttpResponse response;
     auto outcome = runtime::ExecInSandbox(exec);
     if (!outcome) {
@@ -159,6 +182,10 @@ void CorralApi::ExecStreamed(runtime::ExecRequest exec, Reply reply) {
   // Looked up first, so that an unknown sandbox is a 404 rather than an error event, and
   // for the sandbox's own output cap when the request gives none.
   OnWorker(std::move(reply), [this, exec = std::move(exec), release]() mutable {
+    if (Status st = ResumeForCall(options_.resume_on_call, exec.sandbox); !st) {
+      release();
+      return RuntimeError(st.error(), "name");
+    }
     auto info = runtime::InspectSandbox(exec.sandbox);
     if (!info || !info->alive) {
       release();
@@ -188,8 +215,13 @@ void CorralApi::ExecStreamed(runtime::ExecRequest exec, Reply reply) {
 void CorralApi::Code(const std::string& name, const HttpRequest& request, Reply reply) {
   auto parsed = ParseCodeRequest(request.body, name, options_.base_spec.python);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply(error->ToResponse());
-  OnExecThread(std::move(reply), [spec = options_.base_spec,
+  OnExecThread(std::move(reply), [resume = options_.resume_on_call, spec = options_.base_spec,
                                   code = std::get<runtime::code::CodeRequest>(std::move(parsed))] {
+    if (!code.sandbox.empty()) {
+      if (Status st = ResumeForCall(resume, code.sandbox); !st) {
+        return RuntimeError(st.error(), "name");
+      }
+    }
     HttpResponse response;
     auto result = runtime::code::RunCode(spec, code);
     if (!result) {

@@ -50,6 +50,9 @@ struct CorralApiOptions {
   int max_execs = 64;               // execs running at once
   int workers = 4;                  // threads for creates, removals, stats, files
   double reap_period_seconds = 10;  // how often sandboxes past their idle_timeout go
+  // sandbox.resume_on_call: an exec, code or file call to a paused sandbox resumes it
+  // first; off, such a call is a 409 failed_precondition.
+  bool resume_on_call = true;
   // The daemon's I/O context: streamed exec output (server/corral_api/stream.h) is read
   // and written on it. nullptr: a streamed exec is refused (501).
   boost::asio::io_context* io = nullptr;
@@ -96,6 +99,8 @@ class CorralApi {
   void List(Reply reply);
   void Inspect(const std::string& name, Reply reply, bool stats_only);
   void Remove(const std::string& name, Reply reply);
+  // POST .../pause and .../resume: the sandbox's state afterwards, as GET answers it.
+  void SetPaused(const std::string& name, bool paused, Reply reply);
   void Exec(const std::string& name, const HttpRequest& request, Reply reply);
   // `"stream": true` or `Accept: text/event-stream`: server-sent events while it runs.
   void ExecStreamed(runtime::ExecRequest exec, Reply reply);

@@ -2,6 +2,7 @@
 // sandbox's root, as its user; no path logic here), and the JSON and error helpers.
 #include <boost/asio/post.hpp>
 
+#include "runtime/sandboxes/pause.h"
 #include "runtime/sandboxes/sandbox_info_json.h"
 #include "server/corral_api/api.h"
 #include "server/corral_api/internal.h"
@@ -27,8 +28,13 @@ const std::string* PathParam(const HttpRequest& request, HttpResponse* missing) 
   return path;
 }
 
-// The sandbox `name` held for the length of one file operation.
-std::variant<std::unique_ptr<runtime::JailSandbox>, HttpResponse> Held(const std::string& name) {
+// The sandbox `name` held for the length of one file operation; resumed first when it is
+// paused and `resume` (server.resume_on_call) is on, else a paused one is a 409.
+std::variant<std::unique_ptr<runtime::JailSandbox>, HttpResponse> Held(const std::string& name,
+                                                                       bool resume) {
+  if (resume) {
+    if (Status st = runtime::ResumeIfPaused(name); !st) return RuntimeError(st.error(), "name");
+  }
   auto hold = runtime::HoldSandbox(name);
   if (!hold) return RuntimeError(hold.error(), "name");
   return std::make_unique<runtime::JailSandbox>(std::move(*hold));
@@ -45,6 +51,8 @@ HttpResponse RuntimeError(const Error& error, const std::string& field) {
       return Err(404, "not_found", m, field == "spec" ? "" : field);
     case ErrorCode::kAlreadyExists:
       return Err(409, "already_exists", m, field == "spec" ? "name" : field);
+    case ErrorCode::kFailedPrecondition:  // a paused sandbox, as Docker answers an exec into one
+      return Err(409, "failed_precondition", m, field);
     case ErrorCode::kInvalidArgument:
       return Err(422, "invalid_argument", m, field);
     case ErrorCode::kPermissionDenied:
@@ -82,8 +90,8 @@ void CorralApi::ReadFile(const std::string& name, const HttpRequest& request, Re
   HttpResponse missing;
   const std::string* path = PathParam(request, &missing);
   if (path == nullptr || path->empty()) return reply(std::move(missing));
-  OnWorker(std::move(reply), [name, path = *path] {
-    auto held = Held(name);
+  OnWorker(std::move(reply), [name, path = *path, resume = options_.resume_on_call] {
+    auto held = Held(name, resume);
     if (auto* r = std::get_if<HttpResponse>(&held)) return std::move(*r);
     auto bytes = std::get<0>(held)->ReadBytes(path, kFileMaxBytes);
     if (!bytes) return FileError(bytes.error());
@@ -101,13 +109,15 @@ void CorralApi::WriteFile(const std::string& name, HttpRequest request, Reply re
   if (static_cast<int64_t>(request.body.size()) > kFileMaxBytes) {
     return reply(Err(413, "too_large", "body: a file may hold at most 100 MiB", "body"));
   }
-  OnWorker(std::move(reply), [name, path = *path, body = std::move(request.body)] {
-    auto held = Held(name);
-    if (auto* r = std::get_if<HttpResponse>(&held)) return std::move(*r);
-    // UpdateFile: binary create/overwrite, parent directories created.
-    if (auto st = std::get<0>(held)->UpdateFile(path, body); !st) return FileError(st.error());
-    return HttpResponse::Json(200, {{"path", path}, {"bytes", body.size()}});
-  });
+  OnWorker(std::move(reply),
+           [name, path = *path, body = std::move(request.body), resume = options_.resume_on_call] {
+             auto held = Held(name, resume);
+             if (auto* r = std::get_if<HttpResponse>(&held)) return std::move(*r);
+             // UpdateFile: binary create/overwrite, parent directories created.
+             if (auto st = std::get<0>(held)->UpdateFile(path, body); !st)
+               return FileError(st.error());
+             return HttpResponse::Json(200, {{"path", path}, {"bytes", body.size()}});
+           });
 }
 
 void CorralApi::ListDir(const std::string& name, const HttpRequest& request, Reply reply) {
@@ -121,8 +131,8 @@ void CorralApi::ListDir(const std::string& name, const HttpRequest& request, Rep
     }
     depth = (*d)[0] - '0';
   }
-  OnWorker(std::move(reply), [name, path = *path, depth] {
-    auto held = Held(name);
+  OnWorker(std::move(reply), [name, path = *path, depth, resume = options_.resume_on_call] {
+    auto held = Held(name, resume);
     if (auto* r = std::get_if<HttpResponse>(&held)) return std::move(*r);
     auto entries = std::get<0>(held)->ListEntries(path, depth);
     if (!entries) return FileError(entries.error());

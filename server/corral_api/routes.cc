@@ -44,6 +44,14 @@ const RouteTable<CorralApi::Handler>& CorralApi::Table() {
              })
         .Add("DELETE", "sandboxes/{name}",
              [](CorralApi& api, Call& c, Reply reply) { api.Remove(c.name, std::move(reply)); })
+        .Add("POST", "sandboxes/{name}/pause",
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.SetPaused(c.name, true, std::move(reply));
+             })
+        .Add("POST", "sandboxes/{name}/resume",
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.SetPaused(c.name, false, std::move(reply));
+             })
         .Add("POST", "sandboxes/{name}/exec",
              [](CorralApi& api, Call& c, Reply reply) {
                api.Exec(c.name, c.request, std::move(reply));

@@ -10,12 +10,17 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <set>
 
+#include "base/parallel_for.h"
 #include "base/unique_fd.h"
 #include "runtime/pool/warm_claim.h"
 #include "runtime/run/runtime_dir.h"
+#include "runtime/sandboxes/pause.h"
 #include "runtime/sandboxes/persistent.h"
+#include "runtime/sandboxes/remove_many.h"
 #include "runtime/sandboxes/sandbox_store.h"
 #include "server/http/auth.h"
 #include "tools/providers/jail_sandbox.h"
@@ -145,7 +150,9 @@ std::string CorralNameFor(const std::string& sandbox_id) {
 }
 
 SandboxManager::SandboxManager(ManagerOptions options, SandboxRegistry registry, AioApi* aio)
-    : options_(std::move(options)), registry_(std::move(registry)), aio_(aio) {}
+    : options_(std::move(options)), registry_(std::move(registry)), aio_(aio) {
+  if (auto store = runtime::SandboxStore::Open()) store_ = std::move(*store);
+}
 
 bool SandboxManager::Alive(const Managed& m) const {
   return m.init_pid > 0 && runtime::ProcessRunning(m.init_pid, m.start_ticks);
@@ -156,74 +163,94 @@ bool SandboxManager::StillRemovable(const std::string& sandbox_id, double min_id
   auto it = sandboxes_.find(sandbox_id);
   if (it == sandboxes_.end()) return false;
   if (!Alive(it->second)) return true;
-  return min_idle >= 0 && it->second.in_flight == 0 && IdleSeconds(it->second, Now()) >= min_idle;
+  return min_idle >= 0 && it->second.in_flight == 0 &&
+         IdleSeconds(it->second, Now(), store_ ? &*store_ : nullptr) >= min_idle;
 }
 
-double SandboxManager::IdleSeconds(const Managed& m, double now) const {
+double SandboxManager::IdleSeconds(const Managed& m, double now,
+                                   const runtime::SandboxStore* store) const {
   double last = std::max(m.last_call, m.entry.created_at);
-  if (auto store = runtime::SandboxStore::Open()) {
-    last = std::max(last, store->LastUsed(m.entry.corral_name));
+  if (store != nullptr) return now - std::max(last, store->LastUsed(m.entry.corral_name));
+  if (auto opened = runtime::SandboxStore::Open()) {
+    last = std::max(last, opened->LastUsed(m.entry.corral_name));
   }
   return now - last;
 }
 
 std::vector<std::string> SandboxManager::Adopt() {
-  // At start-up, before any request: nothing else touches the sandboxes yet.
+  // At start-up, before any request: nothing else touches the sandboxes yet. One listing
+  // of the store (liveness only: a restart adopting thousands must not read every cgroup's
+  // figures); what is to go is removed side by side at the end.
   std::vector<std::string> dropped;
+  std::vector<runtime::UnreadableRecord> unreadable;
+  std::map<std::string, runtime::SandboxInfo> listed;
+  for (runtime::SandboxInfo& info :
+       runtime::ListSandboxes(&unreadable, runtime::Inspect::kLiveness)) {
+    std::string name = info.record.name;
+    listed.emplace(std::move(name), std::move(info));
+  }
+  std::vector<std::string> to_remove;
+  std::vector<std::function<std::string(const Status&)>> say;  // per removal; "" says nothing
+  auto remove = [&](const std::string& name, std::function<std::string(const Status&)> line) {
+    to_remove.push_back(name);
+    say.push_back(std::move(line));
+  };
   for (RegistryEntry& e : registry_.Load(&dropped)) {
-    // Liveness only: a restart adopting thousands must not read every cgroup's figures.
-    auto info = runtime::InspectSandbox(e.corral_name, runtime::Inspect::kLiveness);
-    if (info && info->alive && info->record.spec.user_data_dir == e.user_data) {
+    auto it = listed.find(e.corral_name);
+    const bool same_thread =
+        it != listed.end() && it->second.record.spec.user_data_dir == e.user_data;
+    if (same_thread && it->second.alive) {
       Managed m;
-      m.init_pid = info->record.init_pid;
-      m.start_ticks = info->record.init_start_ticks;
-      m.last_call = Now() - info->idle_seconds;
+      m.init_pid = it->second.record.init_pid;
+      m.start_ticks = it->second.record.init_start_ticks;
+      m.last_call = Now() - it->second.idle_seconds;
+      m.paused = it->second.paused_seconds.has_value();
       m.entry = std::move(e);
+      listed.erase(it);
       std::lock_guard<std::mutex> lock(mu_);
       sandboxes_[m.entry.sandbox_id] = std::move(m);
       continue;
     }
     dropped.push_back(e.sandbox_id + ": its sandbox " + e.corral_name + " is gone; forgotten");
-    if (info && info->record.spec.user_data_dir == e.user_data) {
-      (void)runtime::RemoveSandbox(e.corral_name);
+    if (same_thread) {
+      remove(e.corral_name, [](const Status&) { return std::string(); });
+      listed.erase(it);
     }
     (void)registry_.Remove(e.sandbox_id);
   }
   // Sandboxes an earlier daemon made but never recorded (killed between the create and
   // the registry's write): nobody holds their token, and a create of that id makes a new
   // one, so they are removed. The names df-* and dfh-* are the daemon's own.
-  std::set<std::string> recorded;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [id, m] : sandboxes_) recorded.insert(m.entry.corral_name);
-  }
-  std::vector<runtime::UnreadableRecord> unreadable;
-  for (const runtime::SandboxInfo& info :
-       runtime::ListSandboxes(&unreadable, runtime::Inspect::kLiveness)) {
-    const std::string& name = info.record.name;
-    const bool daemons = name.rfind("df-", 0) == 0 || name.rfind("dfh-", 0) == 0;
-    if (!daemons || recorded.count(name)) continue;
-    Status st = runtime::RemoveSandbox(name);
-    dropped.push_back(
-        "sandbox " + name + " was created but never recorded (the daemon stopped " +
-        "in between): " + (st ? "removed" : "removing failed: " + st.error().message()));
+  auto daemons = [](const std::string& name) {
+    return name.rfind("df-", 0) == 0 || name.rfind("dfh-", 0) == 0;
+  };
+  for (const auto& [name, info] : listed) {
+    if (!daemons(name)) continue;
+    remove(name, [name](const Status& st) {
+      return "sandbox " + name + " was created but never recorded (the daemon stopped " +
+             "in between): " + (st ? "removed" : "removing failed: " + st.error().message());
+    });
   }
   // Records that cannot be read: the daemon's own sandboxes are removed (a create of the
   // id makes a new one over the same thread data); others are only named.
   for (const runtime::UnreadableRecord& u : unreadable) {
-    const bool daemons = u.name.rfind("df-", 0) == 0 || u.name.rfind("dfh-", 0) == 0;
     if (u.name.empty()) {
       dropped.push_back("the sandbox store cannot be listed: " + u.path + ": " + u.why);
-    } else if (daemons) {
-      Status st = runtime::RemoveSandbox(u.name);
-      dropped.push_back("sandbox " + u.name + ": its record " + u.path + " cannot be read (" +
-                        u.why + "): " +
-                        (st ? "removed what was left of it; the thread's files are kept"
-                            : "removing it failed: " + st.error().message()));
+    } else if (daemons(u.name)) {
+      remove(u.name, [u](const Status& st) {
+        return "sandbox " + u.name + ": its record " + u.path + " cannot be read (" + u.why +
+               "): " +
+               (st ? "removed what was left of it; the thread's files are kept"
+                   : "removing it failed: " + st.error().message());
+      });
     } else {
       dropped.push_back("sandbox " + u.name + ": its record " + u.path + " cannot be read (" +
                         u.why + "); not the daemon's; `corral rm " + u.name + "` removes it");
     }
+  }
+  const std::vector<Status> removed = runtime::RemoveSandboxes(to_remove);
+  for (size_t i = 0; i < removed.size(); ++i) {
+    if (std::string line = say[i](removed[i]); !line.empty()) dropped.push_back(std::move(line));
   }
   // Warm sandboxes of an earlier daemon (kill -9): nobody can claim them now.
   for (std::string& line : runtime::WarmPool::RemoveStale(options_.base_spec.cgroups)) {
@@ -277,13 +304,14 @@ void SandboxManager::EvictForSoftCap() {
   std::lock_guard<std::mutex> evicting(evict_mu_);
   const size_t cap = static_cast<size_t>(std::max(1, options_.provider.replicas));
   const double now = Now();
+  auto store = runtime::SandboxStore::Open();        // once, not per sandbox
   std::vector<std::pair<double, std::string>> idle;  // (idle seconds, id)
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (sandboxes_.size() < cap) return;
     for (const auto& [id, m] : sandboxes_) {
       if (m.in_flight > 0) continue;
-      double s = IdleSeconds(m, now);
+      double s = IdleSeconds(m, now, store ? &*store : nullptr);
       if (s >= kEvictMinIdleSeconds) idle.emplace_back(s, id);
     }
   }
@@ -528,30 +556,122 @@ void SandboxManager::EndCall(const std::string& sandbox_id) {
 }
 
 void SandboxManager::Reap() {
+  using IdleAction = runtime::ProviderConfig::IdleAction;
   const double idle_timeout = options_.provider.idle_timeout;
-  const double now = Now();
-  std::vector<std::pair<std::string, bool>> gone;  // (id, idle rather than dead)
+  const bool pause_idle = options_.provider.idle_action == IdleAction::kPause;
+  const double paused_timeout = options_.provider.paused_timeout;
+  // The sandboxes are copied under the lock and looked at outside it (a /proc read per
+  // init, a stat or two per sandbox): with thousands of them, every call would otherwise
+  // wait.
+  std::vector<std::pair<std::string, Managed>> looks;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [id, m] : sandboxes_) {
-      if (!Alive(m)) {
-        gone.emplace_back(id, false);
-      } else if (idle_timeout > 0 && m.in_flight == 0 && IdleSeconds(m, now) > idle_timeout) {
-        gone.emplace_back(id, true);
-      }
+    looks.assign(sandboxes_.begin(), sandboxes_.end());
+  }
+  const runtime::SandboxStore* store = store_ ? &*store_ : nullptr;
+  const double now = Now();
+  enum class Step { kRemoveDead, kRemoveIdle, kRemovePaused, kPause };
+  std::vector<std::pair<std::string, Step>> steps;
+  std::vector<std::pair<std::string, bool>> paused_now;  // the marker, for Counts()
+  for (const auto& [id, m] : looks) {
+    if (!Alive(m)) {
+      steps.emplace_back(id, Step::kRemoveDead);
+      continue;
+    }
+    const bool paused = store != nullptr && store->PausedSince(m.entry.corral_name).has_value();
+    if (paused != m.paused) paused_now.emplace_back(id, paused);
+    if (idle_timeout <= 0 || m.in_flight > 0) continue;
+    const double idle = IdleSeconds(m, now, store);
+    if (!pause_idle) {
+      if (idle > idle_timeout) steps.emplace_back(id, Step::kRemoveIdle);
+    } else if (paused) {
+      if (paused_timeout > 0 && idle > paused_timeout) steps.emplace_back(id, Step::kRemovePaused);
+    } else if (idle > idle_timeout) {
+      steps.emplace_back(id, Step::kPause);
     }
   }
-  for (const auto& [id, idle] : gone) {
-    auto held = ids_.TryLock(id);  // being created or deleted right now: next round
-    if (!held || !StillRemovable(id, idle ? idle_timeout : -1)) continue;
-    RemoveLocked(id, idle ? "idle longer than sandbox.idle_timeout" : "found dead");
+  looks.clear();
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    ++(idle ? counts_.reaped_idle : counts_.found_dead);
+    for (const auto& [id, paused] : paused_now) {
+      if (auto it = sandboxes_.find(id); it != sandboxes_.end()) it->second.paused = paused;
+    }
   }
+  // Removals wait on the kernel, not the CPU: side by side, so that a burst of expiries
+  // (a fleet of threads idle since the night) goes in seconds.
+  ForEachInParallel(steps.size(), runtime::DefaultRemovalParallelism(), [&](size_t i) {
+    const auto& [id, step] = steps[i];
+    auto held = ids_.TryLock(id);  // being created or deleted right now: next round
+    if (!held) return;
+    const double min_idle = step == Step::kRemoveDead     ? -1
+                            : step == Step::kRemovePaused ? paused_timeout
+                                                          : idle_timeout;
+    if (!StillRemovable(id, min_idle)) return;
+    if (step == Step::kPause) return PauseLocked(id);
+    RemoveLocked(id, step == Step::kRemoveDead     ? "found dead"
+                     : step == Step::kRemovePaused ? "paused and idle longer than "
+                                                     "sandbox.paused_timeout"
+                                                   : "idle longer than sandbox.idle_timeout");
+    std::lock_guard<std::mutex> lock(mu_);
+    ++(step == Step::kRemoveDead     ? counts_.found_dead
+       : step == Step::kRemovePaused ? counts_.reaped_paused
+                                     : counts_.reaped_idle);
+  });
   ReapChildren();
   // Sessions that ended by themselves, and implicit ones idle too long, go without waiting
   // for a call to come.
   if (aio_ != nullptr) aio_->Tidy(std::chrono::steady_clock::now());
+}
+
+void SandboxManager::PauseLocked(const std::string& sandbox_id) {
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sandboxes_.find(sandbox_id);
+    if (it == sandboxes_.end()) return;
+    name = it->second.entry.corral_name;
+  }
+  if (Status st = runtime::PauseSandbox(name); !st) {
+    // Left running; the next round tries again.
+    spdlog::warn("sandbox {} ({}): idle, but pausing it failed: {}", sandbox_id, name,
+                 st.error().message());
+    return;
+  }
+  spdlog::info("sandbox {} ({}): paused (idle longer than sandbox.idle_timeout)", sandbox_id, name);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = sandboxes_.find(sandbox_id); it != sandboxes_.end()) it->second.paused = true;
+  ++counts_.paused_idle;
+}
+
+bool SandboxManager::Paused(const std::string& sandbox_id) const {
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sandboxes_.find(sandbox_id);
+    if (it == sandboxes_.end()) return false;
+    if (it->second.paused) return true;
+    name = it->second.entry.corral_name;
+  }
+  // Paused on the host (`corral pause df-...`) since the reaper last looked.
+  return store_ && store_->PausedSince(name).has_value();
+}
+
+Status SandboxManager::Resume(const std::string& sandbox_id) {
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sandboxes_.find(sandbox_id);
+    if (it == sandboxes_.end()) return Ok();
+    name = it->second.entry.corral_name;
+  }
+  RETURN_IF_ERROR(runtime::ResumeSandbox(name));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = sandboxes_.find(sandbox_id); it != sandboxes_.end()) {
+    it->second.paused = false;
+    it->second.last_call = Now();
+  }
+  ++counts_.resumed;
+  return Ok();
 }
 
 void SandboxManager::ReapChildren() {
@@ -576,6 +696,7 @@ ManagerCounts SandboxManager::Counts() const {
   std::lock_guard<std::mutex> lock(mu_);
   ManagerCounts c = counts_;
   c.running = sandboxes_.size();
+  for (const auto& [id, m] : sandboxes_) c.paused += m.paused ? 1 : 0;
   if (warm_) c.warm = warm_->Counts();
   return c;
 }

@@ -71,9 +71,13 @@ struct CreateResult {
 };
 
 struct ManagerCounts {
-  size_t running = 0;
+  size_t running = 0;  // live sandboxes, paused ones included
+  size_t paused = 0;   // of those, paused (as last seen by a call or the reaper)
   size_t calls_in_flight = 0;
   uint64_t created = 0, deleted = 0, reaped_idle = 0, evicted = 0, found_dead = 0;
+  // sandbox.idle_action pause: paused by the reaper, resumed for a call, and removed once
+  // idle for sandbox.paused_timeout.
+  uint64_t paused_idle = 0, resumed = 0, reaped_paused = 0;
   uint64_t created_warm = 0;  // of `created`, those claimed from the warm pool
   // Of `created`, those made cold while sandbox.warm is on, by why (ColdReason).
   std::map<std::string, uint64_t> created_cold;
@@ -106,6 +110,10 @@ class SandboxManager {
   std::optional<AioSandboxRef> BeginCall(const std::string& sandbox_id, const std::string& token,
                                          bool key_ok);
   void EndCall(const std::string& sandbox_id);
+  // Whether the sandbox is paused (by the reaper's idle_action, or `corral pause` on the
+  // host): a call must Resume it first, or be refused when sandbox.resume_on_call is off.
+  bool Paused(const std::string& sandbox_id) const;
+  Status Resume(const std::string& sandbox_id);
 
   // Periodic: dead and idle sandboxes go; zombies of inits this process made are reaped.
   void Reap();
@@ -118,13 +126,19 @@ class SandboxManager {
     uint64_t start_ticks = 0;
     double last_call = 0;  // unix seconds
     int in_flight = 0;
+    bool paused = false;  // as last seen (the store's marker is the truth)
   };
   bool Alive(const Managed& m) const;
   // Whether `sandbox_id` is still there and dead, or (min_idle >= 0) idle for at least
   // min_idle seconds with no call in flight: checked again once its lock is held, since a
   // create of the same id may have replaced it after the first look.
   bool StillRemovable(const std::string& sandbox_id, double min_idle) const;
-  double IdleSeconds(const Managed& m, double now) const;
+  // Since the last call or exec (`corral exec` touches the store's last_used); `store` may
+  // be given to save opening it per sandbox.
+  double IdleSeconds(const Managed& m, double now,
+                     const runtime::SandboxStore* store = nullptr) const;
+  // sandbox.idle_action pause: pauses a sandbox idle for idle_timeout; the id's lock held.
+  void PauseLocked(const std::string& sandbox_id);
   // Removes the corral sandbox and the entry; the id's lock (ids_) must be held.
   void RemoveLocked(const std::string& sandbox_id, const char* why);
   // Over sandbox.replicas: removes the longest-idle sandboxes whose ids are free to lock.
@@ -157,6 +171,7 @@ class SandboxManager {
   std::unique_ptr<runtime::WarmPool>
       warm_;  // null when sandbox.warm is 0 or it cannot serve the spec
   ManagerCounts counts_;
+  std::optional<runtime::SandboxStore> store_;  // opened once; nullopt if it cannot be
 };
 
 // "df-<sandbox_id>", or "dfh-<32 hex digits>" of a hash when that would pass 64 characters.

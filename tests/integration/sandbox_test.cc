@@ -13,62 +13,13 @@
 #include "base/files.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sandboxes/sandbox_store.h"
+#include "tests/integration/sandbox_fixture.h"
 #include "tests/support/corral_paths.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/temp_dir.h"
 
 namespace corral::test {
 namespace {
-
-class SandboxTest : public JailTest {
- protected:
-  void TearDown() override {
-    for (const auto& name : created_) (void)RunCorral({"rm", name});
-  }
-
-  std::string NewName() {
-    static std::atomic<int> n{0};
-    return "it-" + std::to_string(getpid()) + "-" + std::to_string(++n);
-  }
-
-  // corral create --name N <flags>; the probe is always mounted at /opt/p.
-  std::string Create(const std::vector<std::string>& flags = {}) {
-    std::string name = NewName();
-    std::vector<std::string> args = {"create", "--name", name, "-v", ProbeBinary() + ":/opt/p:ro"};
-    args.insert(args.end(), flags.begin(), flags.end());
-    Result<RunResult> r = RunCorral(args);
-    EXPECT_TRUE(r && r->exit_code == 0) << (r ? r->Describe() : r.error().message());
-    created_.push_back(name);
-    return name;
-  }
-
-  Result<RunResult> Exec(const std::string& name, const std::vector<std::string>& command,
-                         const std::vector<std::string>& flags = {}) {
-    std::vector<std::string> args = {"exec"};
-    args.insert(args.end(), flags.begin(), flags.end());
-    args.push_back(name);
-    args.push_back("--");
-    args.insert(args.end(), command.begin(), command.end());
-    return RunCorral(args);
-  }
-
-  // stdout of a successful `exec NAME -- bash -c SCRIPT`.
-  std::string Bash(const std::string& name, const std::string& script) {
-    Result<RunResult> r = Exec(name, {"bash", "-c", script});
-    EXPECT_TRUE(r) << r.error().message();
-    if (!r) return "";
-    EXPECT_EQ(r->exit_code, 0) << r->Describe();
-    return r->out;
-  }
-
-  nlohmann::json Stats(const std::string& name) {
-    Result<RunResult> r = RunCorral({"stats", "--json", name});
-    if (!r || r->exit_code != 0) return nlohmann::json();
-    return nlohmann::json::parse(r->out, nullptr, false);
-  }
-
-  std::vector<std::string> created_;
-};
 
 const char kServe[] =
     "cd /tmp && nohup python3 -m http.server 8000 --bind 127.0.0.1 >/tmp/server.log 2>&1 &";

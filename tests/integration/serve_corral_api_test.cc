@@ -102,6 +102,42 @@ TEST_F(CorralApiTest, CreateExecStatsDelete) {
   EXPECT_FALSE(runtime::InspectSandbox("api1"));
 }
 
+// POST .../pause and .../resume; an exec into a paused sandbox resumes it first
+// (sandbox.resume_on_call, on by default): the caller never sees "paused".
+TEST_F(CorralApiTest, PauseResumeAndAnExecThatResumes) {
+  StartDaemon(Config());
+  ASSERT_EQ(Post("/sandboxes", {{"name", "pz1"}, {"idle_timeout", 0}}).status, 201);
+  auto paused = Post("/sandboxes/pz1/pause", json::object());
+  ASSERT_EQ(paused.status, 200) << paused.body << DaemonLog();
+  EXPECT_EQ(paused.Json()["state"], "paused");
+  EXPECT_TRUE(paused.Json().contains("paused_seconds"));
+  EXPECT_EQ(Get("/sandboxes/pz1").Json()["state"], "paused");
+  EXPECT_EQ(Post("/sandboxes/pz1/pause", json::object()).status, 200) << "idempotent";
+  auto r = Exec("pz1", {{"command", "echo awake"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Json()["stdout"], "awake\n");
+  EXPECT_EQ(Get("/sandboxes/pz1").Json()["state"], "running");
+  ASSERT_EQ(Post("/sandboxes/pz1/pause", json::object()).status, 200);
+  auto resumed = Post("/sandboxes/pz1/resume", json::object());
+  ASSERT_EQ(resumed.status, 200) << resumed.body;
+  EXPECT_EQ(resumed.Json()["state"], "running");
+  EXPECT_EQ(Post("/sandboxes/nope/pause", json::object()).status, 404);
+}
+
+TEST_F(CorralApiTest, WithoutResumeOnCallAPausedSandboxIsA409) {
+  std::string config = Config();
+  config.replace(config.find("idle_timeout: 0"), 15, "idle_timeout: 0\n  resume_on_call: false");
+  StartDaemon(config);
+  ASSERT_EQ(Post("/sandboxes", {{"name", "pz2"}, {"idle_timeout", 0}}).status, 201);
+  ASSERT_EQ(Post("/sandboxes/pz2/pause", json::object()).status, 200);
+  auto r = Exec("pz2", {{"command", "true"}});
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_NE(r.body.find("is paused"), std::string::npos) << r.body;
+  auto file = Get("/sandboxes/pz2/files?path=/tmp");
+  EXPECT_EQ(file.status, 409) << file.body;
+  EXPECT_EQ(Get("/sandboxes/pz2").Json()["state"], "paused") << "nothing resumed it";
+}
+
 TEST_F(CorralApiTest, ErrorsNameTheField) {
   StartDaemon(Config());
   auto check = [&](const json& body, int status, const std::string& field) {

@@ -711,6 +711,46 @@ TEST_F(ServeTest, IdleSandboxesAreReaped) {
   EXPECT_FALSE(runtime::InspectSandbox("df-idle1"));
 }
 
+// sandbox.idle_action pause: an idle sandbox is paused, not removed; a call resumes it
+// (the agent sees an answer, not "paused"); once idle for paused_timeout it goes.
+TEST_F(ServeTest, IdleSandboxesArePausedResumedByACallAndRemovedLater) {
+  std::string config = Config();
+  config.replace(config.find("idle_timeout: 0"), 15,
+                 "idle_timeout: 1\n  idle_action: pause\n  paused_timeout: 4");
+  StartDaemon(config);
+  auto created = Api("POST", "/api/sandboxes", CreateBody("pz1", "t-pause"));
+  ASSERT_EQ(created.status, 200) << created.body;
+  const std::string url = created.Json()["sandbox_url"];
+  auto paused = [] {
+    auto info = runtime::InspectSandbox("df-pz1");
+    return info && info->alive && info->paused_seconds.has_value();
+  };
+  bool was_paused = false;
+  for (int i = 0; i < 80 && !was_paused; ++i) {
+    std::this_thread::sleep_for(milliseconds(100));
+    was_paused = paused();
+  }
+  ASSERT_TRUE(was_paused) << "an idle sandbox was not paused\n" << DaemonLog();
+  EXPECT_NE(Api("GET", "/metrics").body.find("corral_sandboxes{state=\"paused\"} 1"),
+            std::string::npos);
+  auto r = Curl("POST", url + "/v1/shell/exec", R"({"command":"echo resumed"})",
+                {"Content-Type: application/json"}, false);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("resumed"), std::string::npos) << r.body;
+  EXPECT_NE(Api("GET", "/metrics").body.find("corral_sandbox_events_total{event=\"resumed\"} 1"),
+            std::string::npos);
+  bool gone = false;
+  for (int i = 0; i < 150 && !gone; ++i) {
+    std::this_thread::sleep_for(milliseconds(100));
+    gone = Api("GET", "/api/sandboxes/pz1").status == 404;
+  }
+  EXPECT_TRUE(gone) << "a paused sandbox outlived sandbox.paused_timeout\n" << DaemonLog();
+  EXPECT_FALSE(runtime::InspectSandbox("df-pz1"));
+  EXPECT_NE(
+      Api("GET", "/metrics").body.find("corral_sandbox_events_total{event=\"reaped_paused\"} 1"),
+      std::string::npos);
+}
+
 TEST_F(ServeTest, ServesOnAUnixSocket) {
   const std::string sock = dir_.Join("api.sock");
   std::string config = Config();

@@ -194,6 +194,51 @@ sandbox:
   }
 }
 
+TEST(ProviderConfig, IdleActionPauseAndItsTimeouts) {
+  runtime::ProviderConfig d;
+  EXPECT_EQ(d.idle_action, runtime::ProviderConfig::IdleAction::kDestroy);
+  EXPECT_TRUE(d.resume_on_call);
+  YAML::Node ok = YAML::Load(
+      "sandbox: {idle_timeout: 60, idle_action: pause, paused_timeout: 3600, "
+      "resume_on_call: false}");
+  runtime::ProviderConfig c;
+  ASSERT_TRUE(runtime::LoadProviderConfig(ok["sandbox"], ok["skills"], &c));
+  EXPECT_EQ(c.idle_action, runtime::ProviderConfig::IdleAction::kPause);
+  EXPECT_EQ(c.paused_timeout, 3600);
+  EXPECT_FALSE(c.resume_on_call);
+  YAML::Node never =
+      YAML::Load("sandbox: {idle_timeout: 60, idle_action: pause, paused_timeout: 0}");
+  runtime::ProviderConfig n;
+  EXPECT_TRUE(runtime::LoadProviderConfig(never["sandbox"], never["skills"], &n)) << "0: never";
+
+  YAML::Node bad =
+      YAML::Load("sandbox: {idle_timeout: 600, idle_action: hibernate, paused_timeout: -1}");
+  runtime::ProviderConfig b;
+  auto st = runtime::LoadProviderConfig(bad["sandbox"], bad["skills"], &b);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message().find(
+                "sandbox.idle_action: must be destroy or pause (got \"hibernate\")"),
+            std::string::npos)
+      << st.error().message();
+  EXPECT_NE(st.error().message().find("sandbox.paused_timeout: must be >= 0"), std::string::npos);
+  YAML::Node shorter =
+      YAML::Load("sandbox: {idle_timeout: 600, idle_action: pause, paused_timeout: 300}");
+  runtime::ProviderConfig s2;
+  st = runtime::LoadProviderConfig(shorter["sandbox"], shorter["skills"], &s2);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message().find(
+                "sandbox.paused_timeout: must be longer than sandbox.idle_timeout (600 s)"),
+            std::string::npos)
+      << st.error().message();
+  YAML::Node no_idle = YAML::Load("sandbox: {idle_timeout: 0, idle_action: pause}");
+  runtime::ProviderConfig s3;
+  st = runtime::LoadProviderConfig(no_idle["sandbox"], no_idle["skills"], &s3);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message().find("sandbox.idle_action: pause needs sandbox.idle_timeout > 0"),
+            std::string::npos)
+      << st.error().message();
+}
+
 TEST(ProviderConfig, AioNeedsAServerAndReadsItsKeyFromTheEnvironment) {
   YAML::Node missing =
       YAML::Load("sandbox: {use: deerflow.community.aio_sandbox:AioSandboxProvider}");
