@@ -60,13 +60,15 @@ BenchResults MakeResults() {
   r.sandboxes.requested = r.sandboxes.created = 100;
   r.sandboxes.bring_up_s = 2.0;
   r.sandboxes.mem_available_per_sandbox_bytes = 2.0 * 1024 * 1024;
+  r.sandboxes.pause_ms = {3, 4, 30};    // median 4: within 10 ms
+  r.sandboxes.resume_ms = {12, 11, 2};  // median 11: over it
   EvaluateTargets(&r);
   return r;
 }
 
 TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   BenchResults r = MakeResults();
-  ASSERT_EQ(r.targets.size(), 14u);  // 9 launch targets, then the daemon's 5
+  ASSERT_EQ(r.targets.size(), 16u);  // 9 launch targets, pause and resume, the daemon's 5
   EXPECT_TRUE(r.targets[0].measured);
   EXPECT_DOUBLE_EQ(r.targets[0].value, 0.4);  // 4 / 10
   EXPECT_TRUE(r.targets[0].pass);
@@ -87,6 +89,14 @@ TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   EXPECT_FALSE(r.targets[7].pass);
   EXPECT_DOUBLE_EQ(r.targets[8].value, 0.25);  // rootless pooled run / unprivileged bwrap
   EXPECT_TRUE(r.targets[8].pass);
+  EXPECT_THAT(r.targets[9].name, HasSubstr("pause"));
+  EXPECT_DOUBLE_EQ(r.targets[9].value, 4.0);  // the median, ms
+  EXPECT_TRUE(r.targets[9].pass);
+  EXPECT_THAT(r.targets[10].name, HasSubstr("resume"));
+  EXPECT_DOUBLE_EQ(r.targets[10].value, 11.0);
+  EXPECT_FALSE(r.targets[10].pass);
+  EXPECT_THAT(FormatTable(r), HasSubstr("pause / resume of one holding 20 processes: median "
+                                        "4.00 ms / 11.00 ms (3 rounds)"));
 }
 
 TEST(BenchTargets, MemAvailableRisingIsNoiseNotAPass) {
@@ -137,7 +147,8 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(entries[4]["status"], "skipped");
   EXPECT_EQ(entries[4]["reason"], "not installed");
   EXPECT_FALSE(entries[4].contains("summary_ms"));
-  EXPECT_EQ(j["targets"].size(), 14u);
+  EXPECT_EQ(j["targets"].size(), 16u);
+  EXPECT_EQ(j["sandboxes"]["pause_ms"].size(), 3u);
   EXPECT_EQ(j["targets"][0]["pass"], true);
   EXPECT_EQ(j["throughput"][0]["launches_per_s"], 400);
   EXPECT_EQ(j["sandboxes"]["created"], 100);
