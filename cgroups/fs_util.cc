@@ -178,6 +178,17 @@ Result<UniqueFd> OpenPath(const std::string& path, int flags) {
   return fd;
 }
 
+Status WriteFreezeAndWait(const std::string& file, const char* on, const char* off, bool frozen,
+                          const std::function<Result<bool>()>& reached, const std::string& what) {
+  RETURN_IF_ERROR(WriteFile(file, frozen ? on : off));
+  ASSIGN_OR_RETURN(bool done, WaitUntil(reached, kFreezeTimeout));
+  if (done) return Ok();
+  if (frozen) (void)WriteFile(file, off);  // half-frozen helps nobody
+  return Error(ErrorCode::kIo, what + ": did not " + (frozen ? "freeze" : "thaw") + " within " +
+                                   std::to_string(kFreezeTimeout.count()) +
+                                   " ms (a task in uninterruptible sleep?)");
+}
+
 Result<bool> WaitUntil(const std::function<Result<bool>()>& done,
                        std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;

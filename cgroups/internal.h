@@ -95,6 +95,11 @@ Result<UniqueFd> OpenPath(const std::string& path, int flags);
 // Returns whether it became true.
 Result<bool> WaitUntil(const std::function<Result<bool>()>& done,
                        std::chrono::milliseconds timeout);
+// SetFrozen of both drivers: writes `frozen ? on : off` into `file`, waits (at most
+// kFreezeTimeout) until `reached` says the kernel is done, and undoes a freeze that did
+// not complete. `what` names the cgroup in the error.
+Status WriteFreezeAndWait(const std::string& file, const char* on, const char* off, bool frozen,
+                          const std::function<Result<bool>()>& reached, const std::string& what);
 // kill() each pid; ESRCH is fine (it already exited).
 Status SignalPids(const std::vector<pid_t>& pids, int sig);
 

@@ -307,18 +307,13 @@ Status V1Cgroup::SetFrozen(bool frozen) {
   }
   const std::string state = JoinPath(*freezer, "freezer.state");
   const char* want = frozen ? "FROZEN" : "THAWED";
-  RETURN_IF_ERROR(WriteFile(state, want));
-  ASSIGN_OR_RETURN(bool done, WaitUntil(
-                                  [&]() -> Result<bool> {
-                                    ASSIGN_OR_RETURN(auto s, ReadFile(state));
-                                    return Trim(s) == want;
-                                  },
-                                  kFreezeTimeout));
-  if (done) return Ok();
-  if (frozen) (void)WriteFile(state, "THAWED");  // half-frozen helps nobody
-  return Error(ErrorCode::kIo, "cgroup '" + name_ + "': did not " + (frozen ? "freeze" : "thaw") +
-                                   " within " + std::to_string(kFreezeTimeout.count()) +
-                                   " ms (a task in uninterruptible sleep?)");
+  return WriteFreezeAndWait(
+      state, "FROZEN", "THAWED", frozen,
+      [&]() -> Result<bool> {
+        ASSIGN_OR_RETURN(auto s, ReadFile(state));
+        return Trim(s) == want;
+      },
+      "cgroup '" + name_ + "'");
 }
 
 Result<bool> V1Cgroup::Frozen() const {

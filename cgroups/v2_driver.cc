@@ -231,19 +231,13 @@ Status V2Cgroup::SetFrozen(bool frozen) {
     return Error(ErrorCode::kUnsupported,
                  "cgroup " + dir_ + ": no cgroup.freeze (the v2 freezer needs Linux 5.2)");
   }
-  RETURN_IF_ERROR(WriteFile(freeze, frozen ? "1" : "0"));
-  ASSIGN_OR_RETURN(bool done, WaitUntil(
-                                  [this, frozen]() -> Result<bool> {
-                                    ASSIGN_OR_RETURN(auto ev, ReadKeyedIfExists(
-                                                                  JoinPath(dir_, "cgroup.events")));
-                                    return ev && ((*ev)["frozen"] == 1) == frozen;
-                                  },
-                                  kFreezeTimeout));
-  if (done) return Ok();
-  if (frozen) (void)WriteFile(freeze, "0");  // half-frozen helps nobody
-  return Error(ErrorCode::kIo, "cgroup " + dir_ + ": did not " + (frozen ? "freeze" : "thaw") +
-                                   " within " + std::to_string(kFreezeTimeout.count()) +
-                                   " ms (a task in uninterruptible sleep?)");
+  return WriteFreezeAndWait(
+      freeze, "1", "0", frozen,
+      [this, frozen]() -> Result<bool> {
+        ASSIGN_OR_RETURN(auto ev, ReadKeyedIfExists(JoinPath(dir_, "cgroup.events")));
+        return ev && ((*ev)["frozen"] == 1) == frozen;
+      },
+      "cgroup " + dir_);
 }
 
 Result<bool> V2Cgroup::Frozen() const {

@@ -48,9 +48,11 @@ class SandboxTest : public JailTest {
     return RunCorral(args);
   }
 
-  // stdout of a successful `exec NAME -- bash -c SCRIPT`.
-  std::string Bash(const std::string& name, const std::string& script) {
-    Result<RunResult> r = Exec(name, {"bash", "-c", script});
+  // stdout of a successful `exec NAME -- bash -c SCRIPT` (`shell`: sh where bash is not
+  // there, as in the VM guest).
+  std::string Bash(const std::string& name, const std::string& script,
+                   const std::string& shell = "bash") {
+    Result<RunResult> r = Exec(name, {shell, "-c", script});
     EXPECT_TRUE(r) << r.error().message();
     if (!r) return "";
     EXPECT_EQ(r->exit_code, 0) << r->Describe();

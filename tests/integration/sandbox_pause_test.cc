@@ -31,13 +31,8 @@ class SandboxPauseTest : public SandboxTest {
     nlohmann::json s = Stats(name);
     return s.value("cpu_user_usec", int64_t{0}) + s.value("cpu_system_usec", int64_t{0});
   }
-  // stdout of a successful `exec NAME -- sh -c SCRIPT`.
   std::string Sh(const std::string& name, const std::string& script) {
-    Result<RunResult> r = Exec(name, {"sh", "-c", script});
-    EXPECT_TRUE(r) << r.error().message();
-    if (!r) return "";
-    EXPECT_EQ(r->exit_code, 0) << r->Describe();
-    return r->out;
+    return Bash(name, script, "sh");
   }
   void Cycle(const std::string& name, int cycles, const std::string& check);
 };
