@@ -624,22 +624,46 @@ void SandboxManager::Reap() {
 }
 
 void SandboxManager::PauseLocked(const std::string& sandbox_id) {
+  // Marked paused before the freeze: a call that comes meanwhile sees it and resumes the
+  // sandbox (after this pause, which holds the sandbox's pause lock), rather than running
+  // an exec that the freeze would then stop.
   std::string name;
+  double last_call = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = sandboxes_.find(sandbox_id);
-    if (it == sandboxes_.end()) return;
+    if (it == sandboxes_.end() || it->second.in_flight > 0) return;
     name = it->second.entry.corral_name;
+    last_call = it->second.last_call;
+    it->second.paused = true;
   }
-  if (Status st = runtime::PauseSandbox(name); !st) {
+  Status st = runtime::PauseSandbox(name);
+  bool called = false;  // a call began since the reaper looked: it must not stay frozen
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sandboxes_.find(sandbox_id);
+    if (it != sandboxes_.end()) {
+      called = it->second.in_flight > 0 || it->second.last_call != last_call;
+      if (!st || called) it->second.paused = false;
+    }
+  }
+  if (!st) {
     // Left running; the next round tries again.
     spdlog::warn("sandbox {} ({}): idle, but pausing it failed: {}", sandbox_id, name,
                  st.error().message());
     return;
   }
+  if (called) {
+    if (Status r = runtime::ResumeSandbox(name); !r) {
+      spdlog::warn(
+          "sandbox {} ({}): a call came while it was being paused, and resuming it "
+          "failed: {}",
+          sandbox_id, name, r.error().message());
+    }
+    return;
+  }
   spdlog::info("sandbox {} ({}): paused (idle longer than sandbox.idle_timeout)", sandbox_id, name);
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = sandboxes_.find(sandbox_id); it != sandboxes_.end()) it->second.paused = true;
   ++counts_.paused_idle;
 }
 
