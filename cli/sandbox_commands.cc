@@ -8,6 +8,7 @@
 #include "cli/jail_flags.h"
 #include "cli/outcome_report.h"
 #include "runtime/pool/pool_or_cold.h"
+#include "runtime/sandboxes/pause.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sandboxes/remove_many.h"
 #include "runtime/spec/config.h"
@@ -136,6 +137,21 @@ int Rm(const RmFlags& f) {
   return rc;
 }
 
+// `corral pause/resume NAME...` (runtime/sandboxes/pause.h), as `docker pause/unpause`:
+// each name printed once done, every failure said.
+int PauseOrResume(const std::vector<std::string>& names, bool pause) {
+  int rc = 0;
+  for (const std::string& name : names) {
+    Status st = pause ? runtime::PauseSandbox(name) : runtime::ResumeSandbox(name);
+    if (!st) {
+      rc = Fail(st.error());
+    } else {
+      std::printf("%s\n", name.c_str());
+    }
+  }
+  return rc;
+}
+
 }  // namespace
 
 void AddSandboxCommands(CLI::App& app, int* exit_code) {
@@ -181,6 +197,18 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   rm->add_flag("-f,--force", rm_flags->force,
                "a name with no sandbox is no error (rm always kills what runs inside)");
   rm->callback([rm_flags, exit_code] { *exit_code = Rm(*rm_flags); });
+
+  auto pause_names = std::make_shared<std::vector<std::string>>();
+  CLI::App* pause = app.add_subcommand(
+      "pause", "freeze every process of a sandbox (memory, files and sockets kept; no CPU used)");
+  pause->add_option("sandbox", *pause_names, "names or ids")->required();
+  pause->callback(
+      [pause_names, exit_code] { *exit_code = PauseOrResume(*pause_names, /*pause=*/true); });
+  auto resume_names = std::make_shared<std::vector<std::string>>();
+  CLI::App* resume = app.add_subcommand("resume", "thaw a paused sandbox");
+  resume->add_option("sandbox", *resume_names, "names or ids")->required();
+  resume->callback(
+      [resume_names, exit_code] { *exit_code = PauseOrResume(*resume_names, /*pause=*/false); });
 
   CLI::App* reap = app.add_subcommand("reap", "remove sandboxes past their idle timeout");
   reap->callback([exit_code] {

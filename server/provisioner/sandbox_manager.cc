@@ -163,17 +163,12 @@ bool SandboxManager::StillRemovable(const std::string& sandbox_id, double min_id
   auto it = sandboxes_.find(sandbox_id);
   if (it == sandboxes_.end()) return false;
   if (!Alive(it->second)) return true;
-  return min_idle >= 0 && it->second.in_flight == 0 &&
-         IdleSeconds(it->second, Now(), store_ ? &*store_ : nullptr) >= min_idle;
+  return min_idle >= 0 && it->second.in_flight == 0 && IdleSeconds(it->second, Now()) >= min_idle;
 }
 
-double SandboxManager::IdleSeconds(const Managed& m, double now,
-                                   const runtime::SandboxStore* store) const {
+double SandboxManager::IdleSeconds(const Managed& m, double now) const {
   double last = std::max(m.last_call, m.entry.created_at);
-  if (store != nullptr) return now - std::max(last, store->LastUsed(m.entry.corral_name));
-  if (auto opened = runtime::SandboxStore::Open()) {
-    last = std::max(last, opened->LastUsed(m.entry.corral_name));
-  }
+  if (store_) last = std::max(last, store_->LastUsed(m.entry.corral_name));
   return now - last;
 }
 
@@ -311,7 +306,7 @@ void SandboxManager::EvictForSoftCap() {
     if (sandboxes_.size() < cap) return;
     for (const auto& [id, m] : sandboxes_) {
       if (m.in_flight > 0) continue;
-      double s = IdleSeconds(m, now, store ? &*store : nullptr);
+      double s = IdleSeconds(m, now);
       if (s >= kEvictMinIdleSeconds) idle.emplace_back(s, id);
     }
   }
@@ -568,7 +563,6 @@ void SandboxManager::Reap() {
     std::lock_guard<std::mutex> lock(mu_);
     looks.assign(sandboxes_.begin(), sandboxes_.end());
   }
-  const runtime::SandboxStore* store = store_ ? &*store_ : nullptr;
   const double now = Now();
   enum class Step { kRemoveDead, kRemoveIdle, kRemovePaused, kPause };
   std::vector<std::pair<std::string, Step>> steps;
@@ -578,10 +572,10 @@ void SandboxManager::Reap() {
       steps.emplace_back(id, Step::kRemoveDead);
       continue;
     }
-    const bool paused = store != nullptr && store->PausedSince(m.entry.corral_name).has_value();
+    const bool paused = store_ && store_->PausedSince(m.entry.corral_name).has_value();
     if (paused != m.paused) paused_now.emplace_back(id, paused);
     if (idle_timeout <= 0 || m.in_flight > 0) continue;
-    const double idle = IdleSeconds(m, now, store);
+    const double idle = IdleSeconds(m, now);
     if (!pause_idle) {
       if (idle > idle_timeout) steps.emplace_back(id, Step::kRemoveIdle);
     } else if (paused) {

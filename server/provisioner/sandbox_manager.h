@@ -133,10 +133,8 @@ class SandboxManager {
   // min_idle seconds with no call in flight: checked again once its lock is held, since a
   // create of the same id may have replaced it after the first look.
   bool StillRemovable(const std::string& sandbox_id, double min_idle) const;
-  // Since the last call or exec (`corral exec` touches the store's last_used); `store` may
-  // be given to save opening it per sandbox.
-  double IdleSeconds(const Managed& m, double now,
-                     const runtime::SandboxStore* store = nullptr) const;
+  // Since the last call or exec (`corral exec` touches the store's last_used).
+  double IdleSeconds(const Managed& m, double now) const;
   // sandbox.idle_action pause: pauses a sandbox idle for idle_timeout; the id's lock held.
   void PauseLocked(const std::string& sandbox_id);
   // Removes the corral sandbox and the entry; the id's lock (ids_) must be held.
