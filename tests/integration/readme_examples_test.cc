@@ -89,9 +89,38 @@ TEST_F(ReadmeExamplesTest, APersistentSandbox) {
        0, ""},
       {"corral exec t1 -- curl -s --retry 10 --retry-connrefused --retry-delay 1 localhost:8000/",
        0, "Directory listing for /"},
+      {"corral pause t1                  # every process frozen: memory, files, sockets kept, no "
+       "CPU",
+       0, "t1"},
+      {"corral resume t1", 0, "t1"},
       {"corral ps", 0, "t1"},
       {"corral rm t1", 0, ""},
   });
+}
+
+// docs/lifecycle.md's first example: a paused sandbox refuses an exec, and after the resume
+// its background server answers on the same socket.
+TEST_F(ReadmeExamplesTest, TheLifecyclePage) {
+  const std::string page = "docs/lifecycle.md";
+  RunAll(
+      {
+          {"corral create --name t1", 0, "t1"},
+          {"corral exec t1 -- bash -c 'nohup python3 -m http.server 8000 >/tmp/log 2>&1 &'", 0, ""},
+          {"corral pause t1          # prints t1 once every process is frozen", 0, "t1"},
+          {"corral ps                # STATE: paused", 0, "paused"},
+          {"corral exec t1 -- true   # refused: sandbox 't1' is paused; `corral resume t1` first "
+           "(exit 125)",
+           125, ""},
+          {"corral resume t1         # the server answers again, same pid, same socket", 0, "t1"},
+      },
+      page);
+  // (The server may still have been starting when it was frozen: a few tries.)
+  RunResult answer = Shell(
+      "corral exec t1 -- sh -c 'for i in $(seq 50); do python3 -c \"import urllib.request as u; "
+      "print(u.urlopen(\\\"http://127.0.0.1:8000/\\\").status)\" 2>/dev/null && exit 0; "
+      "sleep 0.1; done; exit 7'");
+  EXPECT_EQ(answer.exit_code, 0) << answer.Describe();
+  EXPECT_NE(answer.out.find("200"), std::string::npos) << answer.Describe();
 }
 
 TEST_F(ReadmeExamplesTest, TheSandboxesPage) {
