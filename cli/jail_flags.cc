@@ -27,7 +27,13 @@ void AddJailFlags(CLI::App* run, JailFlags* f) {
   run->add_option("--acp-workspace", f->acp_workspace,
                   "host dir mounted read-only at /mnt/acp-workspace");
   // One value per occurrence: CLI11 would otherwise take `ls` of `-v A:B ls` as a mount.
-  run->add_option("-v,--mount", f->mounts, "HOST:CONTAINER[:ro|rw] bind mount (default ro)")
+  run->add_option("-v,--mount", f->mounts,
+                  "HOST:CONTAINER[:ro|rw] bind mount (default ro); NAME:CONTAINER[:ro|rw] a "
+                  "named volume, as --volume")
+      ->allow_extra_args(false);
+  run->add_option("--volume", f->volumes,
+                  "NAME:CONTAINER[:ro|rw] a named volume (default rw; made if missing: corral "
+                  "volume create)")
       ->allow_extra_args(false);
   run->add_option("-e,--env", f->env,
                   "K=V added to the command's environment (K alone: the "
@@ -170,24 +176,40 @@ class FlagApplier {
 
   void Mounts(const std::vector<std::string>& mounts) {
     for (const auto& m : mounts) {
+      const std::string as_given = FlagAsGiven({"-v", "--mount"}, m);
       auto mount = runtime::ParseMountFlag(m);
       if (!mount) {
-        Note(FlagAsGiven({"-v", "--mount"}, m), mount.error());
+        Note(as_given, mount.error());
         continue;
       }
+      // As docker reads -v: a source that is no path (absolute, or ./ relative) is a
+      // volume's name.
       if (mount->host_path[0] != '/' && mount->host_path[0] != '.') {
-        Note(FlagAsGiven({"-v", "--mount"}, m),
-             Error(ErrorCode::kInvalidArgument,
-                   "corral has no named volumes: the host path is absolute or starts with . "
-                   "(for the directory " +
-                       mount->host_path + " here: ./" + mount->host_path + ")"));
+        if (!runtime::IsValidVolumeName(mount->host_path)) {
+          Note(as_given,
+               Error(ErrorCode::kInvalidArgument,
+                     "'" + mount->host_path + "' is no volume name (" + runtime::kVolumeNameRule +
+                         "); a host directory is an absolute path or starts with . "
+                         "(here: ./" +
+                         mount->host_path + ")"));
+          continue;
+        }
+        Volume(m, as_given);
         continue;
       }
       mount->host_path = HostPathFromFlag(mount->host_path);
-      Key("mounts[" + std::to_string(spec_->mounts.size()) + "]",
-          FlagAsGiven({"-v", "--mount"}, m));
+      Key("mounts[" + std::to_string(spec_->mounts.size()) + "]", as_given);
       spec_->mounts.push_back(*mount);
     }
+  }
+  void Volume(const std::string& flag, const std::string& as_given) {
+    auto volume = runtime::ParseVolumeFlag(flag);
+    if (!volume) {
+      Note(as_given, volume.error());
+      return;
+    }
+    Key("mounts[" + std::to_string(spec_->mounts.size()) + "]", as_given);
+    spec_->mounts.push_back(*volume);
   }
   // --network/--allow/--deny; a rule's problem in Validate (network.allow[3]) names its flag.
   void Network(const JailFlags& f) {
@@ -282,6 +304,7 @@ void ApplyFlags(const JailFlags& f, runtime::JailSpec* spec, std::vector<std::st
   a.Network(f);
   a.Landlock(f);
   a.Mounts(f.mounts);
+  for (const auto& v : f.volumes) a.Volume(v, FlagAsGiven({"--volume"}, v));
   a.Env(f.env);
   a.Size(f.memory, {"-m", "--memory"}, "limits.memory", &spec->limits.memory_bytes);
   a.Size(f.output_limit, {"--output-limit"}, "limits.output", &spec->limits.output_limit_bytes);

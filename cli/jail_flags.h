@@ -23,7 +23,7 @@ struct JailFlags {
   std::optional<std::string> network;                 // none | allowlist | host
   std::vector<std::string> allow, deny;               // allow-list rules (runtime/net/policy.h)
   std::optional<std::string> landlock, landlock_tcp;  // auto | on | off; on | off
-  std::vector<std::string> mounts, env;
+  std::vector<std::string> mounts, volumes, env;
   bool rootless = false;
   bool docker_read_only = false, docker_init = false;  // accepted: what corral always does
 };

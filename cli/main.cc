@@ -32,6 +32,7 @@ void AddCommands(CLI::App& app, std::string_view first_arg, int* exit_code) {
       {{"create", "exec", "ps", "stats", "inspect", "logs", "rm", "reap", "pause", "resume"},
        AddSandboxCommands},
       {{"cp"}, AddCpCommand},
+      {{"volume"}, AddVolumeCommands},
       {{"tool", "threads"}, AddToolCommands},
       {{"bench"}, AddBenchCommand},
       {{"serve"}, AddServeCommand},

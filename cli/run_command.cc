@@ -12,6 +12,7 @@
 #include "runtime/oci/container_run.h"
 #include "runtime/pool/pool_or_cold.h"
 #include "runtime/run/supervisor.h"
+#include "runtime/volumes/volume_attach.h"
 
 namespace corral::cli {
 
@@ -48,6 +49,9 @@ int Run(const RunFlags& flags, CLI::App* run) {
                         "-t and --json: a terminal's output is not captured; choose one"),
                   flags.json);
   }
+  // Held until the run ends: its volumes counted as in use (runtime/volumes/volume_attach.h).
+  auto volumes = runtime::AttachVolumes(&spec, "", /*create_missing=*/true);
+  if (!volumes) return Refuse(NameFlags(volumes.error(), names), flags.json);
   runtime::RunOptions options;
   options.capture_output = flags.json;
   options.pass_stdin = flags.stdin_passthrough;

@@ -12,6 +12,7 @@
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sandboxes/remove_many.h"
 #include "runtime/spec/config.h"
+#include "runtime/volumes/volume_attach.h"
 
 namespace corral::cli {
 
@@ -47,7 +48,8 @@ int Create(const CreateFlags& f, CLI::App* create) {
   if (!BuildSpec(f.jail, &request.spec, &names)) return 125;
   request.name = f.name;
   request.idle_timeout_seconds = f.idle_timeout;
-  auto record = runtime::CreateSandbox(request);
+  // --volume NAME:/path of a volume that does not exist makes it, as docker does.
+  auto record = runtime::CreateSandboxWithVolumes(request, /*create_missing=*/true);
   if (!record) return Fail(NameFlags(record.error(), names));
   std::printf("%s\n", record->name.c_str());
   return 0;

@@ -20,6 +20,18 @@ inline int MoveMount(int from_dirfd, const char* from_path, int to_dirfd, const 
       ::syscall(SYS_move_mount, from_dirfd, from_path, to_dirfd, to_path, flags));
 }
 
+inline int FsOpen(const char* fs_name, unsigned flags) {
+  return static_cast<int>(::syscall(SYS_fsopen, fs_name, flags));
+}
+
+inline int FsConfig(int fd, unsigned cmd, const char* key, const void* value, int aux) {
+  return static_cast<int>(::syscall(SYS_fsconfig, fd, cmd, key, value, aux));
+}
+
+inline int FsMount(int fd, unsigned flags, unsigned attr_flags) {
+  return static_cast<int>(::syscall(SYS_fsmount, fd, flags, attr_flags));
+}
+
 // `propagation`: 0 (unchanged) or MS_PRIVATE / MS_SLAVE / MS_SHARED.
 inline int MountSetattr(int dirfd, const char* path, unsigned flags, uint64_t set, uint64_t clear,
                         uint64_t propagation = 0) {

@@ -271,6 +271,14 @@ Status CheckContainerSpec(const JailSpec& spec) {
     return Error(ErrorCode::kPermissionDenied,
                  "mode container: needs root (corral runs crun/runc as root)");
   }
+  for (const MountSpec& m : spec.mounts) {
+    if (m.volume.empty()) continue;
+    // A volume's mount is an id-mapped tree or an image's, made by corral's planner;
+    // an OCI bundle names host paths only.
+    return Error(ErrorCode::kUnsupported, "mode container: volume " + m.volume + " at " +
+                                              m.container_path +
+                                              ": volumes are mounted in mode process only");
+  }
   return Ok();
 }
 

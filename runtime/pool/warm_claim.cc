@@ -17,6 +17,7 @@
 #include "base/fd_pair.h"
 #include "jail/mounts.h"
 #include "jail/syscalls.h"
+#include "runtime/run/id_mapped_mount.h"
 #include "runtime/run/identity.h"
 #include "runtime/run/planner.h"
 #include "runtime/sandboxes/persistent.h"
@@ -273,65 +274,6 @@ Status SwitchMounts(const SandboxRecord& warm, const JailSpec& spec,
   return Error::FromErrno(f.err, what + StepName(f.step));
 }
 
-// Writes a whole id map in one write, as the kernel wants it.
-Status WriteIdMap(const std::string& path, const std::string& map) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd || ::write(fd.get(), map.data(), map.size()) != static_cast<ssize_t>(map.size())) {
-    return Error::FromErrno(errno, "write " + path);
-  }
-  return Ok();
-}
-
-// A user namespace whose maps show the thread's ids (as its files on disk have them) as
-// the warm sandbox's ids, and root as root: the id mapping of the thread's directories in
-// a warm sandbox claimed under a reserved identity. Its child only unshares and waits; the
-// maps are written from here (root may map any ids). Nothing else uses the namespace.
-Result<UniqueFd> IdmapUserNamespace(const HostIdentity& on_disk, const HostIdentity& shown) {
-  ASSIGN_OR_RETURN(Pipe ready, MakePipe());
-  ASSIGN_OR_RETURN(Pipe release, MakePipe());
-  const pid_t child = ::fork();
-  if (child < 0) return Error::FromErrno(errno, "fork");
-  if (child == 0) {  // a copy of a multithreaded process: syscalls only
-    ::close(ready.read.get());
-    ::close(release.write.get());  // else its own copy would keep the read below waiting
-    char byte = ::unshare(CLONE_NEWUSER) == 0 ? 1 : 0;
-    (void)!::write(ready.write.get(), &byte, 1);
-    // Until the parent says so (or is gone): it needs the namespace alive to open it.
-    (void)!::read(release.read.get(), &byte, 1);
-    ::_exit(0);
-  }
-  ready.write.Reset();
-  release.read.Reset();
-  auto reap = [&] {
-    // A byte, not only the close: a fork elsewhere in this process may hold the write end.
-    const char go = 1;
-    (void)!::write(release.write.get(), &go, 1);
-    release.write.Reset();
-    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
-    }
-  };
-  char byte = 0;
-  if (::read(ready.read.get(), &byte, 1) != 1 || byte != 1) {
-    reap();
-    return Error(ErrorCode::kUnsupported, "a user namespace for an id mapping: unshare failed");
-  }
-  const std::string proc = "/proc/" + std::to_string(child);
-  Status st = WriteIdMap(proc + "/uid_map", "0 0 1\n" + std::to_string(on_disk.uid) + " " +
-                                                std::to_string(shown.uid) + " 1\n");
-  if (st) {
-    st = WriteIdMap(proc + "/gid_map", "0 0 1\n" + std::to_string(on_disk.gid) + " " +
-                                           std::to_string(shown.gid) + " 1\n");
-  }
-  UniqueFd ns;
-  if (st) {
-    ns = UniqueFd(::open((proc + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
-    if (!ns) st = Error::FromErrno(errno, proc + "/ns/user");
-  }
-  reap();
-  if (!st) return st.error();
-  return ns;
-}
-
 }  // namespace
 
 std::string WarmDirOf(const SandboxStore& store, const std::string& name) {
@@ -432,7 +374,7 @@ Result<SandboxRecord> ClaimWarmSandbox(const std::string& from_name, const std::
   JailSpec recorded = spec;
   UniqueFd idmap;
   if (thread_ids->uid != warm_ids->uid || thread_ids->gid != warm_ids->gid) {
-    auto ns = IdmapUserNamespace(*thread_ids, *warm_ids);
+    auto ns = IdmapUserNamespace(thread_ids->uid, thread_ids->gid, warm_ids->uid, warm_ids->gid);
     if (!ns) return fail(ns.error());
     idmap = std::move(*ns);
     recorded.identity_claimed_key = IdentityKeyOf(warm->spec);

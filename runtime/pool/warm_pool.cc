@@ -52,6 +52,7 @@ std::optional<std::string> WarmPool::WhyNot(const JailSpec& spec) {
     return "network.mode allowlist starts a proxy per sandbox name; creates stay cold";
   }
   for (const auto& m : spec.mounts) {
+    if (!m.volume.empty()) return "volume " + m.volume + " is attached by a cold create";
     if (Below(m.container_path, kUserDataPath) || Below(m.container_path, kAcpWorkspacePath)) {
       return "mount " + m.container_path + " lies below a per-thread directory";
     }

@@ -227,6 +227,9 @@ std::vector<std::string> MountHints(const JailSpec& spec) {
   for (size_t i = 0; i < spec.mounts.size(); ++i) {
     const MountSpec& m = spec.mounts[i];
     struct stat st;
+    // A volume is id-mapped to the sandbox user (runtime/volumes/): its owner on disk is
+    // the volume's, and writable all the same.
+    if (!m.volume.empty()) continue;
     if (m.read_only || ::stat(m.host_path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
     // The host's ids: under the reserved identity (or rootless) the jail's uid is another
     // uid on the host, and only that one's rights count there.

@@ -16,10 +16,13 @@
 #include <vector>
 
 #include "base/files.h"
+#include "jail/image_mount.h"
 #include "jail/mounts.h"
 #include "runtime/net/in_jail.h"
 #include "runtime/run/etc_snapshot.h"
+#include "runtime/run/id_mapped_mount.h"
 #include "runtime/run/planner.h"
+#include "runtime/run/user_ns_plan.h"
 
 namespace corral::runtime {
 
@@ -176,13 +179,56 @@ class RootBuilder {
       op.source_fd = tree.get();
       plan_->source_fds.push_back(std::move(tree));
     }
-    RETURN_IF_ERROR(MkdirParents(path));
     if (read_only && S_ISDIR(st.st_mode)) read_only_trees_[path] = host_path;
-    op.source_is_dir = S_ISDIR(st.st_mode);
+    return PushBind(std::move(op), path, read_only, S_ISDIR(st.st_mode),
+                    "bind-mount " + host_path + " -> " + path);
+  }
+
+  // A volume (runtime/volumes/, attached: its path and disk ids filled in): its directory,
+  // or its image through a loop device, id-mapped when its files' ids on disk are not the
+  // sandbox user's host ids. As root the tree is made here even when the jail has a user
+  // namespace: only root in the host's may map ids or attach an image, and the jail's
+  // child may still mount a tree made here. A non-root caller's volumes are its own (no
+  // mapping needed) and bound as any host directory.
+  Status BindVolume(const MountSpec& m, uid_t host_uid, gid_t host_gid) {
+    const std::string what = "volume " + m.volume;
+    if (m.host_path.empty()) {
+      return Error(ErrorCode::kInternal, what + " was not attached before planning");
+    }
+    const bool mapped =
+        m.disk_uid && m.disk_gid && (*m.disk_uid != host_uid || *m.disk_gid != host_gid);
+    if (::geteuid() != 0) {
+      if (m.image || mapped) {
+        return Error(ErrorCode::kPermissionDenied,
+                     what +
+                         (m.image ? " has a size (an image, mounted through a loop device)"
+                                  : " belongs to other ids than the caller's") +
+                         ": only root can mount it");
+      }
+      return Bind(m.host_path, m.container_path, m.read_only);
+    }
+    const std::string& path = m.container_path;
+    RETURN_IF_ERROR(EnsureMountPoint(path));
+    ASSIGN_OR_RETURN(UniqueFd tree, m.image ? jail::PrepareImageTree(m.host_path, m.read_only)
+                                            : jail::PrepareBindTree(m.host_path, m.read_only));
+    if (mapped) {
+      RETURN_IF_ERROR(IdmapTree(tree.get(), *m.disk_uid, *m.disk_gid, host_uid, host_gid, what));
+    }
+    MountOp op = NewOp(MountOp::Kind::kBind, At(path));
+    op.source_fd = tree.get();
+    plan_->source_fds.push_back(std::move(tree));
+    return PushBind(std::move(op), path, m.read_only, /*is_dir=*/true,
+                    what + " (" + m.host_path + ") -> " + path);
+  }
+
+  Status PushBind(MountOp op, const std::string& path, bool read_only, bool is_dir,
+                  std::string description) {
+    RETURN_IF_ERROR(MkdirParents(path));
+    op.source_is_dir = is_dir;
     op.read_only = read_only;
-    op.description = "bind-mount " + host_path + " -> " + path;
+    op.description = std::move(description);
     Push(std::move(op));
-    if (S_ISDIR(st.st_mode)) dirs_.insert(path);
+    if (is_dir) dirs_.insert(path);
     mount_points_.insert(path);
     return Ok();
   }
@@ -511,7 +557,11 @@ Status AddAgentAndCustomMounts(RootBuilder& root, const JailSpec& spec) {
     return a.container_path < b.container_path;
   });
   for (const MountSpec& m : mounts) {
-    RETURN_IF_ERROR(root.Bind(m.host_path, m.container_path, m.read_only));
+    if (m.volume.empty()) {
+      RETURN_IF_ERROR(root.Bind(m.host_path, m.container_path, m.read_only));
+    } else {
+      RETURN_IF_ERROR(root.BindVolume(m, HostUidOf(spec), HostGidOf(spec)));
+    }
   }
   return Ok();
 }

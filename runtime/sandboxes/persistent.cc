@@ -48,17 +48,6 @@ double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string RandomId() {
-  unsigned char bytes[6];
-  if (::getrandom(bytes, sizeof bytes, 0) != sizeof bytes) {
-    uint64_t t = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^ ::getpid();
-    std::memcpy(bytes, &t, sizeof bytes);
-  }
-  char hex[13];
-  for (int i = 0; i < 6; ++i) std::snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
-  return hex;
-}
-
 // A rootless sandbox created without a cgroup (no delegated v2 subtree, and
 // unsafe.allow_missing_limits) has an empty cgroup_name: it has no manager.
 Result<std::unique_ptr<cgroups::CgroupManager>> ManagerFor(const SandboxRecord& record) {
@@ -225,6 +214,17 @@ bool SetgroupsDenied(const SandboxRecord& record) {
 
 }  // namespace
 
+std::string NewSandboxId() {
+  unsigned char bytes[6];
+  if (::getrandom(bytes, sizeof bytes, 0) != sizeof bytes) {
+    uint64_t t = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^ ::getpid();
+    std::memcpy(bytes, &t, sizeof bytes);
+  }
+  char hex[13];
+  for (int i = 0; i < 6; ++i) std::snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
+  return hex;
+}
+
 // Beside the store, not in a sandbox's directory: rm removes that at once, while the
 // proxy may still be on its way out.
 std::string NetworkSummaryPath(const std::string& name) {
@@ -259,7 +259,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   ASSIGN_OR_RETURN(SandboxStore store, SandboxStore::Open());
   ReapIdleSandboxes();
   SandboxRecord record;
-  record.id = RandomId();
+  record.id = NewSandboxId();
   record.name = request.name.empty() ? record.id : request.name;
   record.cgroup_name = CgroupNameOf(record.name);
   record.created_at = UnixNow();

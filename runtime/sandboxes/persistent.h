@@ -44,6 +44,8 @@ struct CreateRequest {
 std::string NetworkSummaryPath(const std::string& name);
 
 Result<SandboxRecord> CreateSandbox(const CreateRequest& request);
+// 12 random hex digits: a new sandbox's id (and its name when none is given).
+std::string NewSandboxId();
 
 struct ExecRequest {
   std::string sandbox;  // name or id

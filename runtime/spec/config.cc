@@ -30,7 +30,9 @@ using namespace config_schema;  // NOLINT: the loader is written in its terms
 
 const Table<MountSpec>& MountTable() {
   static const Table<MountSpec> table = {
-      StringKey("host_path", &MountSpec::host_path, /*required=*/true),
+      // One of host_path and volume (Validate says which is missing).
+      StringKey("host_path", &MountSpec::host_path),
+      StringKey("volume", &MountSpec::volume),
       StringKey("container_path", &MountSpec::container_path, /*required=*/true),
       BoolKey("read_only", &MountSpec::read_only),
   };
@@ -265,7 +267,44 @@ Result<MountSpec> ParseMountFlag(const std::string& flag) {
         ErrorCode::kInvalidArgument,
         "mount " + Quote(flag) + ": expected HOST:CONTAINER[:ro|rw], e.g. /srv/data:/data:ro");
   }
-  return MountSpec{parts[0], parts[1], parts.size() == 2 || parts[2] == "ro"};
+  MountSpec m;
+  m.host_path = parts[0];
+  m.container_path = parts[1];
+  m.read_only = parts.size() == 2 || parts[2] == "ro";
+  return m;
+}
+
+bool IsValidVolumeName(const std::string& name) {
+  if (name.empty() || name.size() > 64 || !std::isalnum(static_cast<unsigned char>(name[0]))) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+}
+
+Result<MountSpec> ParseVolumeFlag(const std::string& flag) {
+  const size_t colon = flag.find(':');
+  const std::string name = flag.substr(0, colon);
+  std::string target = colon == std::string::npos ? "" : flag.substr(colon + 1);
+  bool read_only = false;
+  if (target.ends_with(":ro") || target.ends_with(":rw")) {
+    read_only = target.ends_with(":ro");
+    target.resize(target.size() - 3);
+  }
+  if (name.empty() || target.empty() || target.find(':') != std::string::npos) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "volume " + Quote(flag) + ": expected NAME:CONTAINER[:ro|rw], e.g. data:/data");
+  }
+  if (!IsValidVolumeName(name)) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "volume " + Quote(flag) + ": the name " + kVolumeNameRule);
+  }
+  MountSpec m;
+  m.volume = name;
+  m.container_path = target;
+  m.read_only = read_only;
+  return m;
 }
 
 Result<std::pair<std::string, std::string>> ParseEnvFlag(const std::string& flag) {

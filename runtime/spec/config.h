@@ -78,6 +78,14 @@ Status ValidateLateFieldsSpec(const JailSpec& spec);
 
 // `--mount HOST:CONTAINER[:ro|rw]`; read-only unless `:rw`. Paths are checked by Validate.
 Result<MountSpec> ParseMountFlag(const std::string& flag);
+// `--volume NAME:CONTAINER[:ro|rw]` (and `-v NAME:...`, a source that is no path): a named
+// volume (runtime/volumes/), read-write unless `:ro`. The name is checked here.
+Result<MountSpec> ParseVolumeFlag(const std::string& flag);
+// A volume's name: 1 to 64 letters, digits, '_', '-' or '.', starting with a letter or digit
+// (it is a directory name, and never an option or a path).
+bool IsValidVolumeName(const std::string& name);
+inline constexpr const char* kVolumeNameRule =
+    "must be 1 to 64 letters, digits, '_', '-' or '.', starting with a letter or digit";
 // `--env NAME=VALUE`; the value may be empty or contain '='. NAME is checked here.
 Result<std::pair<std::string, std::string>> ParseEnvFlag(const std::string& flag);
 // `--user UID[:GID]`; GID defaults to UID. Decimal ids below 4294967295 ((uid_t)-1).

@@ -95,9 +95,11 @@ Json SpecJson(const JailSpec& s) {
   for (const auto& [name, value] : s.env) env[name] = value;
   Json mounts = Json::array();
   for (const MountSpec& m : s.mounts) {
-    mounts.push_back({{"host_path", m.host_path},
-                      {"container_path", m.container_path},
-                      {"read_only", m.read_only}});
+    Json mount = {
+        {m.volume.empty() ? "host_path" : "volume", m.volume.empty() ? m.host_path : m.volume},
+        {"container_path", m.container_path},
+        {"read_only", m.read_only}};
+    mounts.push_back(std::move(mount));
   }
   const LandlockSpec& l = s.landlock;
   // A YAML boolean where the file would write one (LandlockEnabledKey reads it back).

@@ -222,7 +222,22 @@ void CheckMounts(Problems& p, const std::vector<MountSpec>& mounts) {
   std::map<std::string, size_t> first_use;
   for (size_t i = 0; i < mounts.size(); ++i) {
     const std::string field = "mounts[" + std::to_string(i) + "]";
-    CheckHostPath(p, field + ".host_path", mounts[i].host_path, HostKind::kAny);
+    const MountSpec& m = mounts[i];
+    if (m.volume.empty()) {
+      if (m.host_path.empty()) {
+        p.Add(field, "needs host_path (a host directory or file) or volume (a volume's name)",
+              "neither");
+      } else {
+        CheckHostPath(p, field + ".host_path", m.host_path, HostKind::kAny);
+      }
+    } else if (!IsValidVolumeName(m.volume)) {
+      p.Add(field + ".volume", kVolumeNameRule, Quote(m.volume));
+    } else if (!m.host_path.empty() && m.disk_uid == std::nullopt) {
+      // Attaching a volume sets both (and the ids); a config gives one or the other.
+      p.Add(field, "gives both host_path and volume; give one", Quote(m.host_path));
+    } else if (!m.host_path.empty()) {
+      CheckHostPath(p, field + ".host_path", m.host_path, HostKind::kAny);
+    }
     CheckContainerPath(p, field + ".container_path", mounts[i].container_path, mounts[i].read_only);
     auto [it, inserted] = first_use.emplace(mounts[i].container_path, i);
     if (!inserted) {

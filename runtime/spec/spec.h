@@ -35,9 +35,23 @@ struct NamespaceSpec {
 
 // One extra bind mount (`mounts:` in config, `--mount`/`-v` on the command line).
 struct MountSpec {
+  MountSpec() = default;
+  // A bind mount of a host path (what most callers make).
+  MountSpec(std::string host, std::string container, bool ro)
+      : host_path(std::move(host)), container_path(std::move(container)), read_only(ro) {}
+
   std::string host_path;
   std::string container_path;
   bool read_only = true;
+  // A named volume (runtime/volumes/): given instead of host_path. Attaching it
+  // (runtime/volumes/volume_attach.h) fills in what follows; none of it is configurable.
+  std::string volume;
+  // host_path is a file system image (a volume with a size), mounted through a loop device.
+  bool image = false;
+  // The ids the volume's files have on disk. When they are not the sandbox user's host ids,
+  // the mount is id-mapped so that the sandbox user sees them as its own.
+  std::optional<uint32_t> disk_uid;
+  std::optional<uint32_t> disk_gid;
 
   bool operator==(const MountSpec&) const = default;
 };

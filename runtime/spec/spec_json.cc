@@ -11,7 +11,6 @@ namespace corral::runtime {
 
 // nlohmann's adl hooks; field names match config.example.yaml where they exist there.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NamespaceSpec, pid, uts, ipc, net, cgroup)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MountSpec, host_path, container_path, read_only)
 
 namespace {
 
@@ -46,6 +45,32 @@ void GetOptional(const nlohmann::json& j, const char* key, std::optional<T>* v) 
     *v = j.at(key).get<T>();
   }
 }
+
+}  // namespace
+
+// A volume's fields only where it is one: a plain mount reads as before, and a record
+// written before volumes (without them) still reads.
+void to_json(nlohmann::json& j, const MountSpec& m) {
+  j = {
+      {"host_path", m.host_path}, {"container_path", m.container_path}, {"read_only", m.read_only}};
+  if (m.volume.empty()) return;
+  j["volume"] = m.volume;
+  j["image"] = m.image;
+  PutOptional(j, "disk_uid", m.disk_uid);
+  PutOptional(j, "disk_gid", m.disk_gid);
+}
+
+void from_json(const nlohmann::json& j, MountSpec& m) {
+  j.at("host_path").get_to(m.host_path);
+  j.at("container_path").get_to(m.container_path);
+  j.at("read_only").get_to(m.read_only);
+  m.volume = j.value("volume", std::string());
+  m.image = j.value("image", false);
+  GetOptional(j, "disk_uid", &m.disk_uid);
+  GetOptional(j, "disk_gid", &m.disk_gid);
+}
+
+namespace {
 
 nlohmann::json LimitsToJson(const LimitsSpec& l) {
   nlohmann::json j = {{"memory_bytes", l.memory_bytes},

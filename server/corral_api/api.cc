@@ -12,6 +12,7 @@
 #include "runtime/sandboxes/pause.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/spec_json.h"
+#include "runtime/volumes/volume_attach.h"
 #include "server/corral_api/internal.h"
 #include "server/corral_api/request.h"
 #include "server/corral_api/stream.h"
@@ -94,7 +95,8 @@ void CorralApi::Create(const HttpRequest& request, Reply reply) {
     r.spec = create.spec;
     r.name = create.name;
     r.idle_timeout_seconds = create.idle_timeout_seconds;
-    auto record = runtime::CreateSandbox(r);
+    // Volumes must exist (POST /volumes): a typo is a 404, not a new empty volume.
+    auto record = runtime::CreateSandboxWithVolumes(r, /*create_missing=*/false);
     if (!record) return RuntimeError(record.error(), "spec");
     {
       std::lock_guard<std::mutex> lock(children_mu_);

@@ -79,7 +79,8 @@ class CorralApi {
 
  private:
   // One call as a route's handler sees it: `name` is the {name} the route bound, already
-  // checked (SandboxNameProblem); empty for routes without one.
+  // checked (SandboxNameProblem, or a volume's name rule below volumes/); empty for routes
+  // without one.
   struct Call {
     const std::string& name;
     HttpRequest request;
@@ -113,6 +114,11 @@ class CorralApi {
   void ReadFile(const std::string& name, const HttpRequest& request, Reply reply);
   void WriteFile(const std::string& name, HttpRequest request, Reply reply);
   void ListDir(const std::string& name, const HttpRequest& request, Reply reply);
+  // Named volumes (volumes.cc): `corral volume ls/create/inspect/rm` over HTTP.
+  void ListVolumes(Reply reply);
+  void CreateVolume(const HttpRequest& request, Reply reply);
+  void InspectVolume(const std::string& name, Reply reply);
+  void RemoveVolume(const std::string& name, const HttpRequest& request, Reply reply);
   // Posts `work` to the worker pool; its reply is dropped once this object is gone.
   void OnWorker(Reply reply, std::function<HttpResponse()> work);
   // The inits this process cloned become its zombies once removed (by us or `corral rm`).

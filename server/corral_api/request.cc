@@ -12,6 +12,7 @@
 #include "runtime/code/code_payload.h"
 #include "runtime/spec/config.h"
 #include "runtime/spec/sizes.h"
+#include "runtime/volumes/volume_store.h"
 
 namespace corral::server {
 namespace {
@@ -85,6 +86,11 @@ std::string HostPathProblem(const std::string& path, const std::string& base_dir
   if (path.rfind(base_s + "/", 0) != 0) return "must lie under sandbox.base_dir (" + base_s + ")";
   if (::realpath(path.c_str(), real) == nullptr) return "does not exist";
   if (real != path) return "must not contain a symlink";
+  // A volume mounted by path would bypass its count of users (one writer, or readers).
+  if (auto volumes = runtime::VolumesDir();
+      volumes && (path == *volumes || path.rfind(*volumes + "/", 0) == 0)) {
+    return "lies in corral's volumes; mount a volume by name: {\"volume\": NAME, ...}";
+  }
   return "";
 }
 

@@ -3,6 +3,7 @@
 // operation in openapi.json (CorralApiTest.OpenApiDocumentMatchesTheRoutes checks both ways).
 #include <string>
 
+#include "runtime/spec/config.h"
 #include "server/corral_api/api.h"
 #include "server/corral_api/request.h"
 
@@ -72,8 +73,22 @@ const RouteTable<CorralApi::Handler>& CorralApi::Table() {
              [](CorralApi& api, Call& c, Reply reply) {
                api.WriteFile(c.name, std::move(c.request), std::move(reply));
              })
-        .Add("GET", "sandboxes/{name}/ls", [](CorralApi& api, Call& c, Reply reply) {
-          api.ListDir(c.name, c.request, std::move(reply));
+        .Add("GET", "sandboxes/{name}/ls",
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.ListDir(c.name, c.request, std::move(reply));
+             })
+        .Add("GET", "volumes",
+             [](CorralApi& api, Call&, Reply reply) { api.ListVolumes(std::move(reply)); })
+        .Add("POST", "volumes",
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.CreateVolume(c.request, std::move(reply));
+             })
+        .Add("GET", "volumes/{name}",
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.InspectVolume(c.name, std::move(reply));
+             })
+        .Add("DELETE", "volumes/{name}", [](CorralApi& api, Call& c, Reply reply) {
+          api.RemoveVolume(c.name, c.request, std::move(reply));
         });
     return t;
   }();
@@ -98,7 +113,10 @@ void CorralApi::Handle(HttpRequest request, Reply reply, std::string* route) {
     return reply(MethodNotAllowed(request.method, match.allow));
   }
   const std::string& name = match.params.Get("name");
-  if (std::string why = SandboxNameProblem(name); !name.empty() && !why.empty()) {
+  const bool volume = match.pattern.rfind("volumes/", 0) == 0;
+  std::string why = volume ? (runtime::IsValidVolumeName(name) ? "" : runtime::kVolumeNameRule)
+                           : SandboxNameProblem(name);
+  if (!name.empty() && !why.empty()) {
     return reply(ApiError{400, "invalid_field", "name: " + why, "name", {}}.ToResponse());
   }
   Call call{name, std::move(request)};

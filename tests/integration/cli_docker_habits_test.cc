@@ -78,10 +78,13 @@ TEST(CliDockerHabitsTest, ADockerImageAsTheCommandIsNamedAsSuch) {
   EXPECT_EQ(plain->err.find("Docker image"), std::string::npos) << plain->Describe();
 }
 
-TEST(CliDockerHabitsTest, ANamedVolumeIsRefusedWithTheRelativeForm) {
-  ExpectRefused({"run", "--pool", "off", "-v", "data:/data", "--", "true"},
-                "-v data:/data: corral has no named volumes: the host path is absolute or starts "
-                "with . (for the directory data here: ./data)");
+// `-v data:/data` is a named volume (volume_test.cc); a source that is neither a name nor
+// a path is refused with the path's form.
+TEST(CliDockerHabitsTest, ASourceThatIsNoVolumeNameIsRefusedWithTheRelativeForm) {
+  ExpectRefused({"run", "--pool", "off", "-v", "data/in:/data", "--", "true"},
+                "-v data/in:/data: 'data/in' is no volume name (must be 1 to 64 letters, "
+                "digits, '_', '-' or '.', starting with a letter or digit); a host directory "
+                "is an absolute path or starts with . (here: ./data/in)");
 }
 
 TEST(CliDockerHabitsTest, UnknownOptionPointsToDoubleDash) {

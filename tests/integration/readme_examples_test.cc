@@ -39,8 +39,8 @@ class ReadmeExamplesTest : public JailTest {
   RunResult Shell(const std::string& line) {
     const std::string bin = CorralBinary().substr(0, CorralBinary().rfind('/'));
     const std::string script = "cd '" + dir_.path() + "' && export PATH='" + bin +
-                               "':\"$PATH\" CORRAL_RUNTIME_DIR='" + dir_.Join("run") + "' && " +
-                               line;
+                               "':\"$PATH\" CORRAL_RUNTIME_DIR='" + dir_.Join("run") +
+                               "' CORRAL_STATE_DIR='" + dir_.Join("state") + "' && " + line;
     RunOptions options;
     options.timeout = std::chrono::milliseconds(120000);
     auto r = RunProgram("/bin/bash", {"-c", script}, options);
@@ -121,6 +121,36 @@ TEST_F(ReadmeExamplesTest, TheLifecyclePage) {
       "sleep 0.1; done; exit 7'");
   EXPECT_EQ(answer.exit_code, 0) << answer.Describe();
   EXPECT_NE(answer.out.find("200"), std::string::npos) << answer.Describe();
+}
+
+// docs/lifecycle.md's volume example: files that outlive their sandbox, a sized volume,
+// and a removal refused while a sandbox mounts the volume.
+TEST_F(ReadmeExamplesTest, TheLifecyclePagesVolumes) {
+  const std::string page = "docs/lifecycle.md";
+  RunAll(
+      {
+          {"corral volume create work", 0, "work"},
+          {"corral volume create --size 1G cache", 0, "cache"},
+          {"corral create --name t1 --volume work:/work", 0, "t1"},
+          {"corral exec t1 -- sh -c 'echo kept > /work/notes'", 0, ""},
+          {"corral volume rm work                          # refused while mounted", 125, ""},
+          {"corral rm t1", 0, "t1"},
+          {"corral run --volume work:/work:ro -- cat /work/notes    # kept", 0, "kept\n"},
+          {"corral volume ls", 0, "cache"},
+          {"corral volume inspect work", 0, "\"mounted_by\": []"},
+          {"corral volume rm work", 0, "work"},
+      },
+      page);
+}
+
+// The README's volume lines.
+TEST_F(ReadmeExamplesTest, TheReadmesVolume) {
+  RunAll({
+      {"corral volume create work", 0, "work"},
+      {"corral create --name t1 --volume work:/work   # /work outlives t1", 0, "t1"},
+      {"corral exec t1 -- sh -c 'echo kept > /work/f'", 0, ""},
+      {"corral rm t1 && corral run --volume work:/work -- cat /work/f", 0, "kept\n"},
+  });
 }
 
 TEST_F(ReadmeExamplesTest, TheSandboxesPage) {

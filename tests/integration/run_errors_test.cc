@@ -139,8 +139,8 @@ TEST_F(ErrorsTest, InvalidInputIs125AndNamesTheField) {
       {{"--user", "0"}, "allow_root"},
       {{"--user", "abc"}, "--user"},
       // The flag as given, not the spec key (mounts[1], after the probe's mount).
-      {{"-v", "relative:/x"},
-       "-v relative:/x: corral has no named volumes: the host path is absolute or starts with ."},
+      {{"-v", "rel/ative:/x"},
+       "-v rel/ative:/x: 'rel/ative' is no volume name (must be 1 to 64 letters"},
       {{"-v", "/tmp:relative"}, "-v /tmp:relative: container path must be an absolute path"},
       {{"--memory", "lots"}, "--memory"},
       {{"--cpus", "-1"}, "cpus"},

@@ -138,6 +138,52 @@ TEST_F(CorralApiTest, WithoutResumeOnCallAPausedSandboxIsA409) {
   EXPECT_EQ(Get("/sandboxes/pz2").Json()["state"], "paused") << "nothing resumed it";
 }
 
+// Volumes over the API: made, mounted by a sandbox's spec, outliving it, refused while in
+// use (409), removed; a host_path into corral's volumes is refused (it would bypass that).
+TEST_F(CorralApiTest, VolumesAreMadeMountedKeptAndRemoved) {
+  StartDaemon(Config());
+  auto made = Post("/volumes", {{"name", "api.v1"}});
+  ASSERT_EQ(made.status, 201) << made.body << DaemonLog();
+  EXPECT_EQ(made.Json()["kind"], "directory");
+  EXPECT_EQ(Post("/volumes", {{"name", "api.v1"}}).status, 409);
+  EXPECT_EQ(Post("/volumes", {{"name", "../x"}}).status, 422);
+  EXPECT_EQ(Post("/volumes", {{"name", "ok"}, {"size", "1M"}}).status, 422) << "too small";
+  json mount = {{"volume", "api.v1"}, {"container_path", "/v"}, {"read_only", false}};
+  auto sandbox = Post("/sandboxes", {{"name", "vs1"}, {"spec", {{"mounts", {mount}}}}});
+  ASSERT_EQ(sandbox.status, 201) << sandbox.body << DaemonLog();
+  auto wrote = Exec("vs1", {{"command", "echo kept > /v/f && stat -c %u /v/f"}});
+  EXPECT_EQ(wrote.Json()["stdout"], "1000\n") << wrote.body;
+  auto busy = Post("/sandboxes", {{"name", "vs2"}, {"spec", {{"mounts", {mount}}}}});
+  EXPECT_EQ(busy.status, 409) << busy.body;
+  EXPECT_NE(busy.body.find("mounted by sandbox vs1 (rw)"), std::string::npos) << busy.body;
+  auto in_use = Api("DELETE", "/api/corral/v1/volumes/api.v1");
+  EXPECT_EQ(in_use.status, 409) << in_use.body;
+  auto info = Get("/volumes/api.v1");
+  ASSERT_EQ(info.status, 200) << info.body;
+  EXPECT_EQ(info.Json()["mounted_by"], json::array({"sandbox vs1 (rw)"}));
+  auto by_path = Post(
+      "/sandboxes",
+      {{"name", "vs3"},
+       {"spec", {{"mounts", {{{"host_path", info.Json()["path"]}, {"container_path", "/v"}}}}}}});
+  EXPECT_EQ(by_path.status, 422) << by_path.body;
+  EXPECT_EQ(Field(by_path), "spec.mounts[0].host_path") << by_path.body;
+
+  ASSERT_EQ(Api("DELETE", "/api/corral/v1/sandboxes/vs1").status, 200);
+  json read_only = mount;
+  read_only["read_only"] = true;
+  ASSERT_EQ(Post("/sandboxes", {{"name", "vs4"}, {"spec", {{"mounts", {read_only}}}}}).status, 201);
+  EXPECT_EQ(Exec("vs4", {{"command", "cat /v/f"}}).Json()["stdout"], "kept\n");
+  auto missing = Post(
+      "/sandboxes",
+      {{"name", "vs5"}, {"spec", {{"mounts", {{{"volume", "nope"}, {"container_path", "/n"}}}}}}});
+  EXPECT_EQ(missing.status, 404) << missing.body;
+  auto list = Get("/volumes");
+  ASSERT_EQ(list.status, 200);
+  EXPECT_EQ(list.Json()["count"], 1) << list.body;
+  EXPECT_EQ(Api("DELETE", "/api/corral/v1/volumes/api.v1?force=true").status, 200);
+  EXPECT_EQ(Get("/volumes/api.v1").status, 404);
+}
+
 TEST_F(CorralApiTest, ErrorsNameTheField) {
   StartDaemon(Config());
   auto check = [&](const json& body, int status, const std::string& field) {

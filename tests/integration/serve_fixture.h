@@ -49,6 +49,7 @@ class ServeTest : public LeakCheckedTest {
     ASSERT_TRUE(dir_.MakeDirs("base"));
     ASSERT_TRUE(dir_.MakeDirs("run", 0700));
     ::setenv("CORRAL_RUNTIME_DIR", dir_.Join("run").c_str(), 1);
+    ::setenv("CORRAL_STATE_DIR", dir_.Join("state").c_str(), 1);  // volumes
   }
   void TearDown() override {
     // SIGTERM, as an operator stops it: the daemon removes its warm sandboxes (a SIGKILL
@@ -60,6 +61,7 @@ class ServeTest : public LeakCheckedTest {
     }
     for (const auto& u : unreadable) (void)runtime::RemoveSandbox(u.name);
     ::unsetenv("CORRAL_RUNTIME_DIR");
+    ::unsetenv("CORRAL_STATE_DIR");
   }
 
   // The config of the daemon; `extra_server` lines go under `server:`.

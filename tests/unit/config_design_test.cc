@@ -24,6 +24,14 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
+MountSpec Bind(const std::string& host, const std::string& container, bool read_only) {
+  MountSpec m;
+  m.host_path = host;
+  m.container_path = container;
+  m.read_only = read_only;
+  return m;
+}
+
 const std::string kExamplePath = std::string(CORRAL_SOURCE_DIR) + "/sandbox.example.yaml";
 
 std::string LoadError(const std::string& yaml) {
@@ -86,9 +94,8 @@ sandbox:
   EXPECT_EQ(spec.limits.pids, 20);
   EXPECT_EQ(spec.user_data_dir, Root());
   EXPECT_EQ(spec.rootfs, std::nullopt) << "root is the sandbox's work directory, not a rootfs";
-  EXPECT_THAT(spec.mounts,
-              ElementsAre(MountSpec{Data(), "/data", true}, MountSpec{Data(), "/scratch", false},
-                          MountSpec{Data(), "/default", true}));
+  EXPECT_THAT(spec.mounts, ElementsAre(Bind(Data(), "/data", true), Bind(Data(), "/scratch", false),
+                                       Bind(Data(), "/default", true)));
   EXPECT_EQ(spec.network.mode, NetworkMode::kAllowlist);
   EXPECT_THAT(spec.network.allow, ElementsAre("pypi.org", "*.github.com:443"));
   EXPECT_TRUE(spec.namespaces.net);

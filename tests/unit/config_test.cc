@@ -30,7 +30,9 @@ std::string Dump(const JailSpec& s) {
     << "\nuser_data_dir: " << opt(s.user_data_dir)
     << "\nacp_workspace_dir: " << opt(s.acp_workspace_dir) << "\nmounts:";
   for (const auto& m : s.mounts) {
-    o << " {" << m.host_path << " -> " << m.container_path << (m.read_only ? " ro" : " rw") << "}";
+    o << " {" << m.host_path << " -> " << m.container_path << (m.read_only ? " ro" : " rw");
+    if (!m.volume.empty()) o << " volume=" << m.volume << (m.image ? " image" : "");
+    o << "}";
   }
   o << "\nworkdir: " << opt(s.workdir) << "\nhostname: " << s.hostname << "\nuid: " << s.uid
     << "\ngid: " << s.gid << "\nnamespaces: " << s.namespaces.pid << s.namespaces.uts
@@ -267,7 +269,7 @@ namespaces: {pid: true, pid: false}
                   "t.yaml:13: mounts[1]: expected a mapping, got \"/b:/c\"",
                   "t.yaml:14: mounts[2].host_path: expected a string, got a list",
                   StartsWith("t.yaml:14: mounts[2].extra: unknown key; known keys: host_path, "
-                             "container_path, read_only"),
+                             "volume, container_path, read_only"),
                   "t.yaml:15: env.A: expected a string, got null",
                   "t.yaml:16: seccomp: expected a mapping, got \"default\"",
                   "t.yaml:17: namespaces.pid: duplicate key"));

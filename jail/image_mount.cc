@@ -1,0 +1,105 @@
+#include "jail/image_mount.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <vector>
+
+#include "base/files.h"
+#include "jail/syscalls.h"
+
+namespace corral::jail {
+
+namespace {
+
+// How often a free device is asked for again when another process configured it first.
+constexpr int kLoopAttempts = 16;
+
+// A free loop device with `image` behind it, clearing itself once nothing holds it: the
+// returned fd, then the mount, are what hold it.
+Result<std::pair<UniqueFd, std::string>> AttachLoop(int image_fd, const std::string& image,
+                                                    bool read_only) {
+  UniqueFd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));
+  if (!control) return Error::FromErrno(errno, "/dev/loop-control (volumes with a size need it)");
+  for (int attempt = 0; attempt < kLoopAttempts; ++attempt) {
+    const int n = ::ioctl(control.get(), LOOP_CTL_GET_FREE);
+    if (n < 0) return Error::FromErrno(errno, "a free loop device for " + image);
+    const std::string device = "/dev/loop" + std::to_string(n);
+    UniqueFd loop(::open(device.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC));
+    if (!loop) return Error::FromErrno(errno, device);
+    loop_config config{};
+    config.fd = static_cast<__u32>(image_fd);
+    config.info.lo_flags = LO_FLAGS_AUTOCLEAR | (read_only ? LO_FLAGS_READ_ONLY : 0);
+    if (::ioctl(loop.get(), LOOP_CONFIGURE, &config) == 0) {
+      return std::make_pair(std::move(loop), device);
+    }
+    if (errno != EBUSY) return Error::FromErrno(errno, "attach " + image + " to " + device);
+    // Taken between GET_FREE and CONFIGURE by someone else: ask again.
+  }
+  return Error(ErrorCode::kIo, "no free loop device for " + image + " after " +
+                                   std::to_string(kLoopAttempts) + " attempts");
+}
+
+}  // namespace
+
+Result<UniqueFd> PrepareImageTree(const std::string& image, bool read_only) {
+  UniqueFd image_fd(
+      ::open(image.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW));
+  if (!image_fd) return Error::FromErrno(errno, image);
+  ASSIGN_OR_RETURN(auto attached, AttachLoop(image_fd.get(), image, read_only));
+  const std::string& device = attached.second;
+  UniqueFd fs(sys::FsOpen("ext4", FSOPEN_CLOEXEC));
+  if (!fs) return Error::FromErrno(errno, "fsopen ext4 (for " + image + ")");
+  if (sys::FsConfig(fs.get(), FSCONFIG_SET_STRING, "source", device.c_str(), 0) != 0 ||
+      (read_only && sys::FsConfig(fs.get(), FSCONFIG_SET_FLAG, "ro", nullptr, 0) != 0) ||
+      sys::FsConfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+    const int err = errno;
+    // The kernel's own words, when it left some ("e ext4: ..."), say more than errno.
+    char message[256];
+    const ssize_t n = ::read(fs.get(), message, sizeof message - 1);
+    std::string why = n > 0 ? ": " + std::string(message, static_cast<size_t>(n)) : "";
+    return Error::FromErrno(err, "mount the ext4 image " + image + " (" + device + ")" + why);
+  }
+  uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  if (read_only) attrs |= MOUNT_ATTR_RDONLY;
+  UniqueFd tree(sys::FsMount(fs.get(), FSMOUNT_CLOEXEC, static_cast<unsigned>(attrs)));
+  if (!tree) return Error::FromErrno(errno, "fsmount " + image);
+  // As PrepareBindTree's: nothing mounted beneath it in the jail propagates anywhere.
+  if (sys::MountSetattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, 0, 0, MS_PRIVATE) != 0) {
+    return Error::FromErrno(errno, "make the mount of " + image + " private");
+  }
+  return tree;  // the loop fd closes here; the mount holds the device from now on
+}
+
+std::vector<std::string> LoopDevicesOf(const std::string& image, bool* any_writable) {
+  std::vector<std::string> out;
+  *any_writable = false;
+  char real[PATH_MAX];
+  if (::realpath(image.c_str(), real) == nullptr) return out;
+  DIR* dir = ::opendir("/sys/block");
+  if (dir == nullptr) return out;
+  while (dirent* e = ::readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name.rfind("loop", 0) != 0) continue;
+    auto backing = ReadFile("/sys/block/" + name + "/loop/backing_file");
+    if (!backing) continue;  // not attached
+    std::string path = *backing;
+    while (!path.empty() && path.back() == '\n') path.pop_back();
+    if (path != real) continue;
+    auto ro = ReadFile("/sys/block/" + name + "/ro");
+    const bool writable = !ro || ro->rfind("1", 0) != 0;
+    *any_writable = *any_writable || writable;
+    out.push_back("/dev/" + name + (writable ? " (rw)" : " (ro)"));
+  }
+  ::closedir(dir);
+  return out;
+}
+
+}  // namespace corral::jail
