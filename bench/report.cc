@@ -196,6 +196,17 @@ std::string FormatTable(const BenchResults& r) {
              Fmt("%.2f ms", Summarize(s.resume_ms).median) + " (" +
              std::to_string(s.pause_ms.size()) + " rounds)\n";
     }
+    if (!s.diff_ms.empty()) {
+      out +=
+          "  diff of a workspace overlay with 100 MiB in 1000 new files: median " +
+          Fmt("%.2f ms", Summarize(s.diff_ms).median) + " (" + std::to_string(s.diff_ms.size()) +
+          " rounds), upper layer " +
+          MiB(s.diff_upper_bytes ? std::optional<double>(static_cast<double>(*s.diff_upper_bytes))
+                                 : std::nullopt) +
+          "\n";
+    } else if (!s.diff_reason.empty()) {
+      out += "  diff: " + s.diff_reason + "\n";
+    }
     if (!s.reason.empty()) out += "  note: " + s.reason + "\n";
   }
   out += FormatServe(r.serve);
@@ -269,18 +280,21 @@ std::string ToJson(const BenchResults& r) {
   }
   const SandboxFigures& s = r.sandboxes;
   auto opt = [](std::optional<double> v) { return v ? json(*v) : json(nullptr); };
-  j["sandboxes"] = {{"status", EntryStatusName(s.status)},
-                    {"reason", s.reason},
-                    {"requested", s.requested},
-                    {"created", s.created},
-                    {"concurrency", s.concurrency},
-                    {"bring_up_s", s.bring_up_s},
-                    {"remove_s", s.remove_s},
-                    {"mem_available_per_sandbox_bytes", opt(s.mem_available_per_sandbox_bytes)},
-                    {"cgroup_memory_per_sandbox_bytes", opt(s.cgroup_memory_per_sandbox_bytes)},
-                    {"init_pss_per_sandbox_bytes", opt(s.init_pss_per_sandbox_bytes)},
-                    {"pause_ms", s.pause_ms},
-                    {"resume_ms", s.resume_ms}};
+  j["sandboxes"] = {
+      {"status", EntryStatusName(s.status)},
+      {"reason", s.reason},
+      {"requested", s.requested},
+      {"created", s.created},
+      {"concurrency", s.concurrency},
+      {"bring_up_s", s.bring_up_s},
+      {"remove_s", s.remove_s},
+      {"mem_available_per_sandbox_bytes", opt(s.mem_available_per_sandbox_bytes)},
+      {"cgroup_memory_per_sandbox_bytes", opt(s.cgroup_memory_per_sandbox_bytes)},
+      {"init_pss_per_sandbox_bytes", opt(s.init_pss_per_sandbox_bytes)},
+      {"pause_ms", s.pause_ms},
+      {"resume_ms", s.resume_ms},
+      {"diff_ms", s.diff_ms},
+      {"diff_upper_bytes", s.diff_upper_bytes ? json(*s.diff_upper_bytes) : json(nullptr)}};
   j["serve"] = ServeJson(r.serve);
   j["targets"] = json::array();
   for (const auto& t : r.targets) {

@@ -237,6 +237,12 @@ void EvaluateTargets(BenchResults* r) {
                                     "median of the cgroup freeze until the kernel says frozen"));
   r->targets.push_back(MedianTarget("resume a sandbox of 20 processes", s.resume_ms, 10,
                                     "median of the thaw until the kernel says thawed"));
+  r->targets.push_back(MedianTarget("corral diff of a workspace with 100 MiB in 1000 files",
+                                    s.diff_ms, 100,
+                                    "median of the upper layer walked against the host directory"));
+  if (s.diff_ms.empty() && !s.diff_reason.empty()) {
+    r->targets.back().note = "not measured: " + s.diff_reason;
+  }
 
   AddServeTargets(r->serve, &r->targets);
 }

@@ -76,6 +76,11 @@ struct SandboxFigures {
   // them) of one of them holding kPauseProcesses processes, per round.
   std::vector<double> pause_ms;
   std::vector<double> resume_ms;
+  // `corral diff` (runtime/sandboxes/workspace_overlay.h) of a workspace overlay holding
+  // kDiffFiles new files, kDiffBytes in all, per round; and its upper layer's disk use.
+  std::vector<double> diff_ms;
+  std::optional<int64_t> diff_upper_bytes;
+  std::string diff_reason;  // why there is no diff figure
 };
 
 // `corral serve` over HTTP on loopback (bench/serve_figures.h says how each is taken).

@@ -1,10 +1,13 @@
 #include "bench/sandboxes.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -12,6 +15,7 @@
 #include "bench/launcher.h"
 #include "runtime/sandboxes/pause.h"
 #include "runtime/sandboxes/persistent.h"
+#include "runtime/sandboxes/workspace_overlay.h"
 
 namespace corral::bench {
 namespace {
@@ -24,6 +28,11 @@ constexpr int kMaxInFlight = 64;
 // The pause figure: a sandbox with this many processes, paused and resumed this often.
 constexpr int kPauseProcesses = 20;
 constexpr int kPauseRounds = 30;
+// The diff figure: a workspace overlay into which the sandbox wrote this many new files,
+// 100 MiB in all, diffed this often.
+constexpr int kDiffFiles = 1000;
+constexpr int64_t kDiffFileBytes = (100 << 20) / kDiffFiles;
+constexpr int kDiffRounds = 10;
 
 }  // namespace
 
@@ -97,6 +106,67 @@ void MeasurePause(const std::string& corral_exe, const std::string& name, Progre
   }
 }
 
+int64_t DiskBytesUnder(const std::string& dir) {
+  int64_t bytes = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) == 0) bytes += static_cast<int64_t>(st.st_blocks) * 512;
+  }
+  return bytes;
+}
+
+// `corral diff` of a sandbox created with --workspace-overlay after it wrote kDiffFiles new
+// files into its workspace: the upper layer walked against the (empty) host directory.
+void MeasureDiff(const std::string& corral_exe, const std::string& prefix, Progress& progress,
+                 SandboxFigures* f) {
+  if (::geteuid() != 0) {
+    f->diff_reason = "a workspace overlay needs root";
+    return;
+  }
+  progress.Update("sandboxes: diff of a workspace overlay");
+  char dir[] = "/tmp/corral-bench-diff-XXXXXX";
+  if (::mkdtemp(dir) == nullptr || ::chmod(dir, 0755) != 0) {
+    f->diff_reason = "a temporary user-data directory: " + std::string(std::strerror(errno));
+    return;
+  }
+  const std::string name = prefix + "diff";
+  auto cleanup = [&] {
+    (void)runtime::RemoveSandbox(name);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  };
+  const std::string fill = "cd /mnt/user-data/workspace && for i in $(seq " +
+                           std::to_string(kDiffFiles) + "); do head -c " +
+                           std::to_string(kDiffFileBytes) + " /dev/zero > f$i; done";
+  Status made = SpawnAndWait(
+      {corral_exe, "create", "--name", name, "--user-data", dir, "--workspace-overlay"});
+  if (made) made = SpawnAndWait({corral_exe, "exec", name, "--", "sh", "-c", fill});
+  if (!made) {
+    f->diff_reason = "making its workspace failed: " + made.error().message();
+    cleanup();
+    return;
+  }
+  for (int round = 0; round < kDiffRounds; ++round) {
+    const auto t0 = Clock::now();
+    auto changes = runtime::DiffWorkspace(name);
+    const auto t1 = Clock::now();
+    if (!changes || changes->size() != static_cast<size_t>(kDiffFiles)) {
+      f->diff_reason = changes ? "diff listed " + std::to_string(changes->size()) +
+                                     " changes, not " + std::to_string(kDiffFiles)
+                               : "diff: " + changes.error().message();
+      f->diff_ms.clear();
+      break;
+    }
+    f->diff_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  if (auto info = runtime::InspectSandbox(name, runtime::Inspect::kLiveness)) {
+    f->diff_upper_bytes = DiskBytesUnder(info->record.spec.workspace_overlay_dir + "/upper");
+  }
+  cleanup();
+}
+
 }  // namespace
 
 SandboxFigures MeasureSandboxes(const std::string& corral_exe, int count, Progress& progress) {
@@ -159,6 +229,7 @@ SandboxFigures MeasureSandboxes(const std::string& corral_exe, int count, Progre
   if (pss_n > 0) f.init_pss_per_sandbox_bytes = static_cast<double>(pss_sum) / pss_n;
 
   if (f.created > 0) MeasurePause(corral_exe, FirstUp(prefix, up), progress, &f);
+  MeasureDiff(corral_exe, prefix, progress, &f);
 
   progress.Update("sandboxes: removing");
   const auto r0 = Clock::now();

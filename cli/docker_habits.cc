@@ -14,9 +14,9 @@ struct Hint {
 };
 
 constexpr std::string_view kCommands[] = {
-    "run",     "create", "exec",    "cp",     "ps",     "stats", "inspect", "logs",
-    "rm",      "reap",   "pause",   "resume", "volume", "pool",  "check",   "tool",
-    "threads", "bench",  "version", "serve",  "code",   "setup", "config"};
+    "run",     "create", "exec",    "cp",    "ps",     "stats",  "inspect", "logs",  "rm",
+    "reap",    "pause",  "resume",  "diff",  "commit", "volume", "pool",    "check", "tool",
+    "threads", "bench",  "version", "serve", "code",   "setup",  "config"};
 
 constexpr std::string_view kNoImages =
     "corral has no images: it runs the host's binaries, or a directory tree given with "
@@ -32,14 +32,13 @@ const Hint kVerbHints[] = {
      "a sandbox has no main process to attach to; start a shell in it: corral exec -it NAME -- "
      "bash"},
     {{"top"}, "corral stats NAME, or corral exec NAME -- ps aux"},
-    {{"images", "image", "pull", "push", "build", "commit", "save", "load", "import", "export",
-      "tag", "rmi", "history", "login", "logout", "search"},
+    {{"images", "image", "pull", "push", "build", "save", "load", "import", "export", "tag", "rmi",
+      "history", "login", "logout", "search"},
      kNoImages},
     {{"container"}, "corral's commands take no `container` prefix: corral ps, corral rm NAME, ..."},
     {{"network", "port"},
      "a jail has no network but its own loopback; reach a server from inside it: corral exec "
      "NAME -- curl http://127.0.0.1:PORT/"},
-    {{"volume"}, "bind host directories instead: corral create -v HOST:CONTAINER[:ro|rw]"},
     {{"rename"}, "a sandbox's name is fixed when it is created (corral create --name NAME)"},
     {{"info", "system"}, "corral check reports what this host supports"},
 };

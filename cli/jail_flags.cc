@@ -41,6 +41,9 @@ void AddJailFlags(CLI::App* run, JailFlags* f) {
       ->allow_extra_args(false);
   run->add_option("-w,--workdir", f->workdir, "working directory inside the jail");
   run->add_option("--hostname", f->hostname, "hostname inside the jail (default sandbox)");
+  run->add_flag("--workspace-overlay", f->workspace_overlay,
+                "create: the workspace (--user-data's workspace/) as an overlay; its changes "
+                "reach the host directory only with corral commit (corral diff lists them)");
   run->add_flag("--rootless", f->rootless,
                 "a user namespace for the jail even as root (always on for non-root callers)");
   run->add_option("--identity", f->identity,
@@ -301,6 +304,10 @@ void ApplyFlags(const JailFlags& f, runtime::JailSpec* spec, std::vector<std::st
     a.Key("user", FlagAsGiven({"-u", "--user"}, *f.user));
   }
   if (f.rootless) spec->rootless = true;
+  if (f.workspace_overlay) {
+    spec->workspace_overlay = true;
+    a.Key("workspace_overlay", "--workspace-overlay");
+  }
   a.Network(f);
   a.Landlock(f);
   a.Mounts(f.mounts);

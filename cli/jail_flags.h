@@ -25,6 +25,7 @@ struct JailFlags {
   std::optional<std::string> landlock, landlock_tcp;  // auto | on | off; on | off
   std::vector<std::string> mounts, volumes, env;
   bool rootless = false;
+  bool workspace_overlay = false;
   bool docker_read_only = false, docker_init = false;  // accepted: what corral always does
 };
 

@@ -33,6 +33,7 @@ void AddCommands(CLI::App& app, std::string_view first_arg, int* exit_code) {
        AddSandboxCommands},
       {{"cp"}, AddCpCommand},
       {{"volume"}, AddVolumeCommands},
+      {{"diff", "commit"}, AddWorkspaceCommands},
       {{"tool", "threads"}, AddToolCommands},
       {{"bench"}, AddBenchCommand},
       {{"serve"}, AddServeCommand},

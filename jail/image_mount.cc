@@ -78,6 +78,36 @@ Result<UniqueFd> PrepareImageTree(const std::string& image, bool read_only) {
   return tree;  // the loop fd closes here; the mount holds the device from now on
 }
 
+Result<UniqueFd> PrepareOverlayTree(const std::string& lower, const std::string& upper,
+                                    const std::string& work) {
+  UniqueFd fs(sys::FsOpen("overlay", FSOPEN_CLOEXEC));
+  if (!fs) return Error::FromErrno(errno, "fsopen overlay (for " + lower + ")");
+  const std::pair<const char*, const std::string*> dirs[] = {
+      {"lowerdir", &lower}, {"upperdir", &upper}, {"workdir", &work}};
+  for (const auto& [key, value] : dirs) {
+    if (sys::FsConfig(fs.get(), FSCONFIG_SET_STRING, key, value->c_str(), 0) != 0) {
+      return Error::FromErrno(errno, std::string("overlay ") + key + "=" + *value);
+    }
+  }
+  for (const char* off : {"redirect_dir", "metacopy"}) {
+    // Older kernels without the option are fine: off is their only behaviour.
+    (void)sys::FsConfig(fs.get(), FSCONFIG_SET_STRING, off, "off", 0);
+  }
+  if (sys::FsConfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+    const int err = errno;
+    char message[256];
+    const ssize_t n = ::read(fs.get(), message, sizeof message - 1);
+    std::string why = n > 0 ? ": " + std::string(message, static_cast<size_t>(n)) : "";
+    return Error::FromErrno(err, "mount an overlay of " + lower + why);
+  }
+  UniqueFd tree(sys::FsMount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
+  if (!tree) return Error::FromErrno(errno, "fsmount overlay of " + lower);
+  if (sys::MountSetattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, 0, 0, MS_PRIVATE) != 0) {
+    return Error::FromErrno(errno, "make the overlay of " + lower + " private");
+  }
+  return tree;
+}
+
 std::vector<std::string> LoopDevicesOf(const std::string& image, bool* any_writable) {
   std::vector<std::string> out;
   *any_writable = false;

@@ -1,3 +1,5 @@
+// File systems mounted for a jail without a place in the host's mount table.
+//
 // A file system image (a volume with a size, runtime/volumes/) as a detached mount: the
 // image is attached to a free loop device and its ext4 mounted with fsopen/fsmount, never
 // in the host's mount table. The loop device is set to clear itself, so it goes away with
@@ -16,6 +18,15 @@ namespace corral::jail {
 // The image's ext4 as a detached mount tree (nosuid, nodev, private; read-only if asked,
 // the loop device too), for a MountOp::kBind's source_fd.
 Result<UniqueFd> PrepareImageTree(const std::string& image, bool read_only);
+
+// An overlay of `lower` (read-only) under `upper` (where writes land; `work` is overlayfs's
+// scratch directory on the same file system) as a detached mount tree: a sandbox's
+// workspace whose changes are kept apart (runtime/sandboxes/workspace_overlay.h). nosuid,
+// nodev, private. Renames of lower directories copy (redirect_dir off) and no metadata-only
+// copy-ups are made (metacopy off): what the upper layer holds is whole files, which is what
+// `corral diff` and `commit` read.
+Result<UniqueFd> PrepareOverlayTree(const std::string& lower, const std::string& upper,
+                                    const std::string& work);
 
 // The loop devices `image` is attached to now (a jail that mounts it, or one going away),
 // each with whether it is read-only: "/dev/loop3 (rw)". Empty when none.

@@ -221,6 +221,29 @@ class RootBuilder {
                     what + " (" + m.host_path + ") -> " + path);
   }
 
+  // The workspace as an overlay (runtime/sandboxes/workspace_overlay.h): the host's
+  // workspace/ as its lower layer, the sandbox's upper layer where its writes land. Mounted
+  // by the parent, as root, over the workspace of the user-data bind.
+  Status BindWorkspaceOverlay(const JailSpec& spec) {
+    if (spec.workspace_overlay_dir.empty()) {
+      return Error(ErrorCode::kInvalidArgument,
+                   "workspace_overlay: only a persistent sandbox keeps an overlay (corral "
+                   "create); a run's changes would be lost with it");
+    }
+    if (::geteuid() != 0) {
+      return Error(ErrorCode::kPermissionDenied, "workspace_overlay needs root");
+    }
+    const std::string path = std::string(kUserDataPath) + "/workspace";
+    const std::string& dir = spec.workspace_overlay_dir;
+    ASSIGN_OR_RETURN(UniqueFd tree, jail::PrepareOverlayTree(*spec.user_data_dir + "/workspace",
+                                                             dir + "/upper", dir + "/work"));
+    MountOp op = NewOp(MountOp::Kind::kBind, At(path));
+    op.source_fd = tree.get();
+    plan_->source_fds.push_back(std::move(tree));
+    return PushBind(std::move(op), path, /*read_only=*/false, /*is_dir=*/true,
+                    "overlay of the workspace (" + dir + "/upper) -> " + path);
+  }
+
   Status PushBind(MountOp op, const std::string& path, bool read_only, bool is_dir,
                   std::string description) {
     RETURN_IF_ERROR(MkdirParents(path));
@@ -548,6 +571,7 @@ Status AddAgentAndCustomMounts(RootBuilder& root, const JailSpec& spec) {
   root.Mkdir("/mnt");
   if (spec.skills_dir) RETURN_IF_ERROR(root.Bind(*spec.skills_dir, kSkillsPath, true));
   if (spec.user_data_dir) RETURN_IF_ERROR(root.Bind(*spec.user_data_dir, kUserDataPath, false));
+  if (spec.workspace_overlay) RETURN_IF_ERROR(root.BindWorkspaceOverlay(spec));
   if (spec.acp_workspace_dir) {
     RETURN_IF_ERROR(root.Bind(*spec.acp_workspace_dir, kAcpWorkspacePath, true));
   }

@@ -40,4 +40,23 @@ Result<std::string> UsableRuntimeDir() {
                    "does not see them (a fresh mktemp -d per shell would hide them)");
 }
 
+Result<std::string> StateDir() {
+  if (const char* env = std::getenv("CORRAL_STATE_DIR"); env != nullptr && *env != '\0') {
+    if (*env != '/') {
+      return Error(ErrorCode::kInvalidArgument,
+                   "CORRAL_STATE_DIR must be absolute: " + std::string(env));
+    }
+    return std::string(env);
+  }
+  if (::geteuid() == 0) return std::string("/var/lib/corral");
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg != nullptr && *xdg == '/') {
+    return std::string(xdg) + "/corral";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') {
+    return std::string(home) + "/.local/state/corral";
+  }
+  return Error(ErrorCode::kInvalidArgument,
+               "no state directory: set CORRAL_STATE_DIR, XDG_STATE_HOME or HOME");
+}
+
 }  // namespace corral::runtime

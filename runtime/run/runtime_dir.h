@@ -18,6 +18,12 @@ std::string RuntimeDir();
 // (the state of persistent sandboxes must not go somewhere another user could write).
 Result<std::string> UsableRuntimeDir();
 
+// The state directory: what outlives a reboot (volumes, workspace overlays).
+// $CORRAL_STATE_DIR when set (absolute), else /var/lib/corral for root and
+// $XDG_STATE_HOME/corral (or ~/.local/state/corral) for anyone else; an error when none
+// can be told (a relative CORRAL_STATE_DIR, a non-root caller without HOME).
+Result<std::string> StateDir();
+
 // FNV-1a: stable across builds and processes, unlike std::hash. Cache keys only: only
 // the directory's owner (root, or the rootless caller) can write it, so only the owner
 // could engineer a collision, against itself.

@@ -36,6 +36,7 @@
 #include "runtime/run/watch.h"
 #include "runtime/sandboxes/init_program.h"
 #include "runtime/sandboxes/pause.h"
+#include "runtime/sandboxes/workspace_overlay.h"
 #include "runtime/spec/config.h"
 
 namespace corral::runtime {
@@ -101,6 +102,8 @@ Status Teardown(SandboxStore& store, const SandboxRecord& r) {
   // The proxy ends with the init and then removes its summary; this covers a proxy that
   // was killed or is still on its way out.
   (void)::unlink(NetworkSummaryPath(r.name).c_str());
+  // Its changes not committed go with it (a commit cut short is finished first).
+  RemoveWorkspaceOverlay(r.spec);
   return store.Forget(r.name);
 }
 
@@ -291,6 +294,8 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   cgroups::Cgroup* init_cg = sandbox_cg.get();
 
   RETURN_IF_ERROR(PrepareHostDirs(record.spec));
+  RETURN_IF_ERROR(PrepareWorkspaceOverlay(&record.spec, record.name));
+  ScopeGuard drop_overlay([&] { RemoveWorkspaceOverlay(record.spec); });
   ASSIGN_OR_RETURN(jail::JailPlan plan, Plan(record.spec));
   if (!sandbox_cg) AddPidsRlimitFallback(record.spec, &plan);
   record.landlock = plan.landlock;
@@ -349,6 +354,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   init.Release();
   if (sandbox_cg) sandbox_cg->Release();
   forget.Dismiss();
+  drop_overlay.Dismiss();
   return record;
 }
 

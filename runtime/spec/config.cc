@@ -168,6 +168,7 @@ const Table<JailSpec>& TopLevel() {
       ModeKey("identity", &JailSpec::identity),
       SectionKey("user", UserTable()),
       OptionalStringKey("workdir", &JailSpec::workdir),
+      BoolKey("workspace_overlay", &JailSpec::workspace_overlay),
       StringMapKey("env", &JailSpec::env),
       SectionKey("namespaces", &JailSpec::namespaces, NamespaceTable()),
       OptionalStringKey("skills_dir", &JailSpec::skills_dir),

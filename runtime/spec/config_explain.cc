@@ -110,6 +110,7 @@ Json SpecJson(const JailSpec& s) {
   return {{"mode", mode},
           {"rootfs", Optional(s.rootfs)},
           {"hostname", s.hostname},
+          {"workspace_overlay", s.workspace_overlay},
           {"rootless", s.rootless},
           {"user", {{"uid", s.uid}, {"gid", s.gid}}},
           {"workdir", Optional(s.workdir)},

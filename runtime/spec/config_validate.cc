@@ -216,6 +216,13 @@ void CheckDirs(Problems& p, const JailSpec& spec) {
     if (*dir) CheckHostPath(p, field, **dir, HostKind::kDirectory);
   }
   CheckWorkdir(p, spec.workdir);
+  if (spec.workspace_overlay && !spec.user_data_dir) {
+    p.Add("workspace_overlay", "needs user_data_dir (its workspace/ is what is overlaid)", "true");
+  }
+  if (spec.workspace_overlay && spec.rootless) {
+    p.Add("workspace_overlay", "needs root (corral mounts the overlay in the host's namespace)",
+          "true with rootless");
+  }
 }
 
 void CheckMounts(Problems& p, const std::vector<MountSpec>& mounts) {

@@ -176,6 +176,12 @@ struct JailSpec {
   std::optional<std::string> acp_workspace_dir;  // -> /mnt/acp-workspace (ro)
   std::vector<MountSpec> mounts;
   std::optional<std::string> workdir;  // default /mnt/user-data/workspace or /
+  // The workspace (user_data_dir's workspace/) as an overlay: the sandbox's writes land in
+  // corral's upper layer and the host directory stays as it was until `corral commit`
+  // (runtime/sandboxes/workspace_overlay.h). Persistent sandboxes only; root only.
+  bool workspace_overlay = false;
+  // Where its layers are (<state>/overlays/<name>): set by CreateSandbox. Not configurable.
+  std::string workspace_overlay_dir;
 
   std::string hostname = "sandbox";
   // A user namespace for the jail even when corral runs as root (as non-root it always has

@@ -187,6 +187,10 @@ std::string SpecToJson(const JailSpec& s) {
   PutOptional(j, "user_data_dir", s.user_data_dir);
   PutOptional(j, "acp_workspace_dir", s.acp_workspace_dir);
   PutOptional(j, "workdir", s.workdir);
+  if (s.workspace_overlay) {  // absent otherwise: records read as before
+    j["workspace_overlay"] = true;
+    j["workspace_overlay_dir"] = s.workspace_overlay_dir;
+  }
   return j.dump(2);
 }
 
@@ -234,6 +238,8 @@ Result<JailSpec> SpecFromJson(const std::string& text) {
     GetOptional(j, "user_data_dir", &s.user_data_dir);
     GetOptional(j, "acp_workspace_dir", &s.acp_workspace_dir);
     GetOptional(j, "workdir", &s.workdir);
+    s.workspace_overlay = j.value("workspace_overlay", false);
+    s.workspace_overlay_dir = j.value("workspace_overlay_dir", std::string());
     if (!problem.empty()) return Error(ErrorCode::kInvalidArgument, "sandbox spec: " + problem);
     return s;
   } catch (const nlohmann::json::exception& e) {

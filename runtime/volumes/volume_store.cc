@@ -17,6 +17,7 @@
 #include "base/files.h"
 #include "base/scope_guard.h"
 #include "runtime/run/identity.h"
+#include "runtime/run/runtime_dir.h"
 #include "runtime/spec/config.h"
 
 namespace corral::runtime {
@@ -181,22 +182,8 @@ int CountEntry(const char*, const struct stat* st, int, struct FTW*) {
 }  // namespace
 
 Result<std::string> VolumesDir() {
-  if (const char* env = std::getenv("CORRAL_STATE_DIR"); env != nullptr && *env != '\0') {
-    if (*env != '/') {
-      return Error(ErrorCode::kInvalidArgument,
-                   "CORRAL_STATE_DIR must be absolute: " + std::string(env));
-    }
-    return std::string(env) + "/volumes";
-  }
-  if (::geteuid() == 0) return std::string("/var/lib/corral/volumes");
-  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg != nullptr && *xdg == '/') {
-    return std::string(xdg) + "/corral/volumes";
-  }
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') {
-    return std::string(home) + "/.local/state/corral/volumes";
-  }
-  return Error(ErrorCode::kInvalidArgument,
-               "no place for volumes: set CORRAL_STATE_DIR, XDG_STATE_HOME or HOME");
+  ASSIGN_OR_RETURN(std::string state, StateDir());
+  return state + "/volumes";
 }
 
 Result<VolumeStore> VolumeStore::Open() {

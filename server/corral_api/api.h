@@ -114,6 +114,9 @@ class CorralApi {
   void ReadFile(const std::string& name, const HttpRequest& request, Reply reply);
   void WriteFile(const std::string& name, HttpRequest request, Reply reply);
   void ListDir(const std::string& name, const HttpRequest& request, Reply reply);
+  // The workspace overlay's review (workspace.cc): `corral diff`, `corral commit [--discard]`.
+  void DiffWorkspace(const std::string& name, Reply reply);
+  void CommitWorkspace(const std::string& name, const HttpRequest& request, Reply reply);
   // Named volumes (volumes.cc): `corral volume ls/create/inspect/rm` over HTTP.
   void ListVolumes(Reply reply);
   void CreateVolume(const HttpRequest& request, Reply reply);

@@ -77,6 +77,14 @@ const RouteTable<CorralApi::Handler>& CorralApi::Table() {
              [](CorralApi& api, Call& c, Reply reply) {
                api.ListDir(c.name, c.request, std::move(reply));
              })
+        .Add("GET", "sandboxes/{name}/diff",
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.DiffWorkspace(c.name, std::move(reply));
+             })
+        .Add("POST", "sandboxes/{name}/commit",
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.CommitWorkspace(c.name, c.request, std::move(reply));
+             })
         .Add("GET", "volumes",
              [](CorralApi& api, Call&, Reply reply) { api.ListVolumes(std::move(reply)); })
         .Add("POST", "volumes",

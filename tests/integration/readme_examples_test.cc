@@ -31,7 +31,7 @@ struct Example {
 class ReadmeExamplesTest : public JailTest {
  protected:
   void TearDown() override {
-    if (!IsSkipped()) (void)Shell("corral rm -f t1");  // an example that failed half-way
+    if (!IsSkipped()) (void)Shell("corral rm -f t1 t2");  // an example that failed half-way
     JailTest::TearDown();
   }
 
@@ -141,6 +141,23 @@ TEST_F(ReadmeExamplesTest, TheLifecyclePagesVolumes) {
           {"corral volume rm work", 0, "work"},
       },
       page);
+}
+
+// docs/lifecycle.md's review-before-commit example.
+TEST_F(ReadmeExamplesTest, TheLifecyclePagesCommit) {
+  RunAll(
+      {
+          {"mkdir -p ./t2 && corral create --name t2 --user-data ./t2 --workspace-overlay", 0,
+           "t2"},
+          {"corral exec t2 -- sh -c 'cd /mnt/user-data/workspace && echo v2 > app.py'", 0, ""},
+          {"ls ./t2/workspace                # nothing: the host directory has not changed", 0, ""},
+          {"corral diff t2                   # A app.py", 0, "A app.py\n"},
+          {"corral commit t2                 # now it has (or: corral commit --discard t2)", 0,
+           "t2: 1 written, 0 removed"},
+          {"cat ./t2/workspace/app.py        # v2", 0, "v2\n"},
+          {"corral rm t2", 0, "t2"},
+      },
+      "docs/lifecycle.md");
 }
 
 // The README's volume lines.

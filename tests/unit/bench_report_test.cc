@@ -62,13 +62,15 @@ BenchResults MakeResults() {
   r.sandboxes.mem_available_per_sandbox_bytes = 2.0 * 1024 * 1024;
   r.sandboxes.pause_ms = {3, 4, 30};    // median 4: within 10 ms
   r.sandboxes.resume_ms = {12, 11, 2};  // median 11: over it
+  r.sandboxes.diff_ms = {40, 30, 120};  // median 40: within 100 ms
+  r.sandboxes.diff_upper_bytes = 100 << 20;
   EvaluateTargets(&r);
   return r;
 }
 
 TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   BenchResults r = MakeResults();
-  ASSERT_EQ(r.targets.size(), 16u);  // 9 launch targets, pause and resume, the daemon's 5
+  ASSERT_EQ(r.targets.size(), 17u);  // 9 launch targets, pause, resume, diff, the daemon's 5
   EXPECT_TRUE(r.targets[0].measured);
   EXPECT_DOUBLE_EQ(r.targets[0].value, 0.4);  // 4 / 10
   EXPECT_TRUE(r.targets[0].pass);
@@ -95,8 +97,14 @@ TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   EXPECT_THAT(r.targets[10].name, HasSubstr("resume"));
   EXPECT_DOUBLE_EQ(r.targets[10].value, 11.0);
   EXPECT_FALSE(r.targets[10].pass);
+  EXPECT_THAT(r.targets[11].name, HasSubstr("corral diff"));
+  EXPECT_DOUBLE_EQ(r.targets[11].value, 40.0);
+  EXPECT_TRUE(r.targets[11].pass);
   EXPECT_THAT(FormatTable(r), HasSubstr("pause / resume of one holding 20 processes: median "
                                         "4.00 ms / 11.00 ms (3 rounds)"));
+  EXPECT_THAT(FormatTable(r), HasSubstr("diff of a workspace overlay with 100 MiB in 1000 new "
+                                        "files: median 40.00 ms (3 rounds), upper layer "
+                                        "100.00 MiB"));
 }
 
 TEST(BenchTargets, MemAvailableRisingIsNoiseNotAPass) {
@@ -147,7 +155,7 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(entries[4]["status"], "skipped");
   EXPECT_EQ(entries[4]["reason"], "not installed");
   EXPECT_FALSE(entries[4].contains("summary_ms"));
-  EXPECT_EQ(j["targets"].size(), 16u);
+  EXPECT_EQ(j["targets"].size(), 17u);
   EXPECT_EQ(j["sandboxes"]["pause_ms"].size(), 3u);
   EXPECT_EQ(j["targets"][0]["pass"], true);
   EXPECT_EQ(j["throughput"][0]["launches_per_s"], 400);

@@ -1,0 +1,28 @@
+// Directory trees handled through directory fds, never following a symlink: what corral does
+// on the host with trees a sandbox wrote (a workspace's changes), where any component of a
+// path may be a symlink planted to lead elsewhere.
+#pragma once
+
+#include <string>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace corral {
+
+// Opens `path` ('/'-separated, relative; "" or "." is `dirfd` itself) beneath `dirfd`:
+// no symlink in it, no "..", no magic link (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+// RESOLVE_NO_MAGICLINKS). `flags`: O_PATH, O_RDONLY | O_DIRECTORY, ...; O_CLOEXEC is added.
+Result<UniqueFd> OpenBeneath(int dirfd, const std::string& path, int flags);
+
+// Removes the entry `name` of `dirfd` whatever it is: a directory with everything below it,
+// a symlink itself (never what it points to). One that is not there is no error.
+Status RemoveAt(int dirfd, const std::string& name);
+
+// Copies the entry `name` of `from` to `to_name` in `to`, which must not exist: regular files
+// (content, mode), directories (recursively), symlinks (as symlinks, the target as written);
+// owner and group kept when the caller may set them. Overlayfs whiteouts and other special
+// files (devices, fifos, sockets) are left out.
+Status CopyAt(int from, const std::string& name, int to, const std::string& to_name);
+
+}  // namespace corral

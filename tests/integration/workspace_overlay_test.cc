@@ -1,0 +1,177 @@
+// A workspace reviewed before it reaches the host (runtime/sandboxes/workspace_overlay.h),
+// through the corral binary: changes kept in the sandbox's upper layer, `corral diff`,
+// `corral commit` (symlinks written as symlinks, never followed), `--discard`, and a commit
+// killed at any moment leaving the old tree or the new one, never a mix. Root only; a state
+// directory of its own (CORRAL_STATE_DIR).
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/files.h"
+#include "tests/integration/sandbox_fixture.h"
+#include "tests/support/temp_dir.h"
+
+namespace corral::test {
+namespace {
+
+class WorkspaceOverlayTest : public SandboxTest {
+ protected:
+  void SetUp() override {
+    SandboxTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ::setenv("CORRAL_STATE_DIR", state_.path().c_str(), 1);
+    ASSERT_EQ(::chmod(user_data_.path().c_str(), 0755), 0);
+  }
+  void TearDown() override {
+    SandboxTest::TearDown();
+    ::unsetenv("CORRAL_STATE_DIR");
+  }
+
+  // The workspace as a plain sandbox (same host ids: they follow the user-data directory)
+  // leaves it after `script`; then a sandbox with the overlay over it.
+  std::string OverlaidAfter(const std::string& script) {
+    const std::string plain = Create({"--user-data", user_data_.path()});
+    Bash(plain, "cd /mnt/user-data/workspace && " + script);
+    Result<RunResult> rm = RunCorral({"rm", plain});
+    EXPECT_TRUE(rm && rm->exit_code == 0);
+    return Create({"--user-data", user_data_.path(), "--workspace-overlay"});
+  }
+  std::string Host(const std::string& path) {
+    auto text = ReadFile(user_data_.Join("workspace/" + path));
+    return text ? *text : "<missing>";
+  }
+  std::string Diff(const std::string& name) {
+    Result<RunResult> r = RunCorral({"diff", name});
+    EXPECT_TRUE(r && r->exit_code == 0) << (r ? r->Describe() : r.error().message());
+    return r ? r->out : "";
+  }
+
+  TempDir state_;
+  TempDir user_data_;
+};
+
+TEST_F(WorkspaceOverlayTest, ChangesStayInTheSandboxUntilCommitted) {
+  const std::string name = OverlaidAfter(
+      "echo k > keep.txt && echo old > edit.txt && echo x > gone.txt && mkdir olddir && "
+      "echo a > olddir/a.txt && echo r > renamed_from.txt");
+  Bash(name,
+       "cd /mnt/user-data/workspace && echo new > edit.txt && rm gone.txt && echo n > added.txt "
+       "&& mkdir newdir && echo d > newdir/f && ln -s /etc/passwd outlink && rm -r olddir && "
+       "mv renamed_from.txt renamed_to.txt && echo k > keep.txt");
+  // The host directory has not changed.
+  EXPECT_EQ(Host("edit.txt"), "old\n");
+  EXPECT_EQ(Host("gone.txt"), "x\n");
+  EXPECT_EQ(Host("added.txt"), "<missing>");
+  EXPECT_EQ(Diff(name),
+            "A added.txt\nC edit.txt\nD gone.txt\nA newdir/\nA newdir/f\nD olddir/\n"
+            "D olddir/a.txt\nA outlink\nD renamed_from.txt\nA renamed_to.txt\n");
+  Result<RunResult> json = RunCorral({"diff", "--json", name});
+  ASSERT_TRUE(json && json->exit_code == 0);
+  auto j = nlohmann::json::parse(json->out);
+  ASSERT_EQ(j.size(), 10u);
+  EXPECT_EQ(j[1], (nlohmann::json{{"path", "edit.txt"}, {"kind", "changed"}, {"type", "f"}}));
+
+  Result<RunResult> commit = RunCorral({"commit", name});
+  ASSERT_TRUE(commit) << commit.error().message();
+  ASSERT_EQ(commit->exit_code, 0) << commit->Describe();
+  EXPECT_EQ(Host("edit.txt"), "new\n");
+  EXPECT_EQ(Host("gone.txt"), "<missing>");
+  EXPECT_EQ(Host("added.txt"), "n\n");
+  EXPECT_EQ(Host("newdir/f"), "d\n");
+  EXPECT_EQ(Host("olddir/a.txt"), "<missing>");
+  EXPECT_EQ(Host("renamed_to.txt"), "r\n");
+  EXPECT_EQ(Host("keep.txt"), "k\n");
+  struct stat st;
+  ASSERT_EQ(lstat(user_data_.Join("workspace/outlink").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode)) << "written as a symlink, not through it";
+  char target[64] = {};
+  ASSERT_GT(readlink(user_data_.Join("workspace/outlink").c_str(), target, sizeof target - 1), 0);
+  EXPECT_STREQ(target, "/etc/passwd");
+  // Nothing left to commit; the sandbox sees the same files as before.
+  EXPECT_EQ(Diff(name), "");
+  EXPECT_EQ(Bash(name, "cat /mnt/user-data/workspace/edit.txt; ls /mnt/user-data/"),
+            "new\noutputs\nuploads\nworkspace\n");
+}
+
+TEST_F(WorkspaceOverlayTest, DiscardShowsTheHostDirectoryAgain) {
+  const std::string name = OverlaidAfter("echo old > edit.txt && mkdir d && echo x > d/x");
+  Bash(name,
+       "cd /mnt/user-data/workspace && echo new > edit.txt && rm -r d && echo n > added.txt && "
+       "mkdir d && echo y > d/y");
+  EXPECT_EQ(Diff(name), "A added.txt\nD d/x\nA d/y\nC edit.txt\n");
+  Result<RunResult> discard = RunCorral({"commit", "--discard", name});
+  ASSERT_TRUE(discard) << discard.error().message();
+  ASSERT_EQ(discard->exit_code, 0) << discard->Describe();
+  EXPECT_EQ(Diff(name), "");
+  EXPECT_EQ(Bash(name, "cd /mnt/user-data/workspace && cat edit.txt d/x && ls"),
+            "old\nx\nd\nedit.txt\n");
+  EXPECT_EQ(Host("edit.txt"), "old\n");
+  EXPECT_EQ(Host("added.txt"), "<missing>");
+  // The sandbox goes on working in its workspace.
+  EXPECT_EQ(Bash(name, "cd /mnt/user-data/workspace && echo again > e2 && cat e2"), "again\n");
+  EXPECT_EQ(Diff(name), "A e2\n");
+}
+
+// Many files changed: a commit takes long enough to be killed in the middle.
+TEST_F(WorkspaceOverlayTest, AKilledCommitLeavesTheOldTreeOrTheNewOneNeverAMix) {
+  const int kFiles = 1500;
+  const std::string name = OverlaidAfter("mkdir many && for i in $(seq " + std::to_string(kFiles) +
+                                         "); do echo v1 > many/$i; done");
+  Bash(name, "for i in $(seq " + std::to_string(kFiles) +
+                 "); do echo v2 > /mnt/user-data/workspace/many/$i; done");
+  auto count = [&](const std::string& version) {
+    int n = 0;
+    for (int i = 1; i <= kFiles; ++i) n += Host("many/" + std::to_string(i)) == version + "\n";
+    return n;
+  };
+  for (int delay_ms : {0, 15, 40, 80, 150, 300}) {
+    SCOPED_TRACE("killed after " + std::to_string(delay_ms) + " ms");
+    Result<pid_t> pid = StartProgram({CorralBinary(), "commit", name});
+    ASSERT_TRUE(pid) << pid.error().message();
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ::kill(*pid, SIGKILL);
+    ::waitpid(*pid, nullptr, 0);
+    (void)Diff(name);  // finishes or undoes what the killed commit left
+    const int old_files = count("v1"), new_files = count("v2");
+    ASSERT_TRUE((old_files == kFiles && new_files == 0) || (new_files == kFiles && old_files == 0))
+        << old_files << " old and " << new_files << " new files";
+    if (new_files == kFiles) break;     // a kill after the journal: the commit was finished
+    (void)RunCorral({"resume", name});  // a killed commit leaves the sandbox paused
+  }
+  (void)RunCorral({"resume", name});
+  Result<RunResult> commit = RunCorral({"commit", name});
+  ASSERT_TRUE(commit && commit->exit_code == 0) << (commit ? commit->Describe() : "");
+  EXPECT_EQ(count("v2"), kFiles);
+  EXPECT_EQ(Diff(name), "");
+  // No staging is left beside the host directory.
+  EXPECT_EQ(Bash(name, "ls -A /mnt/user-data"), "outputs\nuploads\nworkspace\n");
+}
+
+TEST_F(WorkspaceOverlayTest, ItNeedsAPersistentSandboxWithAUserDataDirectory) {
+  const std::string plain = Create();
+  Result<RunResult> diff = RunCorral({"diff", plain});
+  ASSERT_TRUE(diff) << diff.error().message();
+  EXPECT_EQ(diff->exit_code, 125);
+  EXPECT_NE(diff->err.find("has no workspace overlay"), std::string::npos) << diff->Describe();
+  Result<RunResult> run = RunCorral({"run", "--pool", "off", "--user-data", user_data_.path(),
+                                     "--workspace-overlay", "--", "true"});
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(run->exit_code, 125);
+  EXPECT_NE(run->err.find("only a persistent sandbox keeps an overlay"), std::string::npos)
+      << run->Describe();
+  Result<RunResult> create = RunCorral({"create", "--workspace-overlay"});
+  ASSERT_TRUE(create) << create.error().message();
+  EXPECT_EQ(create->exit_code, 125);
+  EXPECT_NE(create->err.find("--workspace-overlay: needs user_data_dir"), std::string::npos)
+      << create->Describe();
+}
+
+}  // namespace
+}  // namespace corral::test
