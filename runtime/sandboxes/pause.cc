@@ -3,6 +3,7 @@
 #include "cgroups/cgroup.h"
 #include "runtime/run/jail_cgroup.h"
 #include "runtime/sandboxes/persistent.h"
+#include "runtime/sandboxes/workspace_overlay.h"
 
 namespace corral::runtime {
 
@@ -45,6 +46,9 @@ Status SetPaused(const std::string& name_or_id, bool paused) {
     }
     return Ok();
   }
+  // A commit of its workspace that was cut short is finished (or undone) before the sandbox
+  // runs again and could touch what it staged.
+  RETURN_IF_ERROR(FinishWorkspaceCommit(record.spec));
   if (Status st = cg->SetFrozen(false); !st) {
     return st.error().WithContext("resuming sandbox '" + record.name + "'");
   }

@@ -278,6 +278,13 @@ std::string RandomSuffix() { return NewSandboxId(); }
 
 }  // namespace
 
+Status FinishWorkspaceCommit(const JailSpec& spec) {
+  if (!spec.workspace_overlay || spec.workspace_overlay_dir.empty() || !spec.user_data_dir) {
+    return Ok();
+  }
+  return FinishCommit(spec);
+}
+
 const char* ChangeLetter(ChangeKind kind) {
   switch (kind) {
     case ChangeKind::kAdded:

@@ -28,6 +28,10 @@ namespace corral::runtime {
 // attributes the overlay's root takes from it) and work/; one left by an earlier sandbox of
 // the name is removed first.
 Status PrepareWorkspaceOverlay(JailSpec* spec, const std::string& name);
+// A commit cut short (corral killed): finished when its journal was written, else undone.
+// Run by every diff, commit and removal of the sandbox, and before a resume lets it run again
+// (a commit killed half-way leaves it paused), so the sandbox never sees the staging.
+Status FinishWorkspaceCommit(const JailSpec& spec);
 // The overlay's directory, after finishing a commit cut short (no error: a removal goes on).
 void RemoveWorkspaceOverlay(const JailSpec& spec);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -119,7 +120,9 @@ TEST_F(WorkspaceOverlayTest, DiscardShowsTheHostDirectoryAgain) {
   EXPECT_EQ(Diff(name), "A e2\n");
 }
 
-// Many files changed: a commit takes long enough to be killed in the middle.
+// Many files changed, so that a commit is killed in the middle: once while it stages (the
+// host directory must stay as it was) and once right after its journal was written (the
+// commit must then be finished by the next corral that looks).
 TEST_F(WorkspaceOverlayTest, AKilledCommitLeavesTheOldTreeOrTheNewOneNeverAMix) {
   const int kFiles = 1500;
   const std::string name = OverlaidAfter("mkdir many && for i in $(seq " + std::to_string(kFiles) +
@@ -131,27 +134,58 @@ TEST_F(WorkspaceOverlayTest, AKilledCommitLeavesTheOldTreeOrTheNewOneNeverAMix) 
     for (int i = 1; i <= kFiles; ++i) n += Host("many/" + std::to_string(i)) == version + "\n";
     return n;
   };
-  for (int delay_ms : {0, 15, 40, 80, 150, 300}) {
-    SCOPED_TRACE("killed after " + std::to_string(delay_ms) + " ms");
+  auto staging_exists = [&] {
+    Result<RunResult> ls = RunProgram("/bin/sh", {"-c", "ls -A '" + user_data_.path() + "'"});
+    return ls && ls->out.find(".corral-commit-") != std::string::npos;
+  };
+  const std::string journal = state_.path() + "/overlays/" + name + "/commit.journal";
+  auto journal_exists = [&] {
+    struct stat st;
+    return ::stat(journal.c_str(), &st) == 0;
+  };
+  // Starts `corral commit`, kills it (SIGKILL) as soon as `ready` holds; false if it never
+  // did (the commit ended first).
+  auto kill_commit_when = [&](const std::function<bool()>& ready) {
     Result<pid_t> pid = StartProgram({CorralBinary(), "commit", name});
-    ASSERT_TRUE(pid) << pid.error().message();
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    EXPECT_TRUE(pid) << pid.error().message();
+    if (!pid) return false;
+    bool seen = false;
+    for (int i = 0; i < 20000 && !seen; ++i) {
+      seen = ready();
+      if (!seen) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
     ::kill(*pid, SIGKILL);
     ::waitpid(*pid, nullptr, 0);
-    (void)Diff(name);  // finishes or undoes what the killed commit left
-    const int old_files = count("v1"), new_files = count("v2");
-    ASSERT_TRUE((old_files == kFiles && new_files == 0) || (new_files == kFiles && old_files == 0))
-        << old_files << " old and " << new_files << " new files";
-    if (new_files == kFiles) break;     // a kill after the journal: the commit was finished
-    (void)RunCorral({"resume", name});  // a killed commit leaves the sandbox paused
+    return seen;
+  };
+
+  // 1. Killed while staging: no journal yet, so the next look undoes it.
+  ASSERT_TRUE(kill_commit_when(staging_exists));
+  const bool journal_written_first = journal_exists();
+  EXPECT_EQ(Diff(name).empty(), journal_written_first);  // finishes or undoes the commit
+  EXPECT_FALSE(staging_exists());
+  if (journal_written_first) {
+    EXPECT_EQ(count("v2"), kFiles);
+  } else {
+    EXPECT_EQ(count("v1"), kFiles) << "the host directory as it was";
   }
-  (void)RunCorral({"resume", name});
-  Result<RunResult> commit = RunCorral({"commit", name});
-  ASSERT_TRUE(commit && commit->exit_code == 0) << (commit ? commit->Describe() : "");
-  EXPECT_EQ(count("v2"), kFiles);
+  ASSERT_TRUE(RunCorral({"resume", name}));  // a killed commit leaves the sandbox paused
+
+  if (!journal_written_first) {
+    // 2. Killed right after its journal: the commit point is passed, so it is finished.
+    ASSERT_TRUE(kill_commit_when(journal_exists));
+    const int old_files = count("v1"), new_files = count("v2");
+    EXPECT_EQ(old_files + new_files, kFiles);
+    // The resume finishes it before the sandbox may run.
+    Result<RunResult> resume = RunCorral({"resume", name});
+    ASSERT_TRUE(resume && resume->exit_code == 0) << (resume ? resume->Describe() : "");
+    EXPECT_EQ(count("v2"), kFiles) << "before: " << old_files << " old, " << new_files << " new";
+    EXPECT_FALSE(journal_exists());
+    EXPECT_FALSE(staging_exists());
+  }
   EXPECT_EQ(Diff(name), "");
-  // No staging is left beside the host directory.
-  EXPECT_EQ(Bash(name, "ls -A /mnt/user-data"), "outputs\nuploads\nworkspace\n");
+  EXPECT_EQ(Bash(name, "ls -A /mnt/user-data && cat /mnt/user-data/workspace/many/7"),
+            "outputs\nuploads\nworkspace\nv2\n");
 }
 
 TEST_F(WorkspaceOverlayTest, ItNeedsAPersistentSandboxWithAUserDataDirectory) {
