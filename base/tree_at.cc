@@ -12,9 +12,7 @@
 
 namespace corral {
 
-namespace {
-
-std::vector<std::string> Names(int dirfd) {
+std::vector<std::string> EntryNames(int dirfd) {
   std::vector<std::string> out;
   const int dup = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dup < 0) return out;
@@ -30,6 +28,8 @@ std::vector<std::string> Names(int dirfd) {
   ::closedir(dir);
   return out;
 }
+
+namespace {
 
 Status CopyFileContent(int from, int to, const std::string& what) {
   while (true) {
@@ -81,7 +81,7 @@ Status RemoveAt(int dirfd, const std::string& name) {
   if (S_ISDIR(st.st_mode)) {
     UniqueFd dir(::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!dir) return Error::FromErrno(errno, name);
-    for (const std::string& child : Names(dir.get())) {
+    for (const std::string& child : EntryNames(dir.get())) {
       RETURN_IF_ERROR(RemoveAt(dir.get(), child));
     }
     if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
@@ -128,7 +128,7 @@ Status CopyAt(int from, const std::string& name, int to, const std::string& to_n
     UniqueFd src(::openat(from, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     UniqueFd dst(::openat(to, to_name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!src || !dst) return Error::FromErrno(errno, name);
-    for (const std::string& child : Names(src.get())) {
+    for (const std::string& child : EntryNames(src.get())) {
       RETURN_IF_ERROR(CopyAt(src.get(), child, dst.get(), child));
     }
     (void)::fchown(dst.get(), st.st_uid, st.st_gid);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -14,6 +15,10 @@ namespace corral {
 // no symlink in it, no "..", no magic link (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 // RESOLVE_NO_MAGICLINKS). `flags`: O_PATH, O_RDONLY | O_DIRECTORY, ...; O_CLOEXEC is added.
 Result<UniqueFd> OpenBeneath(int dirfd, const std::string& path, int flags);
+
+// The names in the directory `dirfd` (not "." and ".."), in the order readdir gives them;
+// `dirfd` itself is left where it was.
+std::vector<std::string> EntryNames(int dirfd);
 
 // Removes the entry `name` of `dirfd` whatever it is: a directory with everything below it,
 // a symlink itself (never what it points to). One that is not there is no error.

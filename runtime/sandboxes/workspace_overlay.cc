@@ -43,19 +43,7 @@ bool IsWhiteout(const struct stat& st) {
 }
 
 std::vector<std::string> SortedNames(int dirfd) {
-  std::vector<std::string> out;
-  const int dup = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dup < 0) return out;
-  DIR* dir = ::fdopendir(dup);
-  if (dir == nullptr) {
-    ::close(dup);
-    return out;
-  }
-  while (dirent* e = ::readdir(dir)) {
-    const std::string name = e->d_name;
-    if (name != "." && name != "..") out.push_back(name);
-  }
-  ::closedir(dir);
+  std::vector<std::string> out = EntryNames(dirfd);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -372,14 +360,28 @@ bool Covered(const std::set<std::string>& covered, const std::string& path) {
   return false;
 }
 
+// What a commit and a discard start from: the sandbox (paused while they run, after a
+// commit cut short was finished) and its changes.
+struct Review {
+  SandboxRecord record;
+  PausedWhile paused;
+  std::vector<WorkspaceChange> changes;
+};
+
+Result<Review> StartReview(const std::string& sandbox) {
+  ASSIGN_OR_RETURN(SandboxRecord record, OverlaidSandbox(sandbox));
+  RETURN_IF_ERROR(FinishCommit(record.spec));
+  ASSIGN_OR_RETURN(PausedWhile paused, PausedWhile::For(record));
+  ASSIGN_OR_RETURN(std::vector<WorkspaceChange> changes, DiffWorkspace(sandbox));
+  return Review{std::move(record), std::move(paused), std::move(changes)};
+}
+
 }  // namespace
 
 Result<CommitSummary> CommitWorkspace(const std::string& sandbox) {
-  ASSIGN_OR_RETURN(SandboxRecord record, OverlaidSandbox(sandbox));
-  const JailSpec& spec = record.spec;
-  RETURN_IF_ERROR(FinishCommit(spec));
-  ASSIGN_OR_RETURN(PausedWhile paused, PausedWhile::For(record));
-  ASSIGN_OR_RETURN(std::vector<WorkspaceChange> changes, DiffWorkspace(sandbox));
+  ASSIGN_OR_RETURN(Review review, StartReview(sandbox));
+  const JailSpec& spec = review.record.spec;
+  const std::vector<WorkspaceChange>& changes = review.changes;
   CommitSummary summary;
   if (changes.empty()) return summary;
 
@@ -445,11 +447,10 @@ Result<CommitSummary> CommitWorkspace(const std::string& sandbox) {
 }
 
 Result<CommitSummary> DiscardWorkspace(const std::string& sandbox) {
-  ASSIGN_OR_RETURN(SandboxRecord record, OverlaidSandbox(sandbox));
+  ASSIGN_OR_RETURN(Review review, StartReview(sandbox));
+  const SandboxRecord& record = review.record;
   const JailSpec& spec = record.spec;
-  RETURN_IF_ERROR(FinishCommit(spec));
-  ASSIGN_OR_RETURN(PausedWhile paused, PausedWhile::For(record));
-  ASSIGN_OR_RETURN(std::vector<WorkspaceChange> changes, DiffWorkspace(sandbox));
+  const std::vector<WorkspaceChange>& changes = review.changes;
   CommitSummary summary;
   if (changes.empty()) return summary;
   UniqueFd lower(::open(LowerOf(spec).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));

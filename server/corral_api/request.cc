@@ -125,8 +125,8 @@ std::optional<ApiError> CheckSpecObject(const json& spec, const std::string& bas
   return std::nullopt;
 }
 
-// The body as a JSON object, bounded in size and depth (base/json_input.h): a body that
-// cannot be read is one 400, whatever route it was sent to.
+}  // namespace
+
 std::variant<json, ApiError> ParseBodyObject(const std::string& body) {
   auto parsed = ParseJsonInput(body, kHttpBodyJsonLimits);
   if (auto* error = std::get_if<JsonInputError>(&parsed)) {
@@ -139,8 +139,6 @@ std::variant<json, ApiError> ParseBodyObject(const std::string& body) {
   }
   return std::move(j);
 }
-
-}  // namespace
 
 HttpResponse ApiError::ToResponse() const {
   json e = {{"code", code}, {"message", message}};

@@ -66,4 +66,8 @@ std::variant<runtime::code::CodeRequest, ApiError> ParseCodeRequest(
 // "" when `name` can name a sandbox ([A-Za-z0-9_-]{1,64}), else why not.
 std::string SandboxNameProblem(const std::string& name);
 
+// The body as a JSON object, bounded in size and depth (base/json_input.h): a body that
+// cannot be read is one 400, whatever route it was sent to.
+std::variant<nlohmann::json, ApiError> ParseBodyObject(const std::string& body);
+
 }  // namespace corral::server

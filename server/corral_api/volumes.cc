@@ -24,14 +24,9 @@ ApiError Invalid(const std::string& field, const std::string& message) {
 // {"name": "data", "size": "1G" | 1073741824 | null}
 std::variant<std::pair<std::string, std::optional<int64_t>>, ApiError> ParseVolumeCreate(
     const std::string& body) {
-  auto parsed = ParseJsonInput(body, kHttpBodyJsonLimits);
-  if (auto* error = std::get_if<JsonInputError>(&parsed)) {
-    return ApiError{
-        400, "invalid_json", "the body is not JSON that corral reads: " + error->message, "", {}};
-  }
+  auto parsed = ParseBodyObject(body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
   const json& j = std::get<json>(parsed);
-  if (!j.is_object())
-    return ApiError{400, "invalid_json", "the body must be a JSON object", "", {}};
   for (const auto& [key, value] : j.items()) {
     if (key != "name" && key != "size") return Invalid(key, "unknown field (expected name, size)");
   }

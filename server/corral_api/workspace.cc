@@ -30,12 +30,9 @@ void CorralApi::DiffWorkspace(const std::string& name, Reply reply) {
 void CorralApi::CommitWorkspace(const std::string& name, const HttpRequest& request, Reply reply) {
   bool discard = false;
   if (!request.body.empty()) {
-    auto parsed = ParseJsonInput(request.body, kHttpBodyJsonLimits);
-    const json* j = std::get_if<json>(&parsed);
-    if (j == nullptr || !j->is_object()) {
-      return reply(
-          ApiError{400, "invalid_json", "the body must be a JSON object", "", {}}.ToResponse());
-    }
+    auto parsed = ParseBodyObject(request.body);
+    if (auto* error = std::get_if<ApiError>(&parsed)) return reply(error->ToResponse());
+    const json* j = &std::get<json>(parsed);
     for (const auto& [key, value] : j->items()) {
       if (key != "discard") {
         return reply(

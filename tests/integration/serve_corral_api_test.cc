@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/files.h"
 #include "runtime/sandboxes/persistent.h"
 #include "server/corral_api/api.h"
 #include "server/http/listen_address.h"
@@ -182,6 +183,41 @@ TEST_F(CorralApiTest, VolumesAreMadeMountedKeptAndRemoved) {
   EXPECT_EQ(list.Json()["count"], 1) << list.body;
   EXPECT_EQ(Api("DELETE", "/api/corral/v1/volumes/api.v1?force=true").status, 200);
   EXPECT_EQ(Get("/volumes/api.v1").status, 404);
+}
+
+// A workspace overlay's review over the API: the sandbox made as `corral create
+// --workspace-overlay` would (the API does not set thread directories), then diff, commit
+// and discard.
+TEST_F(CorralApiTest, DiffAndCommitAWorkspaceOverlay) {
+  StartDaemon(Config());
+  TempDir user_data;
+  ASSERT_EQ(::chmod(user_data.path().c_str(), 0755), 0);
+  runtime::CreateRequest create;
+  create.name = "ws1";
+  create.spec.user_data_dir = user_data.path();
+  create.spec.workspace_overlay = true;
+  auto record = runtime::CreateSandbox(create);
+  ASSERT_TRUE(record) << record.error().message();
+  auto wrote = Exec("ws1", {{"command", "cd /mnt/user-data/workspace && echo x > a && mkdir d"}});
+  ASSERT_EQ(wrote.status, 200) << wrote.body;
+  auto diff = Get("/sandboxes/ws1/diff");
+  ASSERT_EQ(diff.status, 200) << diff.body << DaemonLog();
+  EXPECT_EQ(diff.Json()["count"], 2);
+  EXPECT_EQ(diff.Json()["changes"][0], (json{{"path", "a"}, {"kind", "added"}, {"type", "f"}}));
+  auto commit = Post("/sandboxes/ws1/commit", json::object());
+  ASSERT_EQ(commit.status, 200) << commit.body;
+  EXPECT_EQ(commit.Json()["written"], 2);
+  EXPECT_EQ(ReadFile(user_data.Join("workspace/a")).value(), "x\n");
+  EXPECT_EQ(Get("/sandboxes/ws1/diff").Json()["count"], 0);
+  ASSERT_EQ(Exec("ws1", {{"command", "echo y > /mnt/user-data/workspace/b"}}).status, 200);
+  auto discard = Post("/sandboxes/ws1/commit", {{"discard", true}});
+  ASSERT_EQ(discard.status, 200) << discard.body;
+  EXPECT_EQ(discard.Json()["removed"], 1);
+  EXPECT_EQ(Exec("ws1", {{"command", "ls /mnt/user-data/workspace"}}).Json()["stdout"], "a\nd\n");
+  EXPECT_EQ(Post("/sandboxes/ws1/commit", {{"discard", "yes"}}).status, 422);
+  ASSERT_EQ(Post("/sandboxes", {{"name", "plain1"}}).status, 201);
+  EXPECT_EQ(Get("/sandboxes/plain1/diff").status, 409);
+  EXPECT_EQ(Get("/sandboxes/nope/diff").status, 404);
 }
 
 TEST_F(CorralApiTest, ErrorsNameTheField) {

@@ -205,5 +205,28 @@ TEST_F(VolumeTest, DashVWithANameMakesTheVolumeAsDockerDoes) {
           "volumes are mounted in mode process only");
 }
 
+// As anyone else a volume lives in the caller's own state directory, its files are the
+// caller's, and the jail's user (mapped to the caller) writes them: no root, no mapping.
+TEST_F(VolumeTest, ARootlessCallersVolumeIsItsOwn) {
+  ASSERT_NO_FATAL_FAILURE(UseTestUser());
+  TempDir state;
+  ASSERT_NO_FATAL_FAILURE(GiveToTestUser(state));
+  RunOptions options;
+  options.env = {"CORRAL_STATE_DIR=" + state.path()};  // before the test's own
+  Result<RunResult> write = RunCorralAsCaller({"run", "--pool", "off", "--volume", "mine:/v", "--",
+                                               "sh", "-c", "echo hi > /v/f && stat -c %u /v/f"},
+                                              options);
+  ASSERT_TRUE(write) << write.error().message();
+  ASSERT_EQ(write->exit_code, 0) << write->Describe();
+  EXPECT_EQ(write->out, "1000\n");
+  struct stat st;
+  ASSERT_EQ(stat(state.Join("volumes/mine/data/f").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, test_user().uid);
+  Result<RunResult> read = RunCorralAsCaller(
+      {"run", "--pool", "off", "--volume", "mine:/v:ro", "--", "cat", "/v/f"}, options);
+  ASSERT_TRUE(read) << read.error().message();
+  EXPECT_EQ(read->out, "hi\n") << read->Describe();
+}
+
 }  // namespace
 }  // namespace corral::test
