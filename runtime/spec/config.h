@@ -65,6 +65,8 @@ std::vector<std::string> ValidateMounts(const std::vector<MountSpec>& mounts);
 
 // Validate() as one Status: kInvalidArgument listing every problem, one per line.
 Status ValidateSpec(const JailSpec& spec);
+// ValidateMounts() as one Status, in the same words.
+Status ValidateMountsSpec(const std::vector<MountSpec>& mounts);
 
 // kUnsupported unless spec.mode is process: for the paths that only run corral's own jail
 // (pools, persistent sandboxes, the daemon), `what` naming the path in the message.

@@ -520,6 +520,10 @@ Status AsStatus(const std::vector<std::string>& problems) {
 
 Status ValidateSpec(const JailSpec& spec) { return AsStatus(Validate(spec)); }
 
+Status ValidateMountsSpec(const std::vector<MountSpec>& mounts) {
+  return AsStatus(ValidateMounts(mounts));
+}
+
 Status ValidateLateFieldsSpec(const JailSpec& spec) { return AsStatus(ValidateLateFields(spec)); }
 
 }  // namespace corral::runtime

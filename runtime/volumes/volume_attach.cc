@@ -14,6 +14,7 @@
 #include "base/files.h"
 #include "jail/image_mount.h"
 #include "runtime/sandboxes/persistent.h"
+#include "runtime/spec/config.h"
 
 namespace corral::runtime {
 
@@ -131,6 +132,12 @@ Result<VolumeAttachment> AttachVolumes(JailSpec* spec, const std::string& sandbo
     }
   }
   if (wanted.empty()) return attachment;
+  // Before anything is made: a mount the run will refuse must not leave a new volume behind.
+  RETURN_IF_ERROR(ValidateMountsSpec(spec->mounts));
+  if (spec->mode == RunMode::kContainer) {
+    return Error(ErrorCode::kUnsupported, "mode container: volume " + wanted.begin()->first +
+                                              ": volumes are mounted in mode process only");
+  }
   ASSIGN_OR_RETURN(VolumeStore store, VolumeStore::Open());
   for (auto& [name, mount] : wanted) {
     auto record = store.Find(name);

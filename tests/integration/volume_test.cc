@@ -193,16 +193,21 @@ TEST_F(VolumeTest, DashVWithANameMakesTheVolumeAsDockerDoes) {
       RunCorral({"run", "--pool", "off", "-v", "made:/m:ro", "--", "cat", "/m/x"});
   ASSERT_TRUE(read) << read.error().message();
   EXPECT_EQ(read->out, "hi\n") << read->Describe();
-  Result<RunResult> ls = RunCorral({"volume", "ls", "-q"});
-  ASSERT_TRUE(ls && ls->exit_code == 0);
-  EXPECT_EQ(ls->out, "made\n");
   Refused({"run", "--pool", "off", "-v", "src/x:/x", "--", "true"},
           "-v src/x:/x: 'src/x' is no volume name");
   Refused({"run", "--pool", "off", "--volume", "made", "--", "true"},
           "expected NAME:CONTAINER[:ro|rw]");
   Refused({"create", "--volume", "made:/a", "--volume", "made:/b"}, "volume made is mounted twice");
+  // A mount that is refused makes no volume.
+  Refused({"run", "--pool", "off", "--volume", "never:/proc", "--", "true"},
+          "--volume never:/proc: container path is reserved");
+  Refused({"run", "--pool", "off", "--volume", "never:rel", "--", "true"},
+          "--volume never:rel: container path must be an absolute path");
   Refused({"run", "--pool", "off", "--mode", "container", "--volume", "made:/m", "--", "true"},
           "volumes are mounted in mode process only");
+  Result<RunResult> ls = RunCorral({"volume", "ls", "-q"});
+  ASSERT_TRUE(ls && ls->exit_code == 0);
+  EXPECT_EQ(ls->out, "made\n");
 }
 
 // As anyone else a volume lives in the caller's own state directory, its files are the
