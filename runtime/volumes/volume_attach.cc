@@ -77,6 +77,18 @@ void SweepStaleEntries(const VolumeStore& store, const std::string& name) {
   }
 }
 
+// flock(how | LOCK_NB), a few times over 40 ms: whoever only looks (VolumeUsers, from
+// `volume ls` or another attach, takes the lock for an instant) is waited out; a run that
+// holds it holds it for as long as it runs.
+bool TryFlock(int fd, int how) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    if (::flock(fd, how | LOCK_NB) == 0) return true;
+    if (errno != EWOULDBLOCK && errno != EINTR) return false;
+    ::usleep(2000);
+  }
+  return false;
+}
+
 Error InUse(const std::string& name, bool read_write, const std::vector<VolumeUser>& users) {
   std::string who;
   for (const VolumeUser& u : users) who += (who.empty() ? "" : ", ") + u.what;
@@ -98,8 +110,8 @@ std::vector<VolumeUser> VolumeUsers(const VolumeStore& store, const std::string&
   }
   // Runs: a lock nobody else holds can be taken exclusively.
   UniqueFd use(::open((dir + "/" + kUseLock).c_str(), O_RDWR | O_CLOEXEC));
-  if (use && ::flock(use.get(), LOCK_EX | LOCK_NB) != 0) {
-    const bool shared = ::flock(use.get(), LOCK_SH | LOCK_NB) == 0;
+  if (use && !TryFlock(use.get(), LOCK_EX)) {
+    const bool shared = TryFlock(use.get(), LOCK_SH);
     users.push_back({"", shared ? "a corral run (ro)" : "a corral run (rw)", !shared});
   }
   if (auto record = store.Find(name); record && record->size_bytes) {
@@ -164,7 +176,7 @@ Result<VolumeAttachment> AttachVolumes(JailSpec* spec, const std::string& sandbo
     }
     if (sandbox.empty()) {
       ASSIGN_OR_RETURN(UniqueFd use_lock, OpenLock(dir + "/" + kUseLock));
-      if (::flock(use_lock.get(), (read_write ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+      if (!TryFlock(use_lock.get(), read_write ? LOCK_EX : LOCK_SH)) {
         attachment.Abandon();
         return InUse(name, read_write, VolumeUsers(store, name));
       }
