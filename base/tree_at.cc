@@ -73,6 +73,26 @@ Result<UniqueFd> OpenBeneath(int dirfd, const std::string& path, int flags) {
   return UniqueFd(fd);
 }
 
+TreeUsage UsageAt(int dirfd) {
+  TreeUsage usage;
+  struct stat st;
+  if (::fstat(dirfd, &st) == 0) usage.bytes += static_cast<int64_t>(st.st_blocks) * 512;
+  for (const std::string& name : EntryNames(dirfd)) {
+    if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    ++usage.entries;
+    if (!S_ISDIR(st.st_mode)) {
+      usage.bytes += static_cast<int64_t>(st.st_blocks) * 512;
+      continue;
+    }
+    UniqueFd child(::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!child) continue;
+    const TreeUsage below = UsageAt(child.get());
+    usage.bytes += below.bytes;
+    usage.entries += below.entries;
+  }
+  return usage;
+}
+
 Status RemoveAt(int dirfd, const std::string& name) {
   struct stat st;
   if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {

@@ -3,6 +3,7 @@
 // path may be a symlink planted to lead elsewhere.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,15 @@ Result<UniqueFd> OpenBeneath(int dirfd, const std::string& path, int flags);
 // The names in the directory `dirfd` (not "." and ".."), in the order readdir gives them;
 // `dirfd` itself is left where it was.
 std::vector<std::string> EntryNames(int dirfd);
+
+// What the tree below the directory `dirfd` takes: disk space (allocated blocks, the
+// directory's own included) and its entries (files, directories, links; not `dirfd`
+// itself). No symlink is followed.
+struct TreeUsage {
+  int64_t bytes = 0;
+  int64_t entries = 0;
+};
+TreeUsage UsageAt(int dirfd);
 
 // Removes the entry `name` of `dirfd` whatever it is: a directory with everything below it,
 // a symlink itself (never what it points to). One that is not there is no error.

@@ -1,5 +1,6 @@
 #include "bench/sandboxes.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/tree_at.h"
 #include "bench/launcher.h"
 #include "runtime/sandboxes/pause.h"
 #include "runtime/sandboxes/persistent.h"
@@ -106,17 +108,6 @@ void MeasurePause(const std::string& corral_exe, const std::string& name, Progre
   }
 }
 
-int64_t DiskBytesUnder(const std::string& dir) {
-  int64_t bytes = 0;
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    struct stat st;
-    if (::lstat(it->path().c_str(), &st) == 0) bytes += static_cast<int64_t>(st.st_blocks) * 512;
-  }
-  return bytes;
-}
-
 // `corral diff` of a sandbox created with --workspace-overlay after it wrote kDiffFiles new
 // files into its workspace: the upper layer walked against the (empty) host directory.
 void MeasureDiff(const std::string& corral_exe, const std::string& prefix, Progress& progress,
@@ -162,7 +153,9 @@ void MeasureDiff(const std::string& corral_exe, const std::string& prefix, Progr
     f->diff_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
   if (auto info = runtime::InspectSandbox(name, runtime::Inspect::kLiveness)) {
-    f->diff_upper_bytes = DiskBytesUnder(info->record.spec.workspace_overlay_dir + "/upper");
+    const std::string upper = info->record.spec.workspace_overlay_dir + "/upper";
+    UniqueFd dir_fd(::open(upper.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir_fd) f->diff_upper_bytes = UsageAt(dir_fd.get()).bytes;
   }
   cleanup();
 }

@@ -29,15 +29,6 @@ struct PoolFlags {
 int Serve(const PoolFlags& flags) {
   runtime::JailSpec spec;
   if (!BuildSpec(flags.jail, &spec)) return 125;
-  for (const auto& m : spec.mounts) {
-    if (m.volume.empty()) continue;
-    // Prepared jails would mount it ahead of any run, outside the volume's count of users.
-    std::fprintf(stderr,
-                 "corral: pool: volume %s: a pool's prepared jails mount no volumes; a run "
-                 "with --volume runs cold\n",
-                 m.volume.c_str());
-    return 125;
-  }
   // Blocked before any thread exists, so that every thread inherits the mask and the stop
   // signals reach only the signalfd below.
   sigset_t stop;

@@ -47,6 +47,15 @@ Result<std::pair<UniqueFd, std::string>> AttachLoop(int image_fd, const std::str
                                    std::to_string(kLoopAttempts) + " attempts");
 }
 
+// A failed fsconfig's error, with the kernel's own words when it left some on the
+// context ("e ext4: ..."), which say more than errno.
+Error FsConfigError(int fs, int err, const std::string& what) {
+  char message[256];
+  const ssize_t n = ::read(fs, message, sizeof message - 1);
+  const std::string why = n > 0 ? ": " + std::string(message, static_cast<size_t>(n)) : "";
+  return Error::FromErrno(err, what + why);
+}
+
 }  // namespace
 
 Result<UniqueFd> PrepareImageTree(const std::string& image, bool read_only) {
@@ -60,12 +69,7 @@ Result<UniqueFd> PrepareImageTree(const std::string& image, bool read_only) {
   if (sys::FsConfig(fs.get(), FSCONFIG_SET_STRING, "source", device.c_str(), 0) != 0 ||
       (read_only && sys::FsConfig(fs.get(), FSCONFIG_SET_FLAG, "ro", nullptr, 0) != 0) ||
       sys::FsConfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
-    const int err = errno;
-    // The kernel's own words, when it left some ("e ext4: ..."), say more than errno.
-    char message[256];
-    const ssize_t n = ::read(fs.get(), message, sizeof message - 1);
-    std::string why = n > 0 ? ": " + std::string(message, static_cast<size_t>(n)) : "";
-    return Error::FromErrno(err, "mount the ext4 image " + image + " (" + device + ")" + why);
+    return FsConfigError(fs.get(), errno, "mount the ext4 image " + image + " (" + device + ")");
   }
   uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   if (read_only) attrs |= MOUNT_ATTR_RDONLY;
@@ -94,11 +98,7 @@ Result<UniqueFd> PrepareOverlayTree(const std::string& lower, const std::string&
     (void)sys::FsConfig(fs.get(), FSCONFIG_SET_STRING, off, "off", 0);
   }
   if (sys::FsConfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
-    const int err = errno;
-    char message[256];
-    const ssize_t n = ::read(fs.get(), message, sizeof message - 1);
-    std::string why = n > 0 ? ": " + std::string(message, static_cast<size_t>(n)) : "";
-    return Error::FromErrno(err, "mount an overlay of " + lower + why);
+    return FsConfigError(fs.get(), errno, "mount an overlay of " + lower);
   }
   UniqueFd tree(sys::FsMount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
   if (!tree) return Error::FromErrno(errno, "fsmount overlay of " + lower);

@@ -36,6 +36,14 @@ JailSpec WithoutLateFields(JailSpec spec) {
 
 Result<std::unique_ptr<JailPool>> JailPool::Create(const JailSpec& base, size_t size) {
   if (size == 0) return Error(ErrorCode::kInvalidArgument, "jail pool: size must be at least 1");
+  for (const MountSpec& m : base.mounts) {
+    // Prepared jails would mount it ahead of any run, outside the volume's count of users.
+    if (!m.volume.empty()) {
+      return Error(ErrorCode::kInvalidArgument,
+                   "volume " + m.volume +
+                       ": a pool's prepared jails mount no volumes; a run with --volume runs cold");
+    }
+  }
   JailSpec checked = base;
   if (checked.argv.empty()) checked.argv = {"/bin/true"};  // the pool's spec has no command
   ASSIGN_OR_RETURN(JailBlueprint blueprint, MakeBlueprint(checked));

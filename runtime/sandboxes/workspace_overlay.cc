@@ -262,8 +262,6 @@ class PausedWhile {
   bool resume_ = false;
 };
 
-std::string RandomSuffix() { return NewSandboxId(); }
-
 }  // namespace
 
 Status FinishWorkspaceCommit(const JailSpec& spec) {
@@ -391,7 +389,7 @@ Result<CommitSummary> CommitWorkspace(const std::string& sandbox) {
                    OpenBeneath(user_data.get(), "workspace", O_RDONLY | O_DIRECTORY));
   UniqueFd upper(::open(UpperOf(spec).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!upper) return Error::FromErrno(errno, UpperOf(spec));
-  const std::string staging_name = kStagingPrefix + RandomSuffix();
+  const std::string staging_name = kStagingPrefix + NewSandboxId();
   if (::mkdirat(user_data.get(), staging_name.c_str(), 0700) != 0) {
     return Error::FromErrno(errno, "mkdir " + staging_name);
   }

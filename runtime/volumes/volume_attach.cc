@@ -100,6 +100,13 @@ Error InUse(const std::string& name, bool read_write, const std::vector<VolumeUs
 
 }  // namespace
 
+Result<UniqueFd> LockVolumeAttach(const VolumeStore& store, const std::string& name) {
+  const std::string path = store.DirOf(name) + "/" + kAttachLock;
+  ASSIGN_OR_RETURN(UniqueFd lock, OpenLock(path));
+  RETURN_IF_ERROR(Flock(lock.get(), LOCK_EX, path));
+  return lock;
+}
+
 std::vector<VolumeUser> VolumeUsers(const VolumeStore& store, const std::string& name) {
   std::vector<VolumeUser> users;
   const std::string dir = store.DirOf(name);
@@ -160,8 +167,7 @@ Result<VolumeAttachment> AttachVolumes(JailSpec* spec, const std::string& sandbo
     }
     if (!record) return record.error();
     const std::string dir = store.DirOf(name);
-    ASSIGN_OR_RETURN(UniqueFd attach_lock, OpenLock(dir + "/" + kAttachLock));
-    RETURN_IF_ERROR(Flock(attach_lock.get(), LOCK_EX, dir + "/" + kAttachLock));
+    ASSIGN_OR_RETURN(UniqueFd attach_lock, LockVolumeAttach(store, name));
     attachment.attach_locks_.push_back(std::move(attach_lock));
     SweepStaleEntries(store, name);
     const bool read_write = !mount->read_only;

@@ -32,6 +32,9 @@ struct VolumeUser {
   bool read_write = false;
 };
 
+// The volume's attach.lock, held exclusively: attaches and removals of `name` take turns.
+Result<UniqueFd> LockVolumeAttach(const VolumeStore& store, const std::string& name);
+
 // Who mounts `name` now.
 std::vector<VolumeUser> VolumeUsers(const VolumeStore& store, const std::string& name);
 

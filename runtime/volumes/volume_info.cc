@@ -1,11 +1,5 @@
 #include "runtime/volumes/volume_info.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-#include <cerrno>
-
 namespace corral::runtime {
 
 namespace {
@@ -45,12 +39,7 @@ Status RemoveVolume(const std::string& name, bool force) {
   auto record = store.Find(name);
   if (!record && record.error().code() != ErrorCode::kIo) return record.error();
   // kIo: a create cut short or a corrupt record; nothing can mount it, so it just goes.
-  const std::string lock_path = store.DirOf(name) + "/attach.lock";
-  UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!lock) return Error::FromErrno(errno, lock_path);
-  while (::flock(lock.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) return Error::FromErrno(errno, "flock " + lock_path);
-  }
+  ASSIGN_OR_RETURN(UniqueFd lock, LockVolumeAttach(store, name));
   if (record && !force) {
     std::vector<VolumeUser> users = VolumeUsers(store, name);
     if (!users.empty()) {

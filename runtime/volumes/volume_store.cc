@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,11 +10,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
 #include "base/scope_guard.h"
+#include "base/tree_at.h"
 #include "runtime/run/identity.h"
 #include "runtime/run/runtime_dir.h"
 #include "runtime/spec/config.h"
@@ -124,16 +123,16 @@ Status MakeExt4(const std::string& image, uint32_t uid, uint32_t gid) {
   // file is sparse already.
   std::vector<std::string> argv = {program, "-q", "-F", "-m", "0", "-E", owner + ",nodiscard",
                                    image};
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe");
   const pid_t child = ::fork();
   if (child < 0) return Error::FromErrno(errno, "fork");
-  if (child == 0) {
+  if (child == 0) {  // a copy of a possibly multithreaded process (the daemon): syscalls only
     ::dup2(out[1], 1);
     ::dup2(out[1], 2);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
     ::execv(program, args.data());
     ::_exit(127);
   }
@@ -151,11 +150,12 @@ Status MakeExt4(const std::string& image, uint32_t uid, uint32_t gid) {
   return Error(ErrorCode::kIo, std::string(program) + " " + image + " failed: " + Trim(text));
 }
 
+// The whole tree at `path` (its last component never followed), through base/tree_at.h.
 Status RemoveTree(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);  // removes symlinks, never what they point to
-  if (ec) return Error(ErrorCode::kIo, "remove " + path + ": " + ec.message());
-  return Ok();
+  const size_t slash = path.rfind('/');
+  UniqueFd parent(::open(path.substr(0, slash).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!parent) return Error::FromErrno(errno, path.substr(0, slash));
+  return RemoveAt(parent.get(), path.substr(slash + 1));
 }
 
 // Removals cut short (renamed aside, not yet gone) are finished by the next create or list.
@@ -168,15 +168,6 @@ void FinishRemovals(const std::string& root) {
   }
   ::closedir(dir);
   for (const auto& name : leftovers) (void)RemoveTree(root + "/" + name);
-}
-
-thread_local int64_t g_walk_bytes = 0;
-thread_local int64_t g_walk_files = 0;
-
-int CountEntry(const char*, const struct stat* st, int, struct FTW*) {
-  g_walk_bytes += static_cast<int64_t>(st->st_blocks) * 512;
-  ++g_walk_files;
-  return 0;
 }
 
 }  // namespace
@@ -304,11 +295,11 @@ VolumeUsage VolumeStore::Usage(const VolumeRecord& record) const {
     if (::stat(path.c_str(), &st) == 0) usage.bytes = static_cast<int64_t>(st.st_blocks) * 512;
     return usage;
   }
-  g_walk_bytes = 0;
-  g_walk_files = 0;
-  ::nftw(path.c_str(), CountEntry, 32, FTW_PHYS | FTW_MOUNT);
-  usage.bytes = g_walk_bytes;
-  usage.files = g_walk_files > 0 ? g_walk_files - 1 : 0;  // not the data directory itself
+  UniqueFd data(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!data) return usage;
+  const TreeUsage tree = UsageAt(data.get());
+  usage.bytes = tree.bytes;
+  usage.files = tree.entries;
   return usage;
 }
 
