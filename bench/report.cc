@@ -16,12 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string Fmt(const char* fmt, double v) {
-  char buf[64];
-  snprintf(buf, sizeof(buf), fmt, v);
-  return buf;
-}
-
 std::string Pad(std::string s, size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
   return s;

@@ -70,12 +70,6 @@ void JudgeWithSpread(TargetResult* t, double q1, double q3, double limit, bool a
 
 namespace {
 
-std::string Fmt(const char* fmt, double v) {
-  char buf[64];
-  snprintf(buf, sizeof(buf), fmt, v);
-  return buf;
-}
-
 TargetResult RatioTarget(const BenchResults& r, const std::string& name, const char* a,
                          const char* b, double limit, bool at_most) {
   TargetResult t;
@@ -130,7 +124,6 @@ TargetResult IdleMemoryTarget(const std::string& name, std::optional<double> byt
   t.name = name;
   t.unit = "MiB";
   t.target = "<= 1.00 MiB";
-  constexpr double kMiB = 1024.0 * 1024.0;
   const std::string over = " over " + std::to_string(sandboxes) + " sandboxes";
   if (bytes_per_sandbox && cgroup_bytes_per_sandbox &&
       *cgroup_bytes_per_sandbox > *bytes_per_sandbox) {

@@ -18,15 +18,12 @@
 #include "bench/rootless.h"
 #include "bench/sandboxes.h"
 #include "bench/serve_figures.h"
+#include "bench/stats.h"
 
 namespace corral::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 struct Prepared {
   std::unique_ptr<Launcher> launcher;

@@ -16,6 +16,7 @@
 #include "bench/launcher.h"
 #include "bench/runner.h"
 #include "bench/sandboxes.h"
+#include "bench/stats.h"
 #include "runtime/sandboxes/persistent.h"
 
 namespace corral::bench {
@@ -24,7 +25,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-constexpr double kMiB = 1024.0 * 1024.0;
 constexpr int64_t kMinMarginBytes = int64_t{2} << 30;
 // Until a step has measured one, what a sandbox is assumed to cost when deciding whether
 // the next step fits; the measured figure replaces it (with the same headroom factor).

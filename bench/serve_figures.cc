@@ -18,6 +18,7 @@
 #include "base/files.h"
 #include "bench/launcher.h"
 #include "bench/sandboxes.h"
+#include "bench/stats.h"
 #include "tools/providers/http_client.h"
 
 namespace corral::bench {
@@ -29,10 +30,6 @@ using nlohmann::json;
 
 // Not a secret: the daemon listens on loopback for this run only.
 constexpr char kKey[] = "corral-bench-key-0123456789abcdef";
-
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 std::optional<double> RssBytes(pid_t pid) {
   auto bytes = ReadKbField("/proc/" + std::to_string(pid) + "/status", "VmRSS:");

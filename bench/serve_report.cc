@@ -8,18 +8,6 @@ namespace corral::bench {
 
 using nlohmann::json;
 
-namespace {
-
-std::string Fmt(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
-constexpr double kMiB = 1024.0 * 1024.0;
-
-}  // namespace
-
 void AddServeTargets(const ServeFigures& f, std::vector<TargetResult>* targets) {
   const std::string why_not = f.reason.empty() ? "skipped" : f.reason;
   targets->push_back(MedianTarget("serve: POST /api/sandboxes -> first shell/exec",

@@ -2,14 +2,25 @@
 // two launchers measured in interleaved rounds (A B A B ...), so that drift of the
 // machine (frequency scaling, page cache, other tenants) hits both sides alike.
 //
-// Pure functions on plain vectors; no I/O.
+// Pure functions on plain vectors, and the few helpers every figure is written with; no I/O
+// (MsSince reads the clock).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace corral::bench {
+
+inline constexpr double kMiB = 1024.0 * 1024.0;
+
+// `v` printed with the printf format `fmt` ("%.2f").
+std::string Fmt(const char* fmt, double v);
+
+// Milliseconds from `t0` to now on the steady clock.
+double MsSince(std::chrono::steady_clock::time_point t0);
 
 struct Summary {
   size_t count = 0;

@@ -22,6 +22,16 @@ std::string JoinPath(const std::string& a, const std::string& b) {
   return a + "/" + b;
 }
 
+bool Has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+Status WriteLimit(const std::string& limit, const std::string& path, const std::string& value) {
+  auto written = WriteFile(path, value);
+  if (!written) return written.error().WithContext(limit);
+  return Ok();
+}
+
 bool PathExists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;

@@ -53,6 +53,10 @@ bool KernelAtLeast(const std::string& release, int major, int minor);
 // ---- cgroupfs access (fs_util.cc) ----
 
 std::string JoinPath(const std::string& a, const std::string& b);
+// Whether `v` holds `x`.
+bool Has(const std::vector<std::string>& v, const std::string& x);
+// Writes `value` to the limit file `path`; an error names `limit`.
+Status WriteLimit(const std::string& limit, const std::string& path, const std::string& value);
 bool PathExists(const std::string& path);
 // Whitespace-separated tokens.
 std::vector<std::string> SplitWords(const std::string& s);

@@ -15,16 +15,6 @@ namespace corral::cgroups::internal {
 
 namespace {
 
-bool Has(const std::vector<std::string>& v, const std::string& x) {
-  return std::find(v.begin(), v.end(), x) != v.end();
-}
-
-Status WriteLimit(const std::string& limit, const std::string& path, const std::string& value) {
-  auto written = WriteFile(path, value);
-  if (!written) return written.error().WithContext(limit);
-  return Ok();
-}
-
 // Before 5.11 a v1 memory cgroup defaulted to use_hierarchy=0, which can only be changed
 // while it has no children; without it, a nested per-exec cgroup is not charged to the
 // sandbox cgroup above it. So it is set right after mkdir. Newer kernels always read 1.

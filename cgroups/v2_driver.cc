@@ -13,20 +13,10 @@ namespace corral::cgroups::internal {
 
 namespace {
 
-bool Has(const std::vector<std::string>& v, const std::string& x) {
-  return std::find(v.begin(), v.end(), x) != v.end();
-}
-
 Result<std::vector<std::string>> Controllers(const std::string& dir) {
   ASSIGN_OR_RETURN(auto text, ReadIfExists(JoinPath(dir, "cgroup.controllers")));
   if (!text) return std::vector<std::string>();
   return SplitWords(*text);
-}
-
-Status WriteLimit(const std::string& limit, const std::string& path, const std::string& value) {
-  auto written = WriteFile(path, value);
-  if (!written) return written.error().WithContext(limit);
-  return Ok();
 }
 
 }  // namespace

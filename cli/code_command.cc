@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/jail_flags.h"
+#include "cli/outcome_report.h"
 #include "runtime/code/code_run.h"
 #include "runtime/run/outcome_report.h"
 
@@ -25,12 +26,6 @@ struct CodeFlags {
   std::optional<std::string> inline_code;  // -c
   std::string file;                        // FILE or "-"
 };
-
-int Refuse(const Error& e, bool json) {
-  std::fprintf(stderr, "corral: %s\n", e.message().c_str());
-  if (json) std::cout << runtime::ErrorToJson(e) << std::endl;
-  return 125;
-}
 
 Result<std::string> ReadCode(const CodeFlags& flags) {
   if (flags.inline_code && !flags.file.empty()) {
@@ -70,7 +65,7 @@ int Run(const CodeFlags& flags) {
   FlagNames names;
   if (!BuildSpec(flags.jail, &spec, &names)) return InvalidSpecExit(flags.json);
   auto code = ReadCode(flags);
-  if (!code) return Refuse(code.error(), flags.json);
+  if (!code) return ReportRefusal(code.error(), flags.json);
   runtime::code::CodeRequest request;
   request.code = std::move(*code);
   request.lang = flags.lang;
@@ -78,7 +73,7 @@ int Run(const CodeFlags& flags) {
   request.sandbox = flags.sandbox;
   if (flags.jail.timeout) request.timeout_seconds = *flags.jail.timeout;
   auto result = runtime::code::RunCode(spec, request);
-  if (!result) return Refuse(NameFlags(result.error(), names), flags.json);
+  if (!result) return ReportRefusal(NameFlags(result.error(), names), flags.json);
   if (flags.json) {
     std::printf("%s\n", runtime::code::CodeResultToJson(*result).c_str());
     std::fflush(stdout);

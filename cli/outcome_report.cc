@@ -1,6 +1,7 @@
 #include "cli/outcome_report.h"
 
 #include <cstdio>
+#include <iostream>
 
 #include "runtime/run/outcome_report.h"
 
@@ -14,6 +15,12 @@ int ReportOutcome(const runtime::RunOutcome& outcome, const runtime::LimitsSpec&
     std::fflush(stdout);
   }
   return runtime::CliExitCode(outcome);
+}
+
+int ReportRefusal(const Error& e, bool json) {
+  std::fprintf(stderr, "corral: %s\n", e.message().c_str());
+  if (json) std::cout << runtime::ErrorToJson(e) << std::endl;
+  return 125;
 }
 
 }  // namespace corral::cli

@@ -27,31 +27,25 @@ struct RunFlags {
   bool rm = false;  // docker's --rm: what a run always does
 };
 
-int Refuse(const Error& e, bool json) {
-  std::fprintf(stderr, "corral: %s\n", e.message().c_str());
-  if (json) std::cout << runtime::ErrorToJson(e) << std::endl;
-  return 125;
-}
-
 int Run(const RunFlags& flags, CLI::App* run) {
   runtime::JailSpec spec;
   FlagNames names;
   if (!BuildSpec(flags.jail, &spec, &names)) return InvalidSpecExit(flags.json);
   auto command = CommandOf(run);
-  if (!command) return Refuse(command.error(), flags.json);
+  if (!command) return ReportRefusal(command.error(), flags.json);
   spec.argv = std::move(*command);
   if (spec.argv.empty()) {
     std::fprintf(stderr, "corral: run: no command given (corral run [OPTIONS] -- CMD [ARGS...])\n");
     return 125;
   }
   if (flags.tty && flags.json) {
-    return Refuse(Error(ErrorCode::kInvalidArgument,
-                        "-t and --json: a terminal's output is not captured; choose one"),
-                  flags.json);
+    return ReportRefusal(Error(ErrorCode::kInvalidArgument,
+                               "-t and --json: a terminal's output is not captured; choose one"),
+                         flags.json);
   }
   // Held until the run ends: its volumes counted as in use (runtime/volumes/volume_attach.h).
   auto volumes = runtime::AttachVolumes(&spec, "", /*create_missing=*/true);
-  if (!volumes) return Refuse(NameFlags(volumes.error(), names), flags.json);
+  if (!volumes) return ReportRefusal(NameFlags(volumes.error(), names), flags.json);
   runtime::RunOptions options;
   options.capture_output = flags.json;
   options.pass_stdin = flags.stdin_passthrough;
@@ -60,7 +54,7 @@ int Run(const RunFlags& flags, CLI::App* run) {
   auto outcome = spec.mode == runtime::RunMode::kContainer
                      ? runtime::oci::RunContainer(spec, options)
                      : runtime::RunPooledOrCold(flags.pool, spec, options);
-  if (!outcome) return Refuse(NameFlags(outcome.error(), names), flags.json);
+  if (!outcome) return ReportRefusal(NameFlags(outcome.error(), names), flags.json);
   const int exit_code = ReportOutcome(*outcome, spec.limits, flags.json);
   if (exit_code == 127) {  // `corral run ubuntu:22.04 bash`, as a Docker user types it
     if (std::string hint = ImageLikeCommandHint(spec.argv[0]); !hint.empty()) {

@@ -18,11 +18,6 @@ namespace corral::cli {
 
 namespace {
 
-int Fail(const Error& e) {
-  std::fprintf(stderr, "corral: %s\n", e.message().c_str());
-  return 125;
-}
-
 struct CreateFlags {
   JailFlags jail;
   std::string name;
@@ -31,17 +26,18 @@ struct CreateFlags {
 
 int Create(const CreateFlags& f, CLI::App* create) {
   auto command = CommandOf(create);
-  if (!command) return Fail(command.error());
+  if (!command) return ReportRefusal(command.error());
   // A sandbox's PID 1 is corral-init; a command given here would silently go nowhere.
   if (!command->empty()) {
     std::string text;
     for (const auto& a : *command) text += (text.empty() ? "" : " ") + a;
-    return Fail(Error(ErrorCode::kInvalidArgument,
-                      "create: a command was given (" + text +
-                          "), but a sandbox runs none of its own; nothing was created. Create "
-                          "it, then start the command with exec, in the background if it "
-                          "should keep running: corral exec NAME -- bash -c 'nohup " +
-                          text + " >/tmp/out.log 2>&1 &'"));
+    return ReportRefusal(
+        Error(ErrorCode::kInvalidArgument,
+              "create: a command was given (" + text +
+                  "), but a sandbox runs none of its own; nothing was created. Create "
+                  "it, then start the command with exec, in the background if it "
+                  "should keep running: corral exec NAME -- bash -c 'nohup " +
+                  text + " >/tmp/out.log 2>&1 &'"));
   }
   runtime::CreateRequest request;
   FlagNames names;
@@ -50,7 +46,7 @@ int Create(const CreateFlags& f, CLI::App* create) {
   request.idle_timeout_seconds = f.idle_timeout;
   // --volume NAME:/path of a volume that does not exist makes it, as docker does.
   auto record = runtime::CreateSandboxWithVolumes(request, /*create_missing=*/true);
-  if (!record) return Fail(NameFlags(record.error(), names));
+  if (!record) return ReportRefusal(NameFlags(record.error(), names));
   std::printf("%s\n", record->name.c_str());
   return 0;
 }
@@ -68,17 +64,17 @@ struct ExecFlags {
 
 int Exec(const ExecFlags& f, CLI::App* exec) {
   auto command = CommandOf(exec);
-  if (!command) return Fail(command.error());
+  if (!command) return ReportRefusal(command.error());
   if (command->empty()) {
-    return Fail(Error(ErrorCode::kInvalidArgument,
-                      "exec: no command given (corral exec NAME -- CMD [ARGS...])"));
+    return ReportRefusal(Error(ErrorCode::kInvalidArgument,
+                               "exec: no command given (corral exec NAME -- CMD [ARGS...])"));
   }
   runtime::ExecRequest request;
   request.sandbox = f.sandbox;
   request.argv = std::move(*command);
   for (const auto& e : f.env) {
     auto kv = ParseEnvOption(e);
-    if (!kv) return Fail(kv.error().WithContext(FlagAsGiven({"-e", "--env"}, e)));
+    if (!kv) return ReportRefusal(kv.error().WithContext(FlagAsGiven({"-e", "--env"}, e)));
     if (*kv) request.env.push_back(**kv);
   }
   FlagNames names;
@@ -87,8 +83,8 @@ int Exec(const ExecFlags& f, CLI::App* exec) {
   request.workdir = f.workdir;
   request.timeout_seconds = f.timeout;
   if (f.tty && f.json) {
-    return Fail(Error(ErrorCode::kInvalidArgument,
-                      "-t and --json: a terminal's output is not captured; choose one"));
+    return ReportRefusal(Error(ErrorCode::kInvalidArgument,
+                               "-t and --json: a terminal's output is not captured; choose one"));
   }
   request.io.capture_output = f.json;
   request.io.pass_stdin = f.stdin_passthrough;
@@ -97,7 +93,7 @@ int Exec(const ExecFlags& f, CLI::App* exec) {
   if (!outcome) {
     Error e = NameFlags(outcome.error(), names);
     if (f.json) std::cout << runtime::ErrorToJson(e) << std::endl;
-    return Fail(e);
+    return ReportRefusal(e);
   }
   // The report names the limit that fired with its value: the sandbox's own (an exec
   // inherits its timeout unless it sets one). Read only when a limit fired.
@@ -118,8 +114,8 @@ struct RmFlags {
 
 int Rm(const RmFlags& f) {
   if (f.names.empty() && !f.all) {
-    return Fail(Error(ErrorCode::kInvalidArgument,
-                      "rm: no sandbox named (corral rm NAME... or corral rm --all)"));
+    return ReportRefusal(Error(ErrorCode::kInvalidArgument,
+                               "rm: no sandbox named (corral rm NAME... or corral rm --all)"));
   }
   std::vector<std::string> targets = f.names;
   if (f.all) {
@@ -131,7 +127,7 @@ int Rm(const RmFlags& f) {
   for (size_t i = 0; i < targets.size(); ++i) {
     if (const Status& st = results[i]; !st) {
       if (f.force && st.error().code() == ErrorCode::kNotFound) continue;
-      rc = Fail(st.error());
+      rc = ReportRefusal(st.error());
     } else {
       std::printf("%s\n", targets[i].c_str());
     }
@@ -146,7 +142,7 @@ int PauseOrResume(const std::vector<std::string>& names, bool pause) {
   for (const std::string& name : names) {
     Status st = pause ? runtime::PauseSandbox(name) : runtime::ResumeSandbox(name);
     if (!st) {
-      rc = Fail(st.error());
+      rc = ReportRefusal(st.error());
     } else {
       std::printf("%s\n", name.c_str());
     }
@@ -167,7 +163,7 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
                      "remove after this many seconds without an exec (0 = never)");
   create->callback([create, create_flags, exit_code] {
     if (create->count("--name") > 0 && create_flags->name.empty()) {
-      *exit_code = Fail(Error(ErrorCode::kInvalidArgument, "--name: must not be empty"));
+      *exit_code = ReportRefusal(Error(ErrorCode::kInvalidArgument, "--name: must not be empty"));
       return;
     }
     *exit_code = Create(*create_flags, create);

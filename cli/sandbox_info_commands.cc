@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/human_units.h"
+#include "cli/outcome_report.h"
 #include "runtime/run/runtime_dir.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sandboxes/sandbox_info_json.h"
@@ -19,11 +20,6 @@
 namespace corral::cli {
 
 namespace {
-
-int Fail(const Error& e) {
-  std::fprintf(stderr, "corral: %s\n", e.message().c_str());
-  return 125;
-}
 
 std::string Seconds(int64_t usec) {
   char buf[32];
@@ -149,7 +145,7 @@ void PrintStatsLines(const runtime::SandboxInfo& info) {
 
 int Stats(const std::string& sandbox, bool json) {
   auto info = runtime::InspectSandbox(sandbox);
-  if (!info) return Fail(info.error());
+  if (!info) return ReportRefusal(info.error());
   if (json) {
     std::cout << runtime::SandboxInfoJson(*info).dump() << std::endl;
     return 0;
@@ -160,7 +156,7 @@ int Stats(const std::string& sandbox, bool json) {
 
 int Inspect(const std::string& sandbox) {
   auto info = runtime::InspectSandbox(sandbox);
-  if (!info) return Fail(info.error());
+  if (!info) return ReportRefusal(info.error());
   nlohmann::json spec = nlohmann::json::parse(runtime::SpecToJson(info->record.spec));
   nlohmann::json j = runtime::SandboxInfoJson(*info);
   j["created_at"] = info->record.created_at;
@@ -174,17 +170,18 @@ int Inspect(const std::string& sandbox) {
 
 int Logs(const std::string& sandbox, bool follow) {
   auto info = runtime::InspectSandbox(sandbox);
-  if (!info) return Fail(info.error());
+  if (!info) return ReportRefusal(info.error());
   // There is nothing to show: the sandbox's PID 1 is corral-init, and each exec's output
   // went to the corral that ran it.
   const std::string& name = info->record.name;
-  return Fail(Error(ErrorCode::kInvalidArgument,
-                    "logs: sandbox " + name +
-                        " has no main process of its own (its PID 1 is corral-init), so there "
-                        "is no output to show; an exec's output goes to the corral that ran "
-                        "it. Send a command's output to a file and read that: corral exec " +
-                        name + " -- bash -c 'nohup CMD >/tmp/out.log 2>&1 &', then corral exec " +
-                        name + (follow ? " -- tail -f /tmp/out.log" : " -- cat /tmp/out.log")));
+  return ReportRefusal(
+      Error(ErrorCode::kInvalidArgument,
+            "logs: sandbox " + name +
+                " has no main process of its own (its PID 1 is corral-init), so there "
+                "is no output to show; an exec's output goes to the corral that ran "
+                "it. Send a command's output to a file and read that: corral exec " +
+                name + " -- bash -c 'nohup CMD >/tmp/out.log 2>&1 &', then corral exec " + name +
+                (follow ? " -- tail -f /tmp/out.log" : " -- cat /tmp/out.log")));
 }
 
 }  // namespace

@@ -8,17 +8,13 @@
 
 #include "cli/commands.h"
 #include "cli/human_units.h"
+#include "cli/outcome_report.h"
 #include "runtime/spec/sizes.h"
 #include "runtime/volumes/volume_info.h"
 
 namespace corral::cli {
 
 namespace {
-
-int Fail(const Error& e) {
-  std::fprintf(stderr, "corral: %s\n", e.message().c_str());
-  return 125;
-}
 
 struct VolumeFlags {
   std::vector<std::string> names;
@@ -32,16 +28,16 @@ int Create(const VolumeFlags& f) {
   std::optional<int64_t> size;
   if (f.size) {
     auto parsed = runtime::ParseSize(*f.size);
-    if (!parsed) return Fail(parsed.error().WithContext("--size " + *f.size));
+    if (!parsed) return ReportRefusal(parsed.error().WithContext("--size " + *f.size));
     size = *parsed;
   }
   auto store = runtime::VolumeStore::Open();
-  if (!store) return Fail(store.error());
+  if (!store) return ReportRefusal(store.error());
   auto record = store->Create(f.names.front(), size);
-  if (!record) return Fail(record.error());
+  if (!record) return ReportRefusal(record.error());
   if (f.json) {
     auto info = runtime::InspectVolume(record->name);
-    if (!info) return Fail(info.error());
+    if (!info) return ReportRefusal(info.error());
     std::cout << runtime::VolumeInfoJson(*info).dump(2) << std::endl;
   } else {
     std::printf("%s\n", record->name.c_str());
@@ -90,7 +86,7 @@ int Inspect(const VolumeFlags& f) {
   for (const auto& name : f.names) {
     auto info = runtime::InspectVolume(name);
     if (!info) {
-      rc = Fail(info.error());
+      rc = ReportRefusal(info.error());
       continue;
     }
     out.push_back(runtime::VolumeInfoJson(*info));
@@ -103,7 +99,7 @@ int Rm(const VolumeFlags& f) {
   int rc = 0;
   for (const auto& name : f.names) {
     if (Status st = runtime::RemoveVolume(name, f.force); !st) {
-      rc = Fail(st.error());
+      rc = ReportRefusal(st.error());
       continue;
     }
     std::printf("%s\n", name.c_str());

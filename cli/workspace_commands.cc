@@ -7,16 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/outcome_report.h"
 #include "runtime/sandboxes/workspace_overlay.h"
 
 namespace corral::cli {
 
 namespace {
-
-int Fail(const Error& e) {
-  std::fprintf(stderr, "corral: %s\n", e.message().c_str());
-  return 125;
-}
 
 struct WorkspaceFlags {
   std::string sandbox;
@@ -26,7 +22,7 @@ struct WorkspaceFlags {
 
 int Diff(const WorkspaceFlags& f) {
   auto changes = runtime::DiffWorkspace(f.sandbox);
-  if (!changes) return Fail(changes.error());
+  if (!changes) return ReportRefusal(changes.error());
   if (f.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& c : *changes) {
@@ -47,7 +43,7 @@ int Diff(const WorkspaceFlags& f) {
 int Commit(const WorkspaceFlags& f) {
   auto done =
       f.discard ? runtime::DiscardWorkspace(f.sandbox) : runtime::CommitWorkspace(f.sandbox);
-  if (!done) return Fail(done.error());
+  if (!done) return ReportRefusal(done.error());
   if (f.json) {
     std::cout << nlohmann::json{{"sandbox", f.sandbox},
                                 {"discarded", f.discard},

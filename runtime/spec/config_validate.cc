@@ -55,7 +55,7 @@ std::string FormatNumber(double v) {
   return buf;
 }
 
-class Problems {
+class ValidationProblems {
  public:
   void Add(const std::string& field, const std::string& what, const std::string& got) {
     list_.push_back(field + ": " + what + " (got " + got + ")");
@@ -70,7 +70,7 @@ class Problems {
 
 // The first check of every string field: the kernel (and libc) read these as C strings,
 // so one with a NUL would be checked whole and used cut short. True if it was refused.
-bool RefusedNul(Problems& p, const std::string& field, const std::string& value) {
+bool RefusedNul(ValidationProblems& p, const std::string& field, const std::string& value) {
   if (value.find('\0') == std::string::npos) return false;
   p.Add(field, "must not contain a NUL byte", Quote(value));
   return true;
@@ -99,7 +99,8 @@ std::string PathShapeProblem(const std::string& path) {
 enum class HostKind { kAny, kDirectory, kRegularFile };
 
 // Checks shape, then existence on the host. Returns false if a problem was added.
-bool CheckHostPath(Problems& p, const std::string& field, const std::string& path, HostKind kind) {
+bool CheckHostPath(ValidationProblems& p, const std::string& field, const std::string& path,
+                   HostKind kind) {
   if (std::string why = PathShapeProblem(path); !why.empty()) {
     p.Add(field, why, Quote(path));
     return false;
@@ -126,7 +127,7 @@ bool CheckHostPath(Problems& p, const std::string& field, const std::string& pat
 
 // `read_only`: a read-only mount strictly below /mnt/skills is a skills view (DeerFlow's
 // /mnt/skills/{public,custom,legacy,integrations}), allowed beside or inside skills_dir.
-void CheckContainerPath(Problems& p, const std::string& field, const std::string& path,
+void CheckContainerPath(ValidationProblems& p, const std::string& field, const std::string& path,
                         bool read_only) {
   if (std::string why = PathShapeProblem(path); !why.empty()) {
     p.Add(field, why, Quote(path));
@@ -153,7 +154,7 @@ void CheckContainerPath(Problems& p, const std::string& field, const std::string
   }
 }
 
-void CheckArgv(Problems& p, const std::vector<std::string>& argv) {
+void CheckArgv(ValidationProblems& p, const std::vector<std::string>& argv) {
   if (argv.empty()) {
     p.Add("argv", "no command given", "an empty command");
     return;
@@ -166,7 +167,7 @@ void CheckArgv(Problems& p, const std::vector<std::string>& argv) {
   }
 }
 
-void CheckEnv(Problems& p, const std::vector<std::pair<std::string, std::string>>& env) {
+void CheckEnv(ValidationProblems& p, const std::vector<std::pair<std::string, std::string>>& env) {
   for (size_t i = 0; i < env.size(); ++i) {
     const auto& [name, value] = env[i];
     const std::string field = "env[" + std::to_string(i) + "]";
@@ -183,14 +184,14 @@ void CheckEnv(Problems& p, const std::vector<std::pair<std::string, std::string>
 
 // The checks of the fields a prepared jail takes from each run (see ValidateLateFields):
 // shared by the full validation and the per-run one.
-void CheckWorkdir(Problems& p, const std::optional<std::string>& workdir) {
+void CheckWorkdir(ValidationProblems& p, const std::optional<std::string>& workdir) {
   if (!workdir) return;
   if (std::string why = PathShapeProblem(*workdir); !why.empty()) {
     p.Add("workdir", why, Quote(*workdir));
   }
 }
 
-void CheckTimeoutAndOutput(Problems& p, const LimitsSpec& l) {
+void CheckTimeoutAndOutput(ValidationProblems& p, const LimitsSpec& l) {
   if (!(l.timeout_seconds >= 0) || !std::isfinite(l.timeout_seconds)) {
     p.Add("limits.timeout", "must be 0 (none) or more seconds", FormatNumber(l.timeout_seconds));
   }
@@ -199,7 +200,7 @@ void CheckTimeoutAndOutput(Problems& p, const LimitsSpec& l) {
   }
 }
 
-void CheckDirs(Problems& p, const JailSpec& spec) {
+void CheckDirs(ValidationProblems& p, const JailSpec& spec) {
   if (spec.rootfs) {
     if (*spec.rootfs == "/") {
       p.Add("rootfs", "must not be the host's / (leave rootfs unset to bind system dirs)", "\"/\"");
@@ -225,7 +226,7 @@ void CheckDirs(Problems& p, const JailSpec& spec) {
   }
 }
 
-void CheckMounts(Problems& p, const std::vector<MountSpec>& mounts) {
+void CheckMounts(ValidationProblems& p, const std::vector<MountSpec>& mounts) {
   std::map<std::string, size_t> first_use;
   for (size_t i = 0; i < mounts.size(); ++i) {
     const std::string field = "mounts[" + std::to_string(i) + "]";
@@ -257,7 +258,7 @@ void CheckMounts(Problems& p, const std::vector<MountSpec>& mounts) {
 
 // RFC 1123: dot-separated labels of letters, digits and '-', not starting or ending with
 // '-', each 1-63 characters; the kernel allows 64 in all.
-void CheckHostname(Problems& p, const std::string& hostname) {
+void CheckHostname(ValidationProblems& p, const std::string& hostname) {
   if (RefusedNul(p, "hostname", hostname)) return;
   std::string why;
   if (hostname.empty() || hostname.size() > 64) {
@@ -283,7 +284,7 @@ void CheckHostname(Problems& p, const std::string& hostname) {
   if (!why.empty()) p.Add("hostname", why, Quote(hostname));
 }
 
-void CheckIdentity(Problems& p, const JailSpec& spec) {
+void CheckIdentity(ValidationProblems& p, const JailSpec& spec) {
   const std::pair<const char*, uint32_t> ids[] = {{"user.uid", spec.uid}, {"user.gid", spec.gid}};
   for (const auto& [field, id] : ids) {
     if (id == static_cast<uint32_t>(-1)) {
@@ -295,7 +296,7 @@ void CheckIdentity(Problems& p, const JailSpec& spec) {
   }
 }
 
-void CheckSeccomp(Problems& p, const JailSpec& spec) {
+void CheckSeccomp(ValidationProblems& p, const JailSpec& spec) {
   const std::string& profile = spec.seccomp_profile;
   const char* field = "seccomp.profile";
   if (RefusedNul(p, field, profile)) return;
@@ -320,7 +321,7 @@ void CheckSeccomp(Problems& p, const JailSpec& spec) {
 // network.mode, and namespaces.net, which says the same as mode host: the loader and the
 // flags set both, so a spec where they differ was put together some other way. (The
 // mode's value itself was checked where it was read: runtime/spec/modes.h.)
-void CheckNetworkMode(Problems& p, const JailSpec& spec) {
+void CheckNetworkMode(ValidationProblems& p, const JailSpec& spec) {
   const NetworkMode mode = spec.network.mode;
   const std::string shown = Quote(std::string(Name(mode)));
   const bool host = mode == NetworkMode::kHost;
@@ -348,7 +349,7 @@ void CheckNetworkMode(Problems& p, const JailSpec& spec) {
 // every mode: a typo is reported before anyone switches to allowlist. Rule by rule, so
 // that every bad one is reported. (The policy itself is built from these same rules by
 // ParseRule alone, so a spec that passes here also builds a policy.)
-void CheckNetworkRules(Problems& p, const NetworkSpec& network) {
+void CheckNetworkRules(ValidationProblems& p, const NetworkSpec& network) {
   for (const auto& [list, name] :
        {std::pair{&network.allow, "network.allow"}, std::pair{&network.deny, "network.deny"}}) {
     for (size_t i = 0; i < list->size(); ++i) {
@@ -361,7 +362,7 @@ void CheckNetworkRules(Problems& p, const NetworkSpec& network) {
   }
 }
 
-void CheckNetworkLimits(Problems& p, const NetworkSpec& network) {
+void CheckNetworkLimits(ValidationProblems& p, const NetworkSpec& network) {
   if (network.max_connections < 1 || network.max_connections > 10000) {
     p.Add("network.max_connections", "must be 1 to 10000", std::to_string(network.max_connections));
   }
@@ -372,7 +373,7 @@ void CheckNetworkLimits(Problems& p, const NetworkSpec& network) {
 }
 
 // Test fixtures' name -> address overrides: a name the resolver can answer, an IP address.
-void CheckNetworkResolve(Problems& p, const UnsafeSpec& unsafe) {
+void CheckNetworkResolve(ValidationProblems& p, const UnsafeSpec& unsafe) {
   const std::string section = "unsafe.network_resolve";
   for (const auto& [name, address] : unsafe.network_resolve) {
     if (name.empty() || RefusedNul(p, section, name)) {
@@ -390,7 +391,7 @@ void CheckNetworkResolve(Problems& p, const UnsafeSpec& unsafe) {
   }
 }
 
-void CheckLimits(Problems& p, const LimitsSpec& l) {
+void CheckLimits(ValidationProblems& p, const LimitsSpec& l) {
   auto at_least = [&p](const char* field, int64_t value, int64_t min, const std::string& shown,
                        const std::string& min_shown) {
     if (value < min) p.Add(field, "must be at least " + min_shown, shown);
@@ -424,7 +425,7 @@ void CheckLimits(Problems& p, const LimitsSpec& l) {
   }
 }
 
-void CheckLandlock(Problems& p, const JailSpec& spec) {
+void CheckLandlock(ValidationProblems& p, const JailSpec& spec) {
   const LandlockSpec& l = spec.landlock;
   for (size_t i = 0; i < l.omit.size(); ++i) {
     const std::string field = "landlock.omit[" + std::to_string(i) + "]";
@@ -443,7 +444,7 @@ bool IsCgroupName(const std::string& part) {
          });
 }
 
-void CheckCgroups(Problems& p, const CgroupSpec& cg) {
+void CheckCgroups(ValidationProblems& p, const CgroupSpec& cg) {
   if (RefusedNul(p, "cgroups.parent", cg.parent)) return;
   const bool absolute = !cg.parent.empty() && cg.parent[0] == '/';
   bool ok = !cg.parent.empty() && cg.parent != "/";
@@ -474,13 +475,13 @@ Status RequireProcessMode(const JailSpec& spec, const std::string& what) {
 }
 
 std::vector<std::string> ValidateMounts(const std::vector<MountSpec>& mounts) {
-  Problems p;
+  ValidationProblems p;
   CheckMounts(p, mounts);
   return p.Take();
 }
 
 std::vector<std::string> Validate(const JailSpec& spec) {
-  Problems p;
+  ValidationProblems p;
   CheckArgv(p, spec.argv);
   CheckEnv(p, spec.env);
   CheckDirs(p, spec);
@@ -499,7 +500,7 @@ std::vector<std::string> Validate(const JailSpec& spec) {
 }
 
 std::vector<std::string> ValidateLateFields(const JailSpec& spec) {
-  Problems p;
+  ValidationProblems p;
   CheckArgv(p, spec.argv);
   CheckEnv(p, spec.env);
   CheckWorkdir(p, spec.workdir);

@@ -47,11 +47,6 @@ const char* const kReservedPrefixes[] = {"/mnt/skills", "/mnt/acp-workspace", "/
 
 using Problems = YamlProblems;
 
-template <typename T>
-bool Read(const YAML::Node& n, const std::string& path, Problems* p, T* out) {
-  return ReadYaml(n, path, p, out);
-}
-
 ProviderKind ParseUse(const std::string& use, Problems* p, ProviderKind fallback) {
   if (use == "local" || use.find("LocalSandboxProvider") != std::string::npos) {
     return ProviderKind::kLocal;
@@ -72,9 +67,9 @@ void ParseMounts(const YAML::Node& n, Problems* p, std::vector<MountSpec>* out) 
       p->Add(where, "needs host_path and container_path");
       continue;
     }
-    Read(n[i]["host_path"], where + ".host_path", p, &m.host_path);
-    Read(n[i]["container_path"], where + ".container_path", p, &m.container_path);
-    if (n[i]["read_only"]) Read(n[i]["read_only"], where + ".read_only", p, &m.read_only);
+    ReadYaml(n[i]["host_path"], where + ".host_path", p, &m.host_path);
+    ReadYaml(n[i]["container_path"], where + ".container_path", p, &m.container_path);
+    if (n[i]["read_only"]) ReadYaml(n[i]["read_only"], where + ".read_only", p, &m.read_only);
     if (m.host_path.empty() || m.host_path[0] != '/') {
       p->Add(where + ".host_path", "must be absolute");
     }
@@ -97,15 +92,15 @@ void ParseAudit(const YAML::Node& n, Problems* p, AuditLogConfig* a) {
     std::string key = kv.first.as<std::string>();
     std::string where = "sandbox.audit_log." + key;
     if (key == "path") {
-      Read(kv.second, where, p, &a->path);
+      ReadYaml(kv.second, where, p, &a->path);
     } else if (key == "max_bytes") {
-      if (Read(kv.second, where, p, &a->max_bytes) && a->max_bytes < 4096) {
+      if (ReadYaml(kv.second, where, p, &a->max_bytes) && a->max_bytes < 4096) {
         p->Add(where, "must be >= 4096");
       }
     } else if (key == "keep") {
-      if (Read(kv.second, where, p, &a->keep) && a->keep < 1) p->Add(where, "must be >= 1");
+      if (ReadYaml(kv.second, where, p, &a->keep) && a->keep < 1) p->Add(where, "must be >= 1");
     } else if (key == "enabled") {
-      Read(kv.second, where, p, &a->enabled);
+      ReadYaml(kv.second, where, p, &a->enabled);
     } else {
       p->Add(where, "unknown key");
     }
@@ -121,7 +116,7 @@ void ParseEnvironment(const YAML::Node& n, Problems* p, ProviderConfig* c) {
       p->Add("sandbox.environment." + key, "not a valid variable name");
       continue;
     }
-    if (!Read(kv.second, "sandbox.environment." + key, p, &value)) continue;
+    if (!ReadYaml(kv.second, "sandbox.environment." + key, p, &value)) continue;
     if (!value.empty() && value[0] == '$') {
       const char* host = std::getenv(value.c_str() + 1);
       value = host ? host : "";
@@ -132,7 +127,7 @@ void ParseEnvironment(const YAML::Node& n, Problems* p, ProviderConfig* c) {
 
 void PositiveInt(const YAML::Node& n, const std::string& where, Problems* p, int* out,
                  bool allow_zero) {
-  if (Read(n, where, p, out) && (*out < 0 || (!allow_zero && *out == 0))) {
+  if (ReadYaml(n, where, p, out) && (*out < 0 || (!allow_zero && *out == 0))) {
     p->Add(where, allow_zero ? "must be >= 0" : "must be > 0");
   }
 }
@@ -143,9 +138,9 @@ void ParseSandboxKey(const std::string& key, const YAML::Node& v, Problems* p, P
   std::string w = "sandbox." + key;
   std::string s;
   if (key == "use") {
-    if (Read(v, w, p, &s)) c->use = ParseUse(s, p, c->use);
+    if (ReadYaml(v, w, p, &s)) c->use = ParseUse(s, p, c->use);
   } else if (key == "allow_host_bash") {
-    Read(v, w, p, &c->allow_host_bash);
+    ReadYaml(v, w, p, &c->allow_host_bash);
   } else if (key == "mounts") {
     c->mounts.clear();
     ParseMounts(v, p, &c->mounts);
@@ -156,23 +151,23 @@ void ParseSandboxKey(const std::string& key, const YAML::Node& v, Problems* p, P
   } else if (key == "ls_output_max_chars") {
     PositiveInt(v, w, p, &c->ls_output_max_chars, true);
   } else if (key == "bash_command_timeout") {
-    if (Read(v, w, p, &c->bash_command_timeout) && c->bash_command_timeout <= 0) {
+    if (ReadYaml(v, w, p, &c->bash_command_timeout) && c->bash_command_timeout <= 0) {
       p->Add(w, "must be > 0");
     }
   } else if (key == "replicas") {
     PositiveInt(v, w, p, &c->replicas, false);
   } else if (key == "warm") {
     // Each one is an idle sandbox nobody uses yet (an init and a cgroup): a handful does.
-    if (Read(v, w, p, &c->warm) && (c->warm < 0 || c->warm > kMaxWarmSandboxes)) {
+    if (ReadYaml(v, w, p, &c->warm) && (c->warm < 0 || c->warm > kMaxWarmSandboxes)) {
       p->Add(w, "must be between 0 and " + std::to_string(kMaxWarmSandboxes) + " (got " +
                     std::to_string(c->warm) + ")");
     }
   } else if (key == "idle_timeout") {
-    if (!v.IsNull() && Read(v, w, p, &c->idle_timeout) && c->idle_timeout < 0) {
+    if (!v.IsNull() && ReadYaml(v, w, p, &c->idle_timeout) && c->idle_timeout < 0) {
       p->Add(w, "must be >= 0");
     }
   } else if (key == "idle_action") {
-    if (Read(v, w, p, &s)) {
+    if (ReadYaml(v, w, p, &s)) {
       if (s == "destroy" || s == "pause") {
         c->idle_action = s == "pause" ? ProviderConfig::IdleAction::kPause
                                       : ProviderConfig::IdleAction::kDestroy;
@@ -181,24 +176,24 @@ void ParseSandboxKey(const std::string& key, const YAML::Node& v, Problems* p, P
       }
     }
   } else if (key == "paused_timeout") {
-    if (Read(v, w, p, &c->paused_timeout) && c->paused_timeout < 0) p->Add(w, "must be >= 0");
+    if (ReadYaml(v, w, p, &c->paused_timeout) && c->paused_timeout < 0) p->Add(w, "must be >= 0");
   } else if (key == "resume_on_call") {
-    Read(v, w, p, &c->resume_on_call);
+    ReadYaml(v, w, p, &c->resume_on_call);
   } else if (key == "environment") {
     ParseEnvironment(v, p, c);
   } else if (key == "base_dir") {
-    if (Read(v, w, p, &c->base_dir) && (c->base_dir.empty() || c->base_dir[0] != '/')) {
+    if (ReadYaml(v, w, p, &c->base_dir) && (c->base_dir.empty() || c->base_dir[0] != '/')) {
       p->Add(w, "must be an absolute path");
     }
   } else if (key == "audit_log") {
     ParseAudit(v, p, &c->audit_log);
   } else if (key == "provisioner_url" || key == "aio_url") {
     std::string* url = key == "aio_url" ? &c->aio_url : &c->provisioner_url;
-    if (Read(v, w, p, url) && url->rfind("http://", 0) != 0 && url->rfind("https://", 0) != 0) {
+    if (ReadYaml(v, w, p, url) && url->rfind("http://", 0) != 0 && url->rfind("https://", 0) != 0) {
       p->Add(w, "must be an http:// or https:// URL");
     }
   } else if (key == "provisioner_api_key") {
-    if (Read(v, w, p, &c->provisioner_api_key) && !c->provisioner_api_key.empty() &&
+    if (ReadYaml(v, w, p, &c->provisioner_api_key) && !c->provisioner_api_key.empty() &&
         c->provisioner_api_key[0] == '$') {
       const char* host = std::getenv(c->provisioner_api_key.c_str() + 1);
       c->provisioner_api_key = host ? host : "";
@@ -227,12 +222,12 @@ Status LoadProviderConfig(const YAML::Node& sandbox, const YAML::Node& skills, P
         std::string key = kv.first.as<std::string>();
         std::string s;
         if (key == "path") {
-          if (Read(kv.second, "skills.path", &p, &s)) {
+          if (ReadYaml(kv.second, "skills.path", &p, &s)) {
             if (s.empty() || s[0] != '/') p.Add("skills.path", "must be an absolute path");
             c->skills_path = s;
           }
         } else if (key == "container_path") {
-          if (Read(kv.second, "skills.container_path", &p, &s)) {
+          if (ReadYaml(kv.second, "skills.container_path", &p, &s)) {
             if (s.empty() || s[0] != '/') p.Add("skills.container_path", "must be absolute");
             c->skills_container_path = s;
           }

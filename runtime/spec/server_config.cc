@@ -16,23 +16,18 @@ namespace {
 
 using Problems = YamlProblems;
 
-template <typename T>
-bool Read(const YAML::Node& n, const std::string& path, Problems* p, T* out) {
-  return ReadYaml(n, path, p, out);
-}
-
 void Positive(const YAML::Node& n, const std::string& key, Problems* p, int* out) {
-  if (Read(n, key, p, out) && *out <= 0) p->Add(key, "must be > 0");
+  if (ReadYaml(n, key, p, out) && *out <= 0) p->Add(key, "must be > 0");
 }
 void NonNegative(const YAML::Node& n, const std::string& key, Problems* p, int* out) {
-  if (Read(n, key, p, out) && *out < 0) p->Add(key, "must be >= 0");
+  if (ReadYaml(n, key, p, out) && *out < 0) p->Add(key, "must be >= 0");
 }
 void Seconds(const YAML::Node& n, const std::string& key, Problems* p, double* out) {
-  if (Read(n, key, p, out) && !(*out > 0)) p->Add(key, "must be > 0 seconds");
+  if (ReadYaml(n, key, p, out) && !(*out > 0)) p->Add(key, "must be > 0 seconds");
 }
 void Size(const YAML::Node& n, const std::string& key, Problems* p, int64_t* out, int64_t min) {
   std::string text;
-  if (!Read(n, key, p, &text)) return;
+  if (!ReadYaml(n, key, p, &text)) return;
   auto v = ParseSize(text);
   if (!v) return p->Add(key, v.error().message());
   if (*v < min) return p->Add(key, "must be at least " + FormatSize(min));
@@ -43,14 +38,14 @@ using KeyReader = std::function<void(const YAML::Node&, Problems*, ServerConfig*
 
 const std::map<std::string, KeyReader>& Keys() {
   static const std::map<std::string, KeyReader> keys = {
-      {"listen", [](auto& n, auto* p, auto* c) { Read(n, "listen", p, &c->listen); }},
+      {"listen", [](auto& n, auto* p, auto* c) { ReadYaml(n, "listen", p, &c->listen); }},
       {"allow_remote",
-       [](auto& n, auto* p, auto* c) { Read(n, "allow_remote", p, &c->allow_remote); }},
+       [](auto& n, auto* p, auto* c) { ReadYaml(n, "allow_remote", p, &c->allow_remote); }},
       {"allowed_hosts",
-       [](auto& n, auto* p, auto* c) { Read(n, "allowed_hosts", p, &c->allowed_hosts); }},
-      {"api_key", [](auto& n, auto* p, auto* c) { Read(n, "api_key", p, &c->api_key); }},
+       [](auto& n, auto* p, auto* c) { ReadYaml(n, "allowed_hosts", p, &c->allowed_hosts); }},
+      {"api_key", [](auto& n, auto* p, auto* c) { ReadYaml(n, "api_key", p, &c->api_key); }},
       {"api_key_file",
-       [](auto& n, auto* p, auto* c) { Read(n, "api_key_file", p, &c->api_key_file); }},
+       [](auto& n, auto* p, auto* c) { ReadYaml(n, "api_key_file", p, &c->api_key_file); }},
       {"io_threads",
        [](auto& n, auto* p, auto* c) { Positive(n, "io_threads", p, &c->io_threads); }},
       {"max_header_bytes",
@@ -82,9 +77,10 @@ const std::map<std::string, KeyReader>& Keys() {
        [](auto& n, auto* p, auto* c) { NonNegative(n, "session_slots", p, &c->session_slots); }},
       {"shutdown_grace",
        [](auto& n, auto* p, auto* c) { Seconds(n, "shutdown_grace", p, &c->shutdown_grace); }},
-      {"access_log", [](auto& n, auto* p, auto* c) { Read(n, "access_log", p, &c->access_log); }},
+      {"access_log",
+       [](auto& n, auto* p, auto* c) { ReadYaml(n, "access_log", p, &c->access_log); }},
       {"metrics_need_key",
-       [](auto& n, auto* p, auto* c) { Read(n, "metrics_need_key", p, &c->metrics_need_key); }},
+       [](auto& n, auto* p, auto* c) { ReadYaml(n, "metrics_need_key", p, &c->metrics_need_key); }},
   };
   return keys;
 }

@@ -24,6 +24,7 @@ namespace {
 using aio::CmdStatus;
 using aio::CommandState;
 using aio::Ok;
+using aio::OptInt;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
@@ -44,8 +45,6 @@ const char* BashStatus(CmdStatus s) {
   }
   return "completed";
 }
-
-json OptInt(const std::optional<int>& v) { return v ? json(*v) : json(nullptr); }
 
 json BashResult(const std::string& session_id, const CommandState& st, size_t max_output) {
   return {{"session_id", session_id},

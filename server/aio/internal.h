@@ -14,6 +14,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,6 +39,11 @@ using runtime::sessions::RandomUuid;
 using runtime::sessions::SessionOptions;
 using runtime::sessions::ShellSession;
 using runtime::sessions::SteadyTime;
+
+// An exit code as JSON: null while there is none.
+inline nlohmann::json OptInt(const std::optional<int>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
 }  // namespace aio
 
 enum class SessionKind { kShell, kBash };

@@ -9,14 +9,13 @@ namespace {
 using aio::CmdStatus;
 using aio::CommandState;
 using aio::Ok;
+using aio::OptInt;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxIdChars = 256;
 constexpr size_t kConsoleRecords = 20;
 constexpr double kMaxWaitSeconds = 3600;
-
-json OptInt(const std::optional<int>& v) { return v ? json(*v) : json(nullptr); }
 
 std::string Cut(const std::string& s, bool truncate, size_t limit) {
   return truncate ? aio::MiddleTruncate(s, limit) : s;

@@ -19,10 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-ApiError Invalid(const std::string& field, const std::string& message, int status = 422) {
-  return ApiError{status, "invalid_field", field + ": " + message, field, {}};
-}
-
 // "limits.memory: expected a size ..." -> ("spec.limits.memory", the whole line). The
 // loader's lines carry "<origin>:<line>: " first; Validate()'s do not.
 std::pair<std::string, std::string> SpecProblem(std::string line) {
@@ -95,11 +91,11 @@ std::string HostPathProblem(const std::string& path, const std::string& base_dir
 }
 
 std::optional<ApiError> CheckSpecObject(const json& spec, const std::string& base_dir) {
-  if (!spec.is_object()) return Invalid("spec", "expected an object");
+  if (!spec.is_object()) return InvalidField("spec", "expected an object");
   const std::set<std::string> allowed(std::begin(kSpecKeys), std::end(kSpecKeys));
   for (const auto& [key, value] : spec.items()) {
     if (allowed.count(key) == 0) {
-      return Invalid(
+      return InvalidField(
           "spec." + key,
           "cannot be set over the API (allowed: hostname, user, workdir, env, "
           "namespaces, mounts, seccomp, limits, network; the rest is the daemon's config)");
@@ -109,8 +105,8 @@ std::optional<ApiError> CheckSpecObject(const json& spec, const std::string& bas
       spec["seccomp"].contains("profile") && spec["seccomp"]["profile"].is_string()) {
     const std::string profile = spec["seccomp"]["profile"].get<std::string>();
     if (!profile.empty() && profile[0] == '/') {
-      return Invalid("spec.seccomp.profile",
-                     "a host file cannot be named over the API; use a built-in profile name");
+      return InvalidField("spec.seccomp.profile",
+                          "a host file cannot be named over the API; use a built-in profile name");
     }
   }
   if (spec.contains("mounts") && spec["mounts"].is_array()) {
@@ -119,13 +115,17 @@ std::optional<ApiError> CheckSpecObject(const json& spec, const std::string& bas
       const std::string field = "spec.mounts[" + std::to_string(i++) + "].host_path";
       if (!m.is_object() || !m.contains("host_path") || !m["host_path"].is_string()) continue;
       std::string why = HostPathProblem(m["host_path"].get<std::string>(), base_dir);
-      if (!why.empty()) return Invalid(field, why);
+      if (!why.empty()) return InvalidField(field, why);
     }
   }
   return std::nullopt;
 }
 
 }  // namespace
+
+ApiError InvalidField(const std::string& field, const std::string& message, int status) {
+  return ApiError{status, "invalid_field", field + ": " + message, field, {}};
+}
 
 std::variant<json, ApiError> ParseBodyObject(const std::string& body) {
   auto parsed = ParseJsonInput(body, kHttpBodyJsonLimits);
@@ -168,18 +168,19 @@ std::variant<SandboxCreate, ApiError> ParseSandboxCreate(const std::string& body
   out.spec = base;
   for (const auto& [key, value] : j.items()) {
     if (key != "name" && key != "spec" && key != "idle_timeout") {
-      return Invalid(key, "unknown field (expected name, spec, idle_timeout)");
+      return InvalidField(key, "unknown field (expected name, spec, idle_timeout)");
     }
   }
   if (j.contains("name") && !j["name"].is_null()) {
-    if (!j["name"].is_string()) return Invalid("name", "expected a string");
+    if (!j["name"].is_string()) return InvalidField("name", "expected a string");
     out.name = j["name"].get<std::string>();
-    if (std::string why = SandboxNameProblem(out.name); !why.empty()) return Invalid("name", why);
+    if (std::string why = SandboxNameProblem(out.name); !why.empty())
+      return InvalidField("name", why);
   }
   if (j.contains("idle_timeout") && !j["idle_timeout"].is_null()) {
     const json& t = j["idle_timeout"];
     if (!t.is_number() || t.get<double>() < 0 || !std::isfinite(t.get<double>())) {
-      return Invalid("idle_timeout", "expected a number of seconds >= 0 (0 = never)");
+      return InvalidField("idle_timeout", "expected a number of seconds >= 0 (0 = never)");
     }
     out.idle_timeout_seconds = t.get<double>();
   }
@@ -200,26 +201,27 @@ namespace {
 
 std::optional<ApiError> ReadExecFields(const json& j, runtime::ExecRequest* r) {
   if (j.contains("env") && !j["env"].is_null()) {
-    if (!j["env"].is_object()) return Invalid("env", "expected an object of NAME: value strings");
+    if (!j["env"].is_object())
+      return InvalidField("env", "expected an object of NAME: value strings");
     for (const auto& [name, value] : j["env"].items()) {
-      if (!value.is_string()) return Invalid("env." + name, "expected a string");
+      if (!value.is_string()) return InvalidField("env." + name, "expected a string");
       // The CLI's -e check: the name's syntax, no NUL anywhere.
       auto kv = runtime::ParseEnvFlag(name + "=" + value.get<std::string>());
-      if (!kv) return Invalid("env." + name, kv.error().message());
+      if (!kv) return InvalidField("env." + name, kv.error().message());
       r->env.push_back(*kv);
     }
   }
   if (j.contains("workdir") && !j["workdir"].is_null()) {
-    if (!j["workdir"].is_string()) return Invalid("workdir", "expected a string");
+    if (!j["workdir"].is_string()) return InvalidField("workdir", "expected a string");
     r->workdir = j["workdir"].get<std::string>();
     if (r->workdir->empty() || (*r->workdir)[0] != '/') {
-      return Invalid("workdir", "must be an absolute path inside the sandbox");
+      return InvalidField("workdir", "must be an absolute path inside the sandbox");
     }
   }
   if (j.contains("timeout") && !j["timeout"].is_null()) {
     const json& t = j["timeout"];
     if (!t.is_number() || !std::isfinite(t.get<double>()) || t.get<double>() < 0) {
-      return Invalid("timeout", "expected seconds >= 0 (0 = no limit)");
+      return InvalidField("timeout", "expected seconds >= 0 (0 = no limit)");
     }
     r->timeout_seconds = t.get<double>();
   }
@@ -230,12 +232,12 @@ std::optional<ApiError> ReadExecFields(const json& j, runtime::ExecRequest* r) {
       bytes = o.get<int64_t>();
     } else if (o.is_string()) {
       auto size = runtime::ParseSize(o.get<std::string>());
-      if (!size) return Invalid("output_limit", size.error().message());
+      if (!size) return InvalidField("output_limit", size.error().message());
       bytes = *size;
     } else {
-      return Invalid("output_limit", "expected bytes (an integer) or a size like \"1m\"");
+      return InvalidField("output_limit", "expected bytes (an integer) or a size like \"1m\"");
     }
-    if (bytes <= 0) return Invalid("output_limit", "must be at least 1 byte");
+    if (bytes <= 0) return InvalidField("output_limit", "must be at least 1 byte");
     r->output_limit_bytes = bytes;
   }
   return std::nullopt;
@@ -253,13 +255,13 @@ std::variant<runtime::ExecRequest, ApiError> ParseExecRequest(const std::string&
                                               "workdir", "timeout", "output_limit"};
   for (const auto& [key, value] : j.items()) {
     if (kKeys.count(key) == 0 && !(stream && key == "stream")) {
-      return Invalid(key,
-                     "unknown field (expected argv or command, env, workdir, timeout, "
-                     "output_limit, stream)");
+      return InvalidField(key,
+                          "unknown field (expected argv or command, env, workdir, timeout, "
+                          "output_limit, stream)");
     }
   }
   if (stream && j.contains("stream") && !j["stream"].is_null()) {
-    if (!j["stream"].is_boolean()) return Invalid("stream", "expected true or false");
+    if (!j["stream"].is_boolean()) return InvalidField("stream", "expected true or false");
     *stream = j["stream"].get<bool>();
   }
   runtime::ExecRequest r;
@@ -267,23 +269,25 @@ std::variant<runtime::ExecRequest, ApiError> ParseExecRequest(const std::string&
   r.io.capture_output = true;
   const bool has_argv = j.contains("argv") && !j["argv"].is_null();
   const bool has_command = j.contains("command") && !j["command"].is_null();
-  if (has_argv == has_command) return Invalid("argv", "give exactly one of argv and command");
+  if (has_argv == has_command) return InvalidField("argv", "give exactly one of argv and command");
   if (has_argv) {
     const json& a = j["argv"];
-    if (!a.is_array() || a.empty()) return Invalid("argv", "expected a non-empty list of strings");
+    if (!a.is_array() || a.empty())
+      return InvalidField("argv", "expected a non-empty list of strings");
     for (size_t i = 0; i < a.size(); ++i) {
-      if (!a[i].is_string()) return Invalid("argv[" + std::to_string(i) + "]", "expected a string");
+      if (!a[i].is_string())
+        return InvalidField("argv[" + std::to_string(i) + "]", "expected a string");
       r.argv.push_back(a[i].get<std::string>());
     }
   } else {
     if (!j["command"].is_string() || j["command"].get<std::string>().empty()) {
-      return Invalid("command", "expected a non-empty string");
+      return InvalidField("command", "expected a non-empty string");
     }
     r.argv = {"/bin/bash", "-c", j["command"].get<std::string>()};
   }
   for (const std::string& a : r.argv) {
     if (a.find('\0') != std::string::npos) {
-      return Invalid(has_argv ? "argv" : "command", "must not contain a NUL byte");
+      return InvalidField(has_argv ? "argv" : "command", "must not contain a NUL byte");
     }
   }
   if (auto problem = ReadExecFields(j, &r)) return *problem;
@@ -297,25 +301,27 @@ std::variant<runtime::code::CodeRequest, ApiError> ParseCodeRequest(
   json& j = std::get<json>(parsed);
   static const std::set<std::string> kKeys = {"code", "lang", "timeout"};
   for (const auto& [key, value] : j.items()) {
-    if (kKeys.count(key) == 0) return Invalid(key, "unknown field (expected code, lang, timeout)");
+    if (kKeys.count(key) == 0)
+      return InvalidField(key, "unknown field (expected code, lang, timeout)");
   }
   runtime::code::CodeRequest r;
   r.sandbox = sandbox;
   r.policy = policy;
-  if (!j.contains("code") || !j["code"].is_string()) return Invalid("code", "expected a string");
+  if (!j.contains("code") || !j["code"].is_string())
+    return InvalidField("code", "expected a string");
   r.code = j["code"].get<std::string>();
   if (Status st = runtime::code::CheckCode(r.code); !st) {
-    return Invalid("code", st.error().message());
+    return InvalidField("code", st.error().message());
   }
   if (j.contains("lang") && !j["lang"].is_null()) {
     if (!j["lang"].is_string() || j["lang"].get<std::string>() != "python") {
-      return Invalid("lang", "expected \"python\" (the only language so far)");
+      return InvalidField("lang", "expected \"python\" (the only language so far)");
     }
   }
   if (j.contains("timeout") && !j["timeout"].is_null()) {
     const json& t = j["timeout"];
     if (!t.is_number() || !std::isfinite(t.get<double>()) || t.get<double>() < 0) {
-      return Invalid("timeout", "expected seconds >= 0 (0 = no limit)");
+      return InvalidField("timeout", "expected seconds >= 0 (0 = no limit)");
     }
     r.timeout_seconds = t.get<double>();
   }

@@ -30,6 +30,9 @@ struct ApiError {
   HttpResponse ToResponse() const;
 };
 
+// A refused field: `status` (422 unless said), code "invalid_field", "FIELD: MESSAGE".
+ApiError InvalidField(const std::string& field, const std::string& message, int status = 422);
+
 // What a caller may set over the API, and what only the daemon's config may: host-side
 // choices (rootfs, the thread directories, cgroups, unsafe.*) are refused; mounts must
 // name host directories under sandbox.base_dir (absolute, normalized, no symlink); a

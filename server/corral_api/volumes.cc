@@ -17,10 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-ApiError Invalid(const std::string& field, const std::string& message) {
-  return ApiError{422, "invalid_field", field + ": " + message, field, {}};
-}
-
 // {"name": "data", "size": "1G" | 1073741824 | null}
 std::variant<std::pair<std::string, std::optional<int64_t>>, ApiError> ParseVolumeCreate(
     const std::string& body) {
@@ -28,13 +24,14 @@ std::variant<std::pair<std::string, std::optional<int64_t>>, ApiError> ParseVolu
   if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
   const json& j = std::get<json>(parsed);
   for (const auto& [key, value] : j.items()) {
-    if (key != "name" && key != "size") return Invalid(key, "unknown field (expected name, size)");
+    if (key != "name" && key != "size")
+      return InvalidField(key, "unknown field (expected name, size)");
   }
   if (!j.contains("name") || !j["name"].is_string()) {
-    return Invalid("name", "required: the volume's name (a string)");
+    return InvalidField("name", "required: the volume's name (a string)");
   }
   std::string name = j["name"].get<std::string>();
-  if (!runtime::IsValidVolumeName(name)) return Invalid("name", runtime::kVolumeNameRule);
+  if (!runtime::IsValidVolumeName(name)) return InvalidField("name", runtime::kVolumeNameRule);
   std::optional<int64_t> size;
   if (j.contains("size") && !j["size"].is_null()) {
     const json& s = j["size"];
@@ -42,10 +39,10 @@ std::variant<std::pair<std::string, std::optional<int64_t>>, ApiError> ParseVolu
       size = s.get<int64_t>();
     } else if (s.is_string()) {
       auto bytes = runtime::ParseSize(s.get<std::string>());
-      if (!bytes) return Invalid("size", bytes.error().message());
+      if (!bytes) return InvalidField("size", bytes.error().message());
       size = *bytes;
     } else {
-      return Invalid("size", "expected a size: bytes, or a string such as \"1G\"");
+      return InvalidField("size", "expected a size: bytes, or a string such as \"1G\"");
     }
   }
   return std::make_pair(std::move(name), size);
@@ -95,7 +92,7 @@ void CorralApi::InspectVolume(const std::string& name, Reply reply) {
 void CorralApi::RemoveVolume(const std::string& name, const HttpRequest& request, Reply reply) {
   const std::string* force_text = request.Query("force");
   if (force_text && *force_text != "true" && *force_text != "false") {
-    return reply(Invalid("force", "expected true or false").ToResponse());
+    return reply(InvalidField("force", "expected true or false").ToResponse());
   }
   const bool force = force_text && *force_text == "true";
   OnWorker(std::move(reply), [name, force] {

@@ -188,7 +188,7 @@ std::string ReadAll(int fd) {
   return out;
 }
 
-std::string ReadFile(const std::string& path) {
+std::string FileText(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
@@ -258,7 +258,7 @@ class NetProxyTest : public LeakCheckedTest {
     if (proxy_ > 0) {
       ::kill(proxy_, SIGTERM);
       EXPECT_EQ(WaitProxy(10s), 0) << "corral-netproxy did not exit 0 on SIGTERM\n"
-                                   << ReadFile(dir_.Join("stderr"));
+                                   << FileText(dir_.Join("stderr"));
     }
   }
 
@@ -308,7 +308,7 @@ class NetProxyTest : public LeakCheckedTest {
       if (n <= 0) break;
       line.append(buf, static_cast<size_t>(n));
     }
-    ASSERT_EQ(line, "ready\n") << ReadFile(dir_.Join("stderr"));
+    ASSERT_EQ(line, "ready\n") << FileText(dir_.Join("stderr"));
   }
 
   // The proxy's exit code once it has ended (-1: still running after `limit`, then killed).
@@ -361,7 +361,7 @@ class NetProxyTest : public LeakCheckedTest {
 
   std::vector<nlohmann::json> LogLines() {
     std::vector<nlohmann::json> lines;
-    std::istringstream in(ReadFile(LogPath()));
+    std::istringstream in(FileText(LogPath()));
     for (std::string line; std::getline(in, line);) {
       lines.push_back(nlohmann::json::parse(line, nullptr, false));
       EXPECT_FALSE(lines.back().is_discarded()) << line;
@@ -551,8 +551,8 @@ TEST_F(NetProxyTest, SummaryAndLogRecordTheDecisionsAndItExitsOnSigterm) {
   AskDns("unknown.test", 1);
   ::kill(proxy_, SIGTERM);
   ASSERT_EQ(WaitProxy(10s), 0);
-  nlohmann::json summary = nlohmann::json::parse(ReadFile(SummaryPath()), nullptr, false);
-  ASSERT_TRUE(summary.is_object()) << ReadFile(SummaryPath());
+  nlohmann::json summary = nlohmann::json::parse(FileText(SummaryPath()), nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << FileText(SummaryPath());
   EXPECT_EQ(summary["mode"], "allowlist");
   EXPECT_EQ(summary["connections"], 2) << summary;
   EXPECT_EQ(summary["allowed"], 1) << summary;
@@ -604,7 +604,7 @@ TEST_F(NetProxyTest, ByteCapCutsTheConnectionAndRefusesNewOnes) {
   EXPECT_TRUE(Logged({{"event", "close"}, {"reason", "byte limit"}}));
   ::kill(proxy_, SIGTERM);
   ASSERT_EQ(WaitProxy(10s), 0);
-  nlohmann::json summary = nlohmann::json::parse(ReadFile(SummaryPath()), nullptr, false);
+  nlohmann::json summary = nlohmann::json::parse(FileText(SummaryPath()), nullptr, false);
   ASSERT_TRUE(summary.is_object());
   EXPECT_LE(summary["bytes_in"].get<int64_t>() + summary["bytes_out"].get<int64_t>(), 100000)
       << summary;

@@ -12,6 +12,7 @@
 #include "base/files.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_user.h"
 
 namespace corral::test {
 namespace {
@@ -25,13 +26,6 @@ std::vector<std::vector<long>> ParseIdMap(const std::string& text) {
   long inside, outside, count;
   while (in >> inside >> outside >> count) lines.push_back({inside, outside, count});
   return lines;
-}
-
-// Whether the host has the memory controller on cgroup v2 (else: v1 or hybrid, where no
-// unprivileged user can have memory/cpu/pids limits).
-bool MemoryOnCgroupV2() {
-  auto controllers = ReadFile("/sys/fs/cgroup/cgroup.controllers");
-  return controllers && controllers->find("memory") != std::string::npos;
 }
 
 class RootlessTest : public JailTest {};

@@ -32,7 +32,7 @@ const std::string kHostileRaw =
     "b\x1b]0;pwned\x1b\\c\x1bP+q544e\x1b\\d"
     "\x1b_Gf=1\x1b\\e\x1b[2J\x1b[31mred\x1b[0m gr\xc3\xbcn\x07\n";
 
-std::string ReadFile(const std::string& path) {
+std::string FileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
@@ -112,7 +112,7 @@ TEST_F(RunStdioTest, OutputToAFileIsByteIdenticalAndShowsNoHostPath) {
   auto r = Shell(CorralBinary() + " run --pool off -- printf " + Quoted(kHostile) + " > " + out);
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->exit_code, 0) << r->Describe();
-  EXPECT_EQ(ReadFile(out), kHostileRaw);
+  EXPECT_EQ(FileBytes(out), kHostileRaw);
 }
 
 TEST_F(RunStdioTest, FileRedirectsShowNoHostPathInside) {
@@ -126,7 +126,7 @@ TEST_F(RunStdioTest, FileRedirectsShowNoHostPathInside) {
             oe + " 2>&1");
   ASSERT_TRUE(r) << r.error().message();
   for (const std::string& f : {o, e, oe}) {
-    std::string text = ReadFile(f);
+    std::string text = FileBytes(f);
     EXPECT_EQ(text.find(dir.path()), std::string::npos) << f << ": " << text;
     EXPECT_EQ(text.find("/etc/hostname"), std::string::npos) << f << ": " << text;
     EXPECT_EQ(text.rfind("pipe:", 0), 0u) << f << ": " << text;
@@ -144,7 +144,7 @@ TEST_F(RunStdioTest, RelayedFilesLoseNoDataAndKeepTheExitStatus) {
                  in + " > " + out);
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->exit_code, 7) << r->Describe();
-  std::string got = ReadFile(out), want = ReadFile(expect);
+  std::string got = FileBytes(out), want = FileBytes(expect);
   EXPECT_EQ(got.size(), want.size());
   EXPECT_TRUE(got == want);
 }
@@ -156,7 +156,7 @@ TEST_F(RunStdioTest, ExecRelaysTooForFilesAndTerminals) {
   auto r =
       Shell(CorralBinary() + " exec --pool off " + name + " -- readlink /proc/self/fd/1 > " + out);
   ASSERT_TRUE(r) << r.error().message();
-  EXPECT_EQ(ReadFile(out).rfind("pipe:", 0), 0u) << ReadFile(out);
+  EXPECT_EQ(FileBytes(out).rfind("pipe:", 0), 0u) << FileBytes(out);
   RunOptions pty;
   pty.use_pty = true;
   auto t = RunCorral({"exec", "--pool", "off", name, "--", "printf", kHostile}, pty);

@@ -16,16 +16,12 @@
 #include "base/scope_guard.h"
 #include "tests/support/jail_test.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_user.h"
 
 namespace corral::test {
 namespace {
 
 using nlohmann::json;
-
-bool MemoryOnCgroupV2() {
-  auto controllers = ReadFile("/sys/fs/cgroup/cgroup.controllers");
-  return controllers && controllers->find("memory") != std::string::npos;
-}
 
 // The pid namespace a process is in ("pid:[4026532...]"), or "" once it is gone.
 std::string PidNamespaceOf(pid_t pid) {

@@ -22,37 +22,40 @@ using nlohmann::json;
 using std::string_literals::operator""s;
 
 const std::string kNul = "\0"s;
-const std::string kWs = "/mnt/user-data/workspace";
+const std::string kWorkspace = "/mnt/user-data/workspace";
 
 TEST_F(ToolsJailTest, JailToolsRefuseANulInAPath) {
-  ASSERT_EQ(Call("write_file", {{"path", kWs + "/ok.txt"}, {"content", "SAFE\n"}}).text, "OK");
-  const std::string cut = kWs + "/ok.txt" + kNul + "/../../x";
+  ASSERT_EQ(Call("write_file", {{"path", kWorkspace + "/ok.txt"}, {"content", "SAFE\n"}}).text,
+            "OK");
+  const std::string cut = kWorkspace + "/ok.txt" + kNul + "/../../x";
   const std::string refused = "Error: parameter 'path' must not contain a NUL byte";
   EXPECT_EQ(Call("read_file", {{"path", cut}}).text, refused);
-  EXPECT_EQ(Call("write_file", {{"path", kWs + "/new.txt" + kNul + ".sh"}, {"content", "x"}}).text,
-            refused);
-  EXPECT_EQ(Call("ls", {{"path", kWs + kNul + "/../../.."}}).text, refused);
+  EXPECT_EQ(
+      Call("write_file", {{"path", kWorkspace + "/new.txt" + kNul + ".sh"}, {"content", "x"}}).text,
+      refused);
+  EXPECT_EQ(Call("ls", {{"path", kWorkspace + kNul + "/../../.."}}).text, refused);
   EXPECT_EQ(Call("grep", {{"path", cut}, {"pattern", "SAFE"}}).text, refused);
   EXPECT_EQ(Call("bash", {{"command", "echo a" + kNul + "b"}}).text,
             "Error: parameter 'command' must not contain a NUL byte");
-  EXPECT_EQ(Bash("ls " + kWs), "ok.txt\n") << "a truncated name was created";
+  EXPECT_EQ(Bash("ls " + kWorkspace), "ok.txt\n") << "a truncated name was created";
 }
 
 TEST_F(ToolsJailTest, TheJailSandboxRefusesANulBelowTheTools) {
-  ASSERT_EQ(Call("write_file", {{"path", kWs + "/ok.txt"}, {"content", "SAFE\n"}}).text, "OK");
+  ASSERT_EQ(Call("write_file", {{"path", kWorkspace + "/ok.txt"}, {"content", "SAFE\n"}}).text,
+            "OK");
   auto id = service_->provider().Acquire("t1", "alice");
   ASSERT_TRUE(id) << id.error().message();
   std::shared_ptr<runtime::Sandbox> sb = service_->provider().Get(*id);
   ASSERT_TRUE(sb);
-  const std::string cut = kWs + "/ok.txt" + kNul + "/../../x";
+  const std::string cut = kWorkspace + "/ok.txt" + kNul + "/../../x";
   auto read = sb->ReadFile(cut, std::nullopt, std::nullopt);
   ASSERT_FALSE(read) << "read " << *read;
   EXPECT_EQ(read.error().code, runtime::SandboxErrc::kInvalidArgument);
   EXPECT_EQ(read.error().message, "path must not contain a NUL byte");
-  auto write = sb->WriteFile(kWs + "/new.txt" + kNul + ".sh", "x", false);
+  auto write = sb->WriteFile(kWorkspace + "/new.txt" + kNul + ".sh", "x", false);
   ASSERT_FALSE(write);
   EXPECT_EQ(write.error().message, "path must not contain a NUL byte");
-  auto list = sb->ListDir(kWs + kNul + "/..", 2);
+  auto list = sb->ListDir(kWorkspace + kNul + "/..", 2);
   ASSERT_FALSE(list);
   EXPECT_EQ(list.error().message, "path must not contain a NUL byte");
   auto grep = sb->Grep(cut, "SAFE", {});
@@ -62,7 +65,7 @@ TEST_F(ToolsJailTest, TheJailSandboxRefusesANulBelowTheTools) {
   ASSERT_FALSE(exec);
   EXPECT_EQ(exec.error().message, "env name must not contain a NUL byte");
   service_->provider().Release(*id);
-  EXPECT_EQ(Bash("ls " + kWs), "ok.txt\n");
+  EXPECT_EQ(Bash("ls " + kWorkspace), "ok.txt\n");
 }
 
 class ToolsNulCliTest : public LeakCheckedTest {};
@@ -77,13 +80,13 @@ TEST_F(ToolsNulCliTest, CorralToolArgsWithANulAreRefused) {
                       "t1", "--args", args},
                      options);
   };
-  auto w = tool("write_file", R"({"path":")" + kWs + R"(/ok.txt","content":"SAFE\n"})");
+  auto w = tool("write_file", R"({"path":")" + kWorkspace + R"(/ok.txt","content":"SAFE\n"})");
   ASSERT_TRUE(w && w->exit_code == 0) << (w ? w->Describe() : w.error().message());
-  auto r = tool("read_file", R"({"path":")" + kWs + R"(/ok.txt\u0000/../../x"})");
+  auto r = tool("read_file", R"({"path":")" + kWorkspace + R"(/ok.txt\u0000/../../x"})");
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->exit_code, 1) << r->Describe();
   EXPECT_EQ(r->out, "Error: parameter 'path' must not contain a NUL byte") << r->Describe();
-  auto c = tool("write_file", R"({"path":")" + kWs + R"(/new.txt\u0000.sh","content":"x"})");
+  auto c = tool("write_file", R"({"path":")" + kWorkspace + R"(/new.txt\u0000.sh","content":"x"})");
   ASSERT_TRUE(c) << c.error().message();
   EXPECT_EQ(c->exit_code, 1) << c->Describe();
   EXPECT_NE(

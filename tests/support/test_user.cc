@@ -2,6 +2,7 @@
 
 #include <pwd.h>
 
+#include "base/files.h"
 #include "tests/support/run_corral.h"
 
 namespace corral::test {
@@ -43,6 +44,11 @@ std::vector<std::string> AsTestUser(const TestUser& user, const std::string& pro
                                    program};
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
+}
+
+bool MemoryOnCgroupV2() {
+  auto controllers = ReadFile("/sys/fs/cgroup/cgroup.controllers");
+  return controllers && controllers->find("memory") != std::string::npos;
 }
 
 }  // namespace corral::test

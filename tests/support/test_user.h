@@ -32,4 +32,8 @@ std::vector<std::string> AsTestUser(const TestUser& user, const std::string& pro
 
 inline constexpr char kSetprivBinary[] = "/usr/bin/setpriv";
 
+// Whether the host has the memory controller on cgroup v2 (else: v1 or hybrid, where no
+// unprivileged user can have memory/cpu/pids limits).
+bool MemoryOnCgroupV2();
+
 }  // namespace corral::test

@@ -15,6 +15,7 @@
 #include "runtime/spec/server_config.h"
 #include "runtime/spec/spec_json.h"
 #include "tests/support/temp_dir.h"
+#include "tests/unit/config_text.h"
 
 namespace corral::runtime {
 namespace {
@@ -32,21 +33,10 @@ MountSpec Bind(const std::string& host, const std::string& container, bool read_
   return m;
 }
 
-const std::string kExamplePath = std::string(CORRAL_SOURCE_DIR) + "/sandbox.example.yaml";
+const std::string kDesignExamplePath = std::string(CORRAL_SOURCE_DIR) + "/sandbox.example.yaml";
 
-std::string LoadError(const std::string& yaml) {
-  JailSpec spec;
-  Status s = LoadConfigText(yaml, "t.yaml", &spec);
-  if (s) return "(loaded without error)";
-  EXPECT_EQ(s.error().code(), ErrorCode::kInvalidArgument);
-  return s.error().message();
-}
-
-JailSpec Load(const std::string& yaml, JailSpec spec = {}) {
-  Status s = LoadConfigText(yaml, "t.yaml", &spec);
-  EXPECT_TRUE(s) << s.error().message();
-  return spec;
-}
+using config_text::Load;
+using config_text::LoadError;
 
 // The design's defaults over corral's: what a design-shaped file with nothing else gives.
 JailSpec DesignDefaults() {
@@ -141,7 +131,7 @@ TEST_F(ConfigDesign, CorralsOwnFormKeepsCorralsDefaults) {
 
 TEST_F(ConfigDesign, ExampleFileIsTheDesignDefaults) {
   JailSpec spec;
-  Status s = LoadConfigFile(kExamplePath, &spec);
+  Status s = LoadConfigFile(kDesignExamplePath, &spec);
   ASSERT_TRUE(s) << s.error().message();
   EXPECT_EQ(SpecToJson(spec), SpecToJson(DesignDefaults()));
 }

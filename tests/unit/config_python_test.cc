@@ -4,20 +4,15 @@
 #include <gtest/gtest.h>
 
 #include "runtime/spec/config.h"
+#include "tests/unit/config_text.h"
 
 namespace corral::runtime {
 namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kExamplePath = std::string(CORRAL_SOURCE_DIR) + "/config.example.yaml";
-
-std::string LoadError(const std::string& yaml) {
-  JailSpec spec;
-  Status s = LoadConfigText(yaml, "t.yaml", &spec);
-  if (s) return "(loaded without error)";
-  return s.error().message();
-}
+using config_text::kExamplePath;
+using config_text::LoadError;
 
 TEST(ConfigPython, ExampleFileSpellsOutTheDefaults) {
   JailSpec spec;

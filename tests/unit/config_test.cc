@@ -9,6 +9,7 @@
 
 #include "base/files.h"
 #include "tests/support/temp_dir.h"
+#include "tests/unit/config_text.h"
 
 namespace corral::runtime {
 namespace {
@@ -62,7 +63,8 @@ std::string Dump(const JailSpec& s) {
   return o.str();
 }
 
-const std::string kExamplePath = std::string(CORRAL_SOURCE_DIR) + "/config.example.yaml";
+using config_text::kExamplePath;
+using config_text::LoadError;
 
 // Sets every key to something other than its default.
 const char* const kEveryKey = R"(
@@ -88,14 +90,6 @@ landlock: {enabled: true, tcp: false, omit: [/y]}
 unsafe: {allow_root: true, allow_missing_limits: true, allow_unconfined_seccomp: true,
          host_network: true, network_resolve: {pypi.test: 127.0.0.1}}
 )";
-
-std::string LoadError(const std::string& yaml) {
-  JailSpec spec;
-  Status s = LoadConfigText(yaml, "t.yaml", &spec);
-  if (s) return "(loaded without error)";
-  EXPECT_EQ(s.error().code(), ErrorCode::kInvalidArgument);
-  return s.error().message();
-}
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;

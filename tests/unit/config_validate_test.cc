@@ -10,6 +10,7 @@
 #include "jail/seccomp.h"
 #include "runtime/spec/config.h"
 #include "tests/support/temp_dir.h"
+#include "tests/unit/config_text.h"
 
 namespace corral::runtime {
 namespace {
@@ -17,13 +18,9 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-const std::string kExamplePath = std::string(CORRAL_SOURCE_DIR) + "/config.example.yaml";
+using config_text::kExamplePath;
 
-JailSpec ValidSpec() {
-  JailSpec spec;
-  spec.argv = {"/bin/true"};
-  return spec;
-}
+using config_text::ValidSpec;
 
 // Exactly one problem, for `field`; returns it for further checks.
 std::string OneProblem(const JailSpec& spec, const std::string& field) {

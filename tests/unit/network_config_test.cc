@@ -13,6 +13,7 @@
 #include "runtime/run/planner.h"
 #include "runtime/spec/config.h"
 #include "runtime/spec/spec_json.h"
+#include "tests/unit/config_text.h"
 
 namespace corral::runtime {
 namespace {
@@ -25,19 +26,8 @@ using ::testing::StartsWith;
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 using Strings = std::vector<std::string>;
 
-JailSpec Load(const std::string& yaml) {
-  JailSpec spec;
-  Status s = LoadConfigText(yaml, "t.yaml", &spec);
-  EXPECT_TRUE(s) << yaml << "\n" << s.error().message();
-  return spec;
-}
-
-std::string LoadError(const std::string& yaml, JailSpec spec = {}) {
-  Status s = LoadConfigText(yaml, "t.yaml", &spec);
-  if (s) return "(loaded without error)";
-  EXPECT_EQ(s.error().code(), ErrorCode::kInvalidArgument);
-  return s.error().message();
-}
+using config_text::Load;
+using config_text::LoadError;
 
 // ---- The config file ----
 
@@ -244,11 +234,7 @@ TEST(NetworkConfig, KeyPathsAreKnown) {
 
 // ---- Validate ----
 
-JailSpec ValidSpec() {
-  JailSpec spec;
-  spec.argv = {"/bin/true"};
-  return spec;
-}
+using config_text::ValidSpec;
 
 JailSpec Allowlist(Strings allow) {
   JailSpec spec = ValidSpec();

@@ -50,7 +50,7 @@ uint32_t Eval(const SeccompProgram& program, int nr, Args args = {},
   return *action;
 }
 
-const SeccompProgram& Profile(const std::string& name) {
+const SeccompProgram& CompiledProfile(const std::string& name) {
   static auto* cache = new std::map<std::string, SeccompProgram>;
   auto it = cache->find(name);
   if (it != cache->end()) return it->second;
@@ -145,7 +145,7 @@ constexpr Args kArgPatterns[] = {
 class BuiltinProfiles : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(BuiltinProfiles, RefuseWhatAgentsMustNotDo) {
-  const SeccompProgram& program = Profile(GetParam());
+  const SeccompProgram& program = CompiledProfile(GetParam());
   for (int nr : kForbidden) {
     for (const Args& args : kArgPatterns) {
       EXPECT_EQ(Eval(program, nr, args), Errno(EPERM)) << GetParam() << ": syscall " << nr;
@@ -154,7 +154,7 @@ TEST_P(BuiltinProfiles, RefuseWhatAgentsMustNotDo) {
 }
 
 TEST_P(BuiltinProfiles, KillOtherAbis) {
-  const SeccompProgram& program = Profile(GetParam());
+  const SeccompProgram& program = CompiledProfile(GetParam());
   EXPECT_EQ(Eval(program, 20, {}, AUDIT_ARCH_I386), kKillProcess);  // int 0x80 getpid
   EXPECT_EQ(Eval(program, 0x40000000 | SYS_getpid), kKillProcess);  // x32
   EXPECT_EQ(Eval(program, 0x40000000 | SYS_read), kKillProcess);
@@ -163,7 +163,7 @@ TEST_P(BuiltinProfiles, KillOtherAbis) {
 }
 
 TEST_P(BuiltinProfiles, CloneOnlyWithoutNamespaces) {
-  const SeccompProgram& program = Profile(GetParam());
+  const SeccompProgram& program = CompiledProfile(GetParam());
   EXPECT_EQ(Eval(program, SYS_clone, {SIGCHLD}), kAllow);
   const uint64_t thread = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
                           CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
@@ -182,7 +182,7 @@ TEST_P(BuiltinProfiles, CloneOnlyWithoutNamespaces) {
 
 // The kernel reads an ioctl command as 32 bits, so the denial compares the low 32 bits.
 TEST_P(BuiltinProfiles, IoctlAllowedButNotTerminalInjection) {
-  const SeccompProgram& program = Profile(GetParam());
+  const SeccompProgram& program = CompiledProfile(GetParam());
   for (uint64_t cmd : {0x5401ULL /* TCGETS */, 0x541BULL /* FIONREAD */,
                        0x80045430ULL /* TIOCGPTN */, 0xC0186201ULL, 0ULL, 0xFFFFFFFFULL}) {
     EXPECT_EQ(Eval(program, SYS_ioctl, {0, cmd}), kAllow) << std::hex << cmd;
@@ -197,7 +197,7 @@ TEST_P(BuiltinProfiles, IoctlAllowedButNotTerminalInjection) {
 INSTANTIATE_TEST_SUITE_P(Seccomp, BuiltinProfiles, ::testing::Values("default", "strict"));
 
 TEST(DefaultProfileContent, EverydaySyscallsAllowed) {
-  const SeccompProgram& program = Profile("default");
+  const SeccompProgram& program = CompiledProfile("default");
   for (int nr : {SYS_read,         SYS_write,
                  SYS_openat,       SYS_close,
                  SYS_newfstatat,   SYS_statx,
@@ -221,7 +221,7 @@ TEST(DefaultProfileContent, EverydaySyscallsAllowed) {
 }
 
 TEST(DefaultProfileContent, SocketFamilies) {
-  const SeccompProgram& program = Profile("default");
+  const SeccompProgram& program = CompiledProfile("default");
   for (uint64_t family : {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK}) {
     EXPECT_EQ(Eval(program, SYS_socket, {family, SOCK_STREAM}), kAllow) << family;
     EXPECT_EQ(Eval(program, SYS_socket, {(1ULL << 32) | family}), Errno(EPERM)) << family;
@@ -237,7 +237,7 @@ TEST(DefaultProfileContent, SocketFamilies) {
 // Netlink is decided per protocol: NETLINK_ROUTE (getifaddrs, AI_ADDRCONFIG, ip) only.
 // Every other protocol gets EPROTONOSUPPORT, the kernel's answer for a protocol it lacks.
 TEST(DefaultProfileContent, NetlinkOnlyRoute) {
-  const SeccompProgram& program = Profile("default");
+  const SeccompProgram& program = CompiledProfile("default");
   constexpr uint64_t kRaw = SOCK_RAW, kCloexecRaw = SOCK_RAW | SOCK_CLOEXEC;
   EXPECT_EQ(Eval(program, SYS_socket, {AF_NETLINK, kCloexecRaw, 0}), kAllow);
   EXPECT_EQ(Eval(program, SYS_socket, {AF_NETLINK, SOCK_DGRAM, 0}), kAllow);
@@ -265,7 +265,7 @@ TEST(DefaultProfileContent, NetlinkOnlyRoute) {
 // profile's EPERM, whatever the type and protocol: AF_PACKET, AF_KEY, AF_ALG, AF_VSOCK, AF_XDP,
 // AF_BLUETOOTH, AF_CAN, AF_TIPC, AF_RDS, AF_KCM, AF_SMC, AF_MCTP, ... (0 .. AF_MAX and beyond).
 TEST(DefaultProfileContent, EveryOtherSocketFamilyRefused) {
-  const SeccompProgram& program = Profile("default");
+  const SeccompProgram& program = CompiledProfile("default");
   for (uint64_t family = 0; family < 64; ++family) {
     if (family == AF_UNIX || family == AF_INET || family == AF_INET6 || family == AF_NETLINK) {
       continue;
@@ -280,7 +280,7 @@ TEST(DefaultProfileContent, EveryOtherSocketFamilyRefused) {
 }
 
 TEST(DefaultProfileContent, OnlyHarmlessPersonalities) {
-  const SeccompProgram& program = Profile("default");
+  const SeccompProgram& program = CompiledProfile("default");
   for (uint64_t persona : {0x0ULL, 0x8ULL, 0x20000ULL, 0x20008ULL, 0xFFFFFFFFULL}) {
     EXPECT_EQ(Eval(program, SYS_personality, {persona}), kAllow) << std::hex << persona;
   }
@@ -291,8 +291,8 @@ TEST(DefaultProfileContent, OnlyHarmlessPersonalities) {
 }
 
 TEST(StrictProfileContent, SmallerThanDefault) {
-  const SeccompProgram& strict = Profile("strict");
-  const SeccompProgram& def = Profile("default");
+  const SeccompProgram& strict = CompiledProfile("strict");
+  const SeccompProgram& def = CompiledProfile("default");
   for (int nr = 0; nr < 512; ++nr) {
     if (Eval(strict, nr) == kAllow) {
       EXPECT_EQ(Eval(def, nr), kAllow) << "syscall " << nr;
@@ -310,7 +310,7 @@ TEST(StrictProfileContent, SmallerThanDefault) {
 // Prints the figures quoted in seccomp-profiles/README.md.
 TEST(BuiltinProfileFigures, Report) {
   for (const char* name : {"default", "strict"}) {
-    const SeccompProgram& program = Profile(name);
+    const SeccompProgram& program = CompiledProfile(name);
     int always = 0, sometimes = 0;
     for (int nr = 0; nr < 1024; ++nr) {
       int allowed = 0;
@@ -429,7 +429,7 @@ TEST(SeccompSemantics, IncludesAndExcludes) {
 
 TEST(SeccompAllowsOutright, TheBuiltInProfilesAllowEverythingAWaitingSlotStillCalls) {
   for (const char* name : {"default", "strict", "unconfined"}) {
-    EXPECT_TRUE(SeccompAllowsOutright(Profile(name), kSlotSyscallsAfterSeccomp)) << name;
+    EXPECT_TRUE(SeccompAllowsOutright(CompiledProfile(name), kSlotSyscallsAfterSeccomp)) << name;
   }
 }
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "base/fnv1a.h"
 #include "base/json_input.h"
 #include "tools/providers/aio_sandbox.h"
 #include "tools/providers/http_client.h"
@@ -15,11 +16,6 @@ using nlohmann::json;
 
 // How long a new sandbox may take to answer GET v1/sandbox (DeerFlow waits 60 s).
 constexpr double kReadySeconds = 60;
-
-uint64_t Fnv1a(const std::string& s, uint64_t h) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
 
 std::string Trim(std::string url) {
   while (!url.empty() && url.back() == '/') url.pop_back();
@@ -45,8 +41,7 @@ std::string AioSandboxProvider::IdFor(const ThreadDirs& dirs) const {
   // Stable per (user, thread) and within the provisioner's id syntax [A-Za-z0-9_-]{1,64}.
   std::string key = dirs.user_id + ":" + dirs.thread_id;
   char hex[24];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(Fnv1a(key, 14695981039346656037ULL)));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(Fnv1a(key)));
   return std::string("aio-") + hex;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/fnv1a.h"
 #include "base/unique_fd.h"
 
 namespace corral::runtime {
@@ -48,15 +49,6 @@ std::vector<std::string> SubDirs(const std::string& path) {
   ::closedir(d);
   std::sort(out.begin(), out.end());
   return out;
-}
-
-uint64_t Fnv1a(const std::string& s, uint64_t seed) {
-  uint64_t h = seed;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
 }
 
 }  // namespace
@@ -125,8 +117,7 @@ std::string JailSandboxName(const std::string& base_dir, const std::string& user
   // of an id: "base\nuser:thread" is unambiguous.
   std::string key = base + "\n" + user_id + ":" + thread_id;
   char hex[40];
-  std::snprintf(hex, sizeof hex, "%016llx%016llx",
-                static_cast<unsigned long long>(Fnv1a(key, 14695981039346656037ULL)),
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(Fnv1a(key)),
                 static_cast<unsigned long long>(Fnv1a(key, 0x9e3779b97f4a7c15ULL)));
   return std::string("th-") + hex;
 }
