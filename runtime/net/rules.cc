@@ -166,7 +166,13 @@ bool Rule::MatchesPort(uint16_t p) const {
 
 std::string NormalizeHost(std::string_view host) {
   std::string h(host);
-  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  // Brackets wrap an IP literal only (a URL's "[::1]"). Around anything else they are part
+  // of the text, which is then no host name: stripping them would let a query for the DNS
+  // name "[x]" be judged as "x" (found by fuzz_netproxy_dns).
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') {
+    auto ip = IpAddress::Parse(h.substr(1, h.size() - 2));
+    return ip ? ip->ToString() : std::string();
+  }
   if (auto ip = IpAddress::Parse(h)) return ip->ToString();
   if (!h.empty() && h.back() == '.') h.pop_back();
   std::transform(h.begin(), h.end(), h.begin(),

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/net/policy.h"
+#include "runtime/net/rules.h"
 
 namespace corral::runtime::net {
 namespace {
@@ -133,6 +134,16 @@ TEST(NetPolicyTest, StarMeansPublicAddressesOnly) {
   }
   EXPECT_EQ(ForbiddenRange(Ip("172.32.0.1")), "");
   EXPECT_EQ(ForbiddenRange(Ip("8.8.8.8")), "");
+}
+
+// Brackets wrap an IP literal only: a query for the DNS name "[x]" is not judged as "x"
+// (a fuzz_netproxy_dns finding).
+TEST(NetPolicyTest, BracketsAroundANameAreNotStripped) {
+  EXPECT_EQ(NormalizeHost("[::1]"), "::1");
+  EXPECT_EQ(NormalizeHost("[10.0.0.1]"), "10.0.0.1");
+  EXPECT_EQ(NormalizeHost("[xampl]"), "");
+  EXPECT_EQ(NormalizeHost("[example.com]"), "");
+  EXPECT_EQ(NormalizeHost("Example.COM."), "example.com");
 }
 
 TEST(NetPolicyTest, IpLiteralsNeedACidrRule) {
