@@ -14,9 +14,9 @@ struct Hint {
 };
 
 constexpr std::string_view kCommands[] = {
-    "run",     "create", "exec",    "cp",    "ps",     "stats",  "inspect", "logs",  "rm",
-    "reap",    "pause",  "resume",  "diff",  "commit", "volume", "pool",    "check", "tool",
-    "threads", "bench",  "version", "serve", "code",   "setup",  "config"};
+    "run",   "create", "exec",    "cp",    "ps",      "stats",    "inspect", "logs",   "rm",
+    "reap",  "pause",  "resume",  "diff",  "commit",  "snapshot", "fork",    "volume", "pool",
+    "check", "tool",   "threads", "bench", "version", "serve",    "code",    "setup",  "config"};
 
 constexpr std::string_view kNoImages =
     "corral has no images: it runs the host's binaries, or a directory tree given with "

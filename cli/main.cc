@@ -34,6 +34,7 @@ void AddCommands(CLI::App& app, std::string_view first_arg, int* exit_code) {
       {{"cp"}, AddCpCommand},
       {{"volume"}, AddVolumeCommands},
       {{"diff", "commit"}, AddWorkspaceCommands},
+      {{"snapshot", "fork"}, AddSnapshotCommands},
       {{"tool", "threads"}, AddToolCommands},
       {{"bench"}, AddBenchCommand},
       {{"serve"}, AddServeCommand},

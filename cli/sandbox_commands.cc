@@ -22,6 +22,7 @@ struct CreateFlags {
   JailFlags jail;
   std::string name;
   double idle_timeout = 0;
+  std::string from;  // a snapshot's tag
 };
 
 int Create(const CreateFlags& f, CLI::App* create) {
@@ -44,6 +45,7 @@ int Create(const CreateFlags& f, CLI::App* create) {
   if (!BuildSpec(f.jail, &request.spec, &names)) return 125;
   request.name = f.name;
   request.idle_timeout_seconds = f.idle_timeout;
+  request.from_snapshot = f.from;
   // --volume NAME:/path of a volume that does not exist makes it, as docker does.
   auto record = runtime::CreateSandboxWithVolumes(request, /*create_missing=*/true);
   if (!record) return ReportRefusal(NameFlags(record.error(), names));
@@ -161,6 +163,8 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   create->prefix_command();  // a command given is refused, with a hint (see exec)
   create->add_option("--idle-timeout", create_flags->idle_timeout,
                      "remove after this many seconds without an exec (0 = never)");
+  create->add_option("--from", create_flags->from,
+                     "a snapshot's tag: the workspace starts as it was (corral snapshot ls)");
   create->callback([create, create_flags, exit_code] {
     if (create->count("--name") > 0 && create_flags->name.empty()) {
       *exit_code = ReportRefusal(Error(ErrorCode::kInvalidArgument, "--name: must not be empty"));

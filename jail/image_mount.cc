@@ -82,12 +82,46 @@ Result<UniqueFd> PrepareImageTree(const std::string& image, bool read_only) {
   return tree;  // the loop fd closes here; the mount holds the device from now on
 }
 
-Result<UniqueFd> PrepareOverlayTree(const std::string& lower, const std::string& upper,
-                                    const std::string& work) {
+namespace {
+
+// The lower layers, one "lowerdir+" each (Linux 6.8 and later: any path), else as one
+// "lowerdir" list, its ':' and '\\' escaped as overlayfs reads them.
+Status SetLowerDirs(int fs, const std::vector<std::string>& lowers) {
+  bool one_by_one = true;
+  for (const std::string& dir : lowers) {
+    if (sys::FsConfig(fs, FSCONFIG_SET_STRING, "lowerdir+", dir.c_str(), 0) == 0) continue;
+    if (errno != EINVAL || &dir != &lowers.front()) {
+      return Error::FromErrno(errno, "overlay lowerdir+=" + dir);
+    }
+    one_by_one = false;  // a kernel before 6.8
+    break;
+  }
+  if (one_by_one) return Ok();
+  std::string list;
+  for (const std::string& dir : lowers) {
+    if (!list.empty()) list += ':';
+    for (char c : dir) {
+      if (c == ':' || c == '\\') list += '\\';
+      list += c;
+    }
+  }
+  if (sys::FsConfig(fs, FSCONFIG_SET_STRING, "lowerdir", list.c_str(), 0) != 0) {
+    return Error::FromErrno(errno, "overlay lowerdir=" + list);
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Result<UniqueFd> PrepareOverlayTree(const std::vector<std::string>& lowers,
+                                    const std::string& upper, const std::string& work) {
+  if (lowers.empty()) return Error(ErrorCode::kInvalidArgument, "an overlay needs a lower layer");
+  const std::string& lower = lowers.back();  // the host's directory, for messages
   UniqueFd fs(sys::FsOpen("overlay", FSOPEN_CLOEXEC));
   if (!fs) return Error::FromErrno(errno, "fsopen overlay (for " + lower + ")");
-  const std::pair<const char*, const std::string*> dirs[] = {
-      {"lowerdir", &lower}, {"upperdir", &upper}, {"workdir", &work}};
+  RETURN_IF_ERROR(SetLowerDirs(fs.get(), lowers));
+  const std::pair<const char*, const std::string*> dirs[] = {{"upperdir", &upper},
+                                                             {"workdir", &work}};
   for (const auto& [key, value] : dirs) {
     if (sys::FsConfig(fs.get(), FSCONFIG_SET_STRING, key, value->c_str(), 0) != 0) {
       return Error::FromErrno(errno, std::string("overlay ") + key + "=" + *value);

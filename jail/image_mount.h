@@ -19,14 +19,15 @@ namespace corral::jail {
 // the loop device too), for a MountOp::kBind's source_fd.
 Result<UniqueFd> PrepareImageTree(const std::string& image, bool read_only);
 
-// An overlay of `lower` (read-only) under `upper` (where writes land; `work` is overlayfs's
-// scratch directory on the same file system) as a detached mount tree: a sandbox's
-// workspace whose changes are kept apart (runtime/sandboxes/workspace_overlay.h). nosuid,
+// An overlay of `lowers` (read-only, topmost first) under `upper` (where writes land;
+// `work` is overlayfs's scratch directory on the same file system) as a detached mount
+// tree: a sandbox's workspace whose changes are kept apart
+// (runtime/sandboxes/workspace_overlay.h), over the snapshots it was made from. nosuid,
 // nodev, private. Renames of lower directories copy (redirect_dir off) and no metadata-only
-// copy-ups are made (metacopy off): what the upper layer holds is whole files, which is what
-// `corral diff` and `commit` read.
-Result<UniqueFd> PrepareOverlayTree(const std::string& lower, const std::string& upper,
-                                    const std::string& work);
+// copy-ups are made (metacopy off): what an upper layer holds is whole files, which is what
+// `corral diff` and `commit` read, and what a snapshot keeps.
+Result<UniqueFd> PrepareOverlayTree(const std::vector<std::string>& lowers,
+                                    const std::string& upper, const std::string& work);
 
 // The loop devices `image` is attached to now (a jail that mounts it, or one going away),
 // each with whether it is read-only: "/dev/loop3 (rw)". Empty when none.

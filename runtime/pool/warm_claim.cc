@@ -1,11 +1,8 @@
 #include "runtime/pool/warm_claim.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,12 +11,12 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "base/fd_pair.h"
 #include "jail/mounts.h"
 #include "jail/syscalls.h"
 #include "runtime/run/id_mapped_mount.h"
 #include "runtime/run/identity.h"
 #include "runtime/run/planner.h"
+#include "runtime/sandboxes/mount_switch.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/spec/spec_json.h"
 
@@ -77,147 +74,22 @@ Result<std::vector<MountSpec>> LateMounts(const JailSpec& warm, const JailSpec& 
   return late;
 }
 
-// One mount to make inside the sandbox: over a placeholder, or at a new mount point.
-struct Overmount {
-  std::string host_path;  // for messages
-  std::string jail_path;
-  UniqueFd tree;         // detached, configured (jail::PrepareBindTree)
-  bool replace = false;  // over a placeholder mount, which is detached first
-  bool is_dir = true;    // the mount point is a directory, else a file
-  // A new mount point's path and its parents, shortest first ("/mnt", "/mnt/x"), made in
-  // the parent: the child allocates nothing.
-  std::vector<std::string> prefixes;
-};
-
-std::vector<std::string> PrefixesOf(const std::string& path) {
-  std::vector<std::string> out;
-  for (size_t i = path.find('/', 1); i != std::string::npos; i = path.find('/', i + 1)) {
-    out.push_back(path.substr(0, i));
-  }
-  out.push_back(path);
-  return out;
-}
-
-// What the child of SwitchMounts reports when a step fails.
-struct ChildFailure {
-  int step = 0;    // 1 setns, 2 chroot, 3 umount, 4 move_mount, 5 verify, 6 mount point
-  int err = 0;     // errno
-  int index = -1;  // into the overmounts
-};
-
-const char* StepName(int step) {
-  switch (step) {
-    case 1:
-      return "setns into the sandbox's mount namespace";
-    case 2:
-      return "chroot into the sandbox's root";
-    case 3:
-      return "unmount the placeholder";
-    case 4:
-      return "move_mount";
-    case 5:
-      return "check the new mount (another file system is there)";
-    case 6:
-      return "make its mount point (only the jail's own tmpfs can get one, as in a cold create)";
-  }
-  return "unknown step";
-}
-
-// Child of a multithreaded parent: syscalls only. Enters the init's mount namespace and
-// root (as jail/enter.cc does: after a chroot fallback the namespace's root is not the
-// jail's), then replaces each placeholder mount by its tree.
-// A new mount point, made as a cold create makes one: in the jail's root tmpfs (read-only
-// in the jail, so through a writable clone of that one mount, which reaches nothing else),
-// and only where it then shows at the path: a directory that a bind hides (inside
-// /mnt/skills, say) is no mount point, and the claim fails instead (the cold create that
-// follows says why). Syscalls only.
-bool MakeMountPoint(const Overmount& m) {
-  struct stat st;
-  if (::lstat(m.jail_path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode) == m.is_dir) return true;
-    errno = m.is_dir ? ENOTDIR : EISDIR;
-    return false;
-  }
-  if (errno != ENOENT) return false;
-  const int rw_root =
-      jail::sys::OpenTree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
-  if (rw_root < 0) return false;
-  bool ok = jail::sys::MountSetattr(rw_root, "", AT_EMPTY_PATH, 0, MOUNT_ATTR_RDONLY, 0) == 0;
-  for (size_t i = 0; ok && i < m.prefixes.size(); ++i) {
-    const char* path = m.prefixes[i].c_str();
-    if (::lstat(path, &st) == 0) {
-      if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        ok = false;
-      }
-      continue;
-    }
-    const bool last = i + 1 == m.prefixes.size();
-    if (last && !m.is_dir) {
-      const int fd = ::openat(rw_root, path + 1, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-      ok = fd >= 0;
-      if (ok) ::close(fd);
-    } else {
-      ok = ::mkdirat(rw_root, path + 1, 0755) == 0;
-    }
-    if (ok && ::lstat(path, &st) != 0) ok = false;  // made where the path does not lead
-  }
-  const int err = errno;
-  ::close(rw_root);
-  errno = err;
-  return ok;
-}
-
-[[noreturn]] void SwitchInChild(int init_pidfd, int root_fd, const std::vector<Overmount>& mounts,
-                                int report_fd) {
-  ChildFailure f;
-  auto fail = [&](int step, int index) {
-    f.step = step;
-    f.err = errno;
-    f.index = index;
-    (void)!::write(report_fd, &f, sizeof f);
-    ::_exit(1);
-  };
-  if (::setns(init_pidfd, CLONE_NEWNS) != 0) fail(1, -1);
-  if (::fchdir(root_fd) != 0 || ::chroot(".") != 0 || ::chdir("/") != 0) fail(2, -1);
-  for (size_t i = 0; i < mounts.size(); ++i) {
-    const Overmount& m = mounts[i];
-    const char* path = m.jail_path.c_str();
-    // Detached, not stacked: the sandbox's mount table then reads as a cold one's, and
-    // nothing keeps the placeholder directory in use.
-    if (m.replace && ::umount2(path, MNT_DETACH) != 0 && errno != EINVAL) {
-      fail(3, static_cast<int>(i));
-    }
-    if (!m.replace && !MakeMountPoint(m)) fail(6, static_cast<int>(i));
-    if (jail::sys::MoveMount(m.tree.get(), "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
-      fail(4, static_cast<int>(i));
-    }
-    struct stat want, got;
-    if (::fstat(m.tree.get(), &want) != 0 || ::stat(path, &got) != 0) fail(5, static_cast<int>(i));
-    if (want.st_dev != got.st_dev || want.st_ino != got.st_ino) {
-      errno = EXDEV;
-      fail(5, static_cast<int>(i));
-    }
-  }
-  ::_exit(0);
-}
-
 // Mounts the thread's directories over the placeholders inside the running sandbox, and
 // the late mounts at their places. `idmap_userns` >= 0: the thread's directories are bound
 // with that id mapping (ClaimedIdentity).
 Status SwitchMounts(const SandboxRecord& warm, const JailSpec& spec,
                     const std::vector<MountSpec>& late, int idmap_userns) {
-  std::vector<Overmount> mounts;
+  std::vector<MountSwitch> mounts;
   auto add = [&](const std::string& host, const std::string& jail_path, bool read_only,
                  bool replace, bool idmapped) -> Status {
-    Overmount m;
+    MountSwitch m;
     m.host_path = host;
     m.jail_path = jail_path;
     m.replace = replace;
     struct stat st;
     if (::stat(host.c_str(), &st) != 0) return Error::FromErrno(errno, host);
     m.is_dir = S_ISDIR(st.st_mode);
-    if (!replace) m.prefixes = PrefixesOf(jail_path);
+    if (!replace) m.prefixes = MountPointPrefixes(jail_path);
     // In corral's (the host's) mount namespace, as a cold create's plan opens them, and
     // with the same attributes: nosuid, nodev, private; read-only as asked.
     ASSIGN_OR_RETURN(m.tree, jail::PrepareBindTree(host, read_only));
@@ -242,36 +114,8 @@ Status SwitchMounts(const SandboxRecord& warm, const JailSpec& spec,
   for (const MountSpec& m : late) {
     RETURN_IF_ERROR(add(m.host_path, m.container_path, m.read_only, false, false));
   }
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, warm.init_pid, 0)));
-  UniqueFd root(::open(("/proc/" + std::to_string(warm.init_pid) + "/root").c_str(),
-                       O_PATH | O_DIRECTORY | O_CLOEXEC));
-  // Checked after both are open: a recycled pid cannot have slipped in between.
-  if (!pidfd || !root || !ProcessRunning(warm.init_pid, warm.init_start_ticks)) {
-    return Error(ErrorCode::kNotFound, "warm sandbox " + warm.name + " is dead (its init exited)");
-  }
-  ASSIGN_OR_RETURN(Pipe report, MakePipe());
-  UniqueFd report_read = std::move(report.read), report_write = std::move(report.write);
-  const pid_t child = ::fork();
-  if (child < 0) return Error::FromErrno(errno, "fork");
-  if (child == 0) SwitchInChild(pidfd.get(), root.get(), mounts, report_write.get());
-  report_write.Reset();
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) return Error::FromErrno(errno, "waitpid");
-  }
-  ChildFailure f;
-  const ssize_t n = ::read(report_read.get(), &f, sizeof f);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && n == 0) return Ok();
-  if (n != static_cast<ssize_t>(sizeof f)) {
-    return Error(ErrorCode::kInternal, "warm sandbox " + warm.name +
-                                           ": the mount switch ended without a report (status " +
-                                           std::to_string(status) + ")");
-  }
-  std::string what = "warm sandbox " + warm.name + ": ";
-  if (f.index >= 0 && static_cast<size_t>(f.index) < mounts.size()) {
-    what += "mount " + mounts[f.index].host_path + " at " + mounts[f.index].jail_path + ": ";
-  }
-  return Error::FromErrno(f.err, what + StepName(f.step));
+  return SwitchMountsInSandbox({"warm sandbox " + warm.name, warm.init_pid, warm.init_start_ticks},
+                               mounts);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "runtime/run/id_mapped_mount.h"
 #include "runtime/run/planner.h"
 #include "runtime/run/user_ns_plan.h"
+#include "runtime/spec/workspace_layers.h"
 
 namespace corral::runtime {
 
@@ -234,14 +235,14 @@ class RootBuilder {
       return Error(ErrorCode::kPermissionDenied, "workspace_overlay needs root");
     }
     const std::string path = std::string(kUserDataPath) + "/workspace";
-    const std::string& dir = spec.workspace_overlay_dir;
-    ASSIGN_OR_RETURN(UniqueFd tree, jail::PrepareOverlayTree(*spec.user_data_dir + "/workspace",
-                                                             dir + "/upper", dir + "/work"));
+    ASSIGN_OR_RETURN(UniqueFd tree,
+                     jail::PrepareOverlayTree(WorkspaceLowerDirs(spec), WorkspaceUpperDir(spec),
+                                              WorkspaceWorkDir(spec)));
     MountOp op = NewOp(MountOp::Kind::kBind, At(path));
     op.source_fd = tree.get();
     plan_->source_fds.push_back(std::move(tree));
     return PushBind(std::move(op), path, /*read_only=*/false, /*is_dir=*/true,
-                    "overlay of the workspace (" + dir + "/upper) -> " + path);
+                    "overlay of the workspace (" + WorkspaceUpperDir(spec) + ") -> " + path);
   }
 
   Status PushBind(MountOp op, const std::string& path, bool read_only, bool is_dir,

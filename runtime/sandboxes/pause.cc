@@ -4,6 +4,7 @@
 #include "runtime/run/jail_cgroup.h"
 #include "runtime/sandboxes/persistent.h"
 #include "runtime/sandboxes/workspace_overlay.h"
+#include "runtime/sandboxes/workspace_snapshot.h"
 
 namespace corral::runtime {
 
@@ -49,6 +50,7 @@ Status SetPaused(const std::string& name_or_id, bool paused) {
   // A commit of its workspace that was cut short is finished (or undone) before the sandbox
   // runs again and could touch what it staged.
   RETURN_IF_ERROR(FinishWorkspaceCommit(record.spec));
+  if (record.spec.workspace_overlay) RETURN_IF_ERROR(FinishWorkspaceSnapshots(record.name));
   if (Status st = cg->SetFrozen(false); !st) {
     return st.error().WithContext("resuming sandbox '" + record.name + "'");
   }
@@ -73,6 +75,15 @@ Status RefuseIfPaused(const SandboxStore& store, const SandboxRecord& record) {
   return Error(ErrorCode::kFailedPrecondition, "sandbox '" + record.name +
                                                    "' is paused; `corral resume " + record.name +
                                                    "` first (its processes are frozen until then)");
+}
+
+Result<PausedWhile> PausedWhile::For(const SandboxRecord& record) {
+  ASSIGN_OR_RETURN(SandboxInfo info, InspectSandbox(record.name, Inspect::kLiveness));
+  PausedWhile p;
+  p.name_ = record.name;
+  p.resume_ = !info.paused_seconds.has_value();
+  if (p.resume_) RETURN_IF_ERROR(PauseSandbox(record.name));
+  return p;
 }
 
 }  // namespace corral::runtime

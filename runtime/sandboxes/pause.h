@@ -31,4 +31,24 @@ Status ResumeIfPaused(const std::string& name_or_id);
 // paused; Ok otherwise. For the exec paths, which must not hang in a frozen cgroup.
 Status RefuseIfPaused(const SandboxStore& store, const SandboxRecord& record);
 
+// The sandbox paused for as long as this lives, unless it was paused already (then it
+// stays so): what a commit, a discard and a snapshot hold so that the sandbox reads one
+// state and writes nothing meanwhile.
+class PausedWhile {
+ public:
+  static Result<PausedWhile> For(const SandboxRecord& record);
+  PausedWhile(PausedWhile&& o) noexcept : name_(std::move(o.name_)), resume_(o.resume_) {
+    o.resume_ = false;
+  }
+  PausedWhile& operator=(PausedWhile&&) = delete;
+  ~PausedWhile() {
+    if (resume_) (void)ResumeSandbox(name_);
+  }
+
+ private:
+  PausedWhile() = default;
+  std::string name_;
+  bool resume_ = false;
+};
+
 }  // namespace corral::runtime

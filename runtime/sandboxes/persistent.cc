@@ -37,6 +37,7 @@
 #include "runtime/sandboxes/init_program.h"
 #include "runtime/sandboxes/pause.h"
 #include "runtime/sandboxes/workspace_overlay.h"
+#include "runtime/sandboxes/workspace_snapshot.h"
 #include "runtime/spec/config.h"
 
 namespace corral::runtime {
@@ -102,7 +103,9 @@ Status Teardown(SandboxStore& store, const SandboxRecord& r) {
   // The proxy ends with the init and then removes its summary; this covers a proxy that
   // was killed or is still on its way out.
   (void)::unlink(NetworkSummaryPath(r.name).c_str());
-  // Its changes not committed go with it (a commit cut short is finished first).
+  // Its changes not committed go with it (a commit or snapshot cut short is finished
+  // first: a snapshot whose layer was moved out is kept, any other undone).
+  if (r.spec.workspace_overlay) (void)FinishWorkspaceSnapshots(r.name);
   RemoveWorkspaceOverlay(r.spec);
   return store.Forget(r.name);
 }
@@ -269,6 +272,14 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   record.idle_timeout_seconds = request.idle_timeout_seconds;
   record.spec = request.spec;
   record.spec.argv = {"corral-init"};  // the init; execs bring their own argv
+  // Layers come from a snapshot named here, never from the spec a caller sent.
+  record.spec.workspace_layers.clear();
+  record.spec.workspace_upper.clear();
+  std::optional<SnapshotHold> from;  // held until the record names the snapshot's layers
+  if (!request.from_snapshot.empty()) {
+    ASSIGN_OR_RETURN(from, HoldSnapshot(request.from_snapshot));
+    RETURN_IF_ERROR(StartFromSnapshot(from->record, &record.spec));
+  }
   RETURN_IF_ERROR(ValidateSpec(record.spec));
   RETURN_IF_ERROR(RequireProcessMode(record.spec, "persistent sandboxes"));
   // Its reserved host id stays the same when it is re-created under this name, and the

@@ -38,6 +38,10 @@ struct CreateRequest {
   double idle_timeout_seconds = 0;  // 0 = never
   // network.mode allowlist: endpoints the proxy never reaches (the daemon's own API).
   std::vector<std::pair<net::IpAddress, uint16_t>> network_never;
+  // A snapshot's tag (runtime/sandboxes/workspace_snapshot.h): the workspace starts as the
+  // snapshot's, its layers under a new upper layer (spec.workspace_overlay is implied;
+  // user_data_dir defaults to the snapshot's and may not be another).
+  std::string from_snapshot;
 };
 
 // Where a persistent sandbox's proxy keeps its running summary (network.mode allowlist).

@@ -16,9 +16,11 @@
 #include "base/files.h"
 #include "base/scope_guard.h"
 #include "base/tree_at.h"
+#include "runtime/run/planner.h"
 #include "runtime/run/runtime_dir.h"
 #include "runtime/sandboxes/pause.h"
 #include "runtime/sandboxes/persistent.h"
+#include "runtime/spec/workspace_layers.h"
 
 namespace corral::runtime {
 
@@ -27,19 +29,14 @@ namespace {
 constexpr const char* kStagingPrefix = ".corral-commit-";
 constexpr const char* kJournal = "commit.journal";
 
-std::string LowerOf(const JailSpec& spec) { return *spec.user_data_dir + "/workspace"; }
-std::string UpperOf(const JailSpec& spec) { return spec.workspace_overlay_dir + "/upper"; }
+std::string LowerOf(const JailSpec& spec) { return WorkspaceHostDir(spec); }
+std::string UpperOf(const JailSpec& spec) { return WorkspaceUpperDir(spec); }
 
 char TypeOf(const struct stat& st) {
   if (S_ISREG(st.st_mode)) return 'f';
   if (S_ISDIR(st.st_mode)) return 'd';
   if (S_ISLNK(st.st_mode)) return 'l';
   return 'o';
-}
-
-// Overlayfs's mark of a deleted entry in the upper layer: a 0:0 character device.
-bool IsWhiteout(const struct stat& st) {
-  return S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0);
 }
 
 std::vector<std::string> SortedNames(int dirfd) {
@@ -77,12 +74,13 @@ std::string LinkTarget(int dirfd, const std::string& name) {
   return n < 0 ? std::string() : std::string(buf, static_cast<size_t>(n));
 }
 
-// Everything below `dirfd` (a directory of one layer) as `kind` changes, under `prefix`.
+// Everything below `dirfd` (a directory of the workspace or of the host's) as `kind`
+// changes, under `prefix`.
 void ListAll(int dirfd, const std::string& prefix, ChangeKind kind,
              std::vector<WorkspaceChange>* out) {
   for (const std::string& name : SortedNames(dirfd)) {
     struct stat st;
-    if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || IsWhiteout(st)) continue;
+    if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     out->push_back({kind, prefix + name, TypeOf(st)});
     if (S_ISDIR(st.st_mode)) {
       if (UniqueFd child = OpenDirAt(dirfd, name))
@@ -91,64 +89,75 @@ void ListAll(int dirfd, const std::string& prefix, ChangeKind kind,
   }
 }
 
-// One directory of the upper layer against the same directory of the lower (-1: none).
-void Walk(int upper, int lower, const std::string& prefix, std::vector<WorkspaceChange>* out) {
-  std::set<std::string> in_upper;
-  for (const std::string& name : SortedNames(upper)) {
-    in_upper.insert(name);
+bool IsOpaque(int dirfd) {
+  char opaque = 0;
+  return ::fgetxattr(dirfd, "trusted.overlay.opaque", &opaque, 1) == 1 && opaque == 'y';
+}
+
+// The names a diff must look at in one directory: every entry the sandbox's layers have
+// there (what it wrote, its whiteouts: what it removed), and when a layer's directory is
+// opaque (removed and made again) everything in the workspace and the host's directory.
+// Nothing the layers lack can differ from the host's directory: overlayfs shows it as is.
+std::set<std::string> NamesToCompare(const std::vector<UniqueFd>& layers, int merged, int host) {
+  std::set<std::string> names;
+  bool everything = false;
+  for (const UniqueFd& layer : layers) {
+    for (std::string& name : EntryNames(layer.get())) names.insert(std::move(name));
+    everything = everything || IsOpaque(layer.get());
+  }
+  if (everything) {
+    for (std::string& name : EntryNames(merged)) names.insert(std::move(name));
+    if (host >= 0) {
+      for (std::string& name : EntryNames(host)) names.insert(std::move(name));
+    }
+  }
+  return names;
+}
+
+// One directory of the workspace as the sandbox sees it (`merged`) against the same
+// directory of the host's (-1: none), looking at the names its layers (`layers`, the same
+// directory in each of the sandbox's upper layers and snapshots) touch.
+void Walk(int merged, int host, const std::vector<UniqueFd>& layers, const std::string& prefix,
+          std::vector<WorkspaceChange>* out) {
+  for (const std::string& name : NamesToCompare(layers, merged, host)) {
     const std::string path = prefix + name;
-    struct stat us, ls;
-    if (::fstatat(upper, name.c_str(), &us, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    const bool has_lower =
-        lower >= 0 && ::fstatat(lower, name.c_str(), &ls, AT_SYMLINK_NOFOLLOW) == 0;
-    if (IsWhiteout(us)) {
-      if (!has_lower) continue;
-      out->push_back({ChangeKind::kDeleted, path, TypeOf(ls)});
-      if (S_ISDIR(ls.st_mode)) {
-        if (UniqueFd gone = OpenDirAt(lower, name)) {
-          ListAll(gone.get(), path + "/", ChangeKind::kDeleted, out);
-        }
+    struct stat ms, hs;
+    const bool in_merged = ::fstatat(merged, name.c_str(), &ms, AT_SYMLINK_NOFOLLOW) == 0;
+    const bool in_host = host >= 0 && ::fstatat(host, name.c_str(), &hs, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!in_merged && !in_host) continue;
+    if (!in_host || !in_merged) {
+      const int where = in_merged ? merged : host;
+      const struct stat& st = in_merged ? ms : hs;
+      const ChangeKind kind = in_merged ? ChangeKind::kAdded : ChangeKind::kDeleted;
+      out->push_back({kind, path, TypeOf(st)});
+      if (S_ISDIR(st.st_mode)) {
+        if (UniqueFd dir = OpenDirAt(where, name)) ListAll(dir.get(), path + "/", kind, out);
       }
       continue;
     }
-    const char type = TypeOf(us);
+    const char type = TypeOf(ms);
     if (type == 'd') {
-      UniqueFd up = OpenDirAt(upper, name);
-      if (!up) continue;
-      if (!has_lower || !S_ISDIR(ls.st_mode)) {
-        out->push_back({has_lower ? ChangeKind::kChanged : ChangeKind::kAdded, path, 'd'});
-        ListAll(up.get(), path + "/", ChangeKind::kAdded, out);
+      UniqueFd now = OpenDirAt(merged, name);
+      if (!now) continue;
+      if (!S_ISDIR(hs.st_mode)) {
+        out->push_back({ChangeKind::kChanged, path, 'd'});
+        ListAll(now.get(), path + "/", ChangeKind::kAdded, out);
         continue;
       }
-      UniqueFd low = OpenDirAt(lower, name);
-      if (!low) continue;
-      // A directory removed and made again in the sandbox hides what the lower one held.
-      char opaque = 0;
-      if (::fgetxattr(up.get(), "trusted.overlay.opaque", &opaque, 1) == 1 && opaque == 'y') {
-        for (const std::string& child : SortedNames(low.get())) {
-          struct stat cs;
-          if (::fstatat(up.get(), child.c_str(), &cs, AT_SYMLINK_NOFOLLOW) == 0) continue;
-          if (::fstatat(low.get(), child.c_str(), &cs, AT_SYMLINK_NOFOLLOW) != 0) continue;
-          out->push_back({ChangeKind::kDeleted, path + "/" + child, TypeOf(cs)});
-          if (S_ISDIR(cs.st_mode)) {
-            if (UniqueFd gone = OpenDirAt(low.get(), child)) {
-              ListAll(gone.get(), path + "/" + child + "/", ChangeKind::kDeleted, out);
-            }
-          }
-        }
+      UniqueFd was = OpenDirAt(host, name);
+      if (!was) continue;
+      std::vector<UniqueFd> below;
+      for (const UniqueFd& layer : layers) {
+        if (UniqueFd dir = OpenDirAt(layer.get(), name)) below.push_back(std::move(dir));
       }
-      Walk(up.get(), low.get(), path + "/", out);
+      Walk(now.get(), was.get(), below, path + "/", out);
       continue;
     }
-    if (!has_lower) {
-      out->push_back({ChangeKind::kAdded, path, type});
-      continue;
-    }
-    bool same = TypeOf(ls) == type;
-    if (same && type == 'l') same = LinkTarget(upper, name) == LinkTarget(lower, name);
+    bool same = TypeOf(hs) == type;
+    if (same && type == 'l') same = LinkTarget(merged, name) == LinkTarget(host, name);
     if (same && type == 'f') {
-      same = us.st_size == ls.st_size && (us.st_mode & 07777) == (ls.st_mode & 07777) &&
-             SameContent(upper, lower, name);
+      same = ms.st_size == hs.st_size && (ms.st_mode & 07777) == (hs.st_mode & 07777) &&
+             SameContent(merged, host, name);
     }
     if (!same) out->push_back({ChangeKind::kChanged, path, type});
   }
@@ -223,6 +232,8 @@ Status FinishCommit(const JailSpec& spec) {
   return Ok();
 }
 
+}  // namespace
+
 Result<SandboxRecord> OverlaidSandbox(const std::string& sandbox) {
   ASSIGN_OR_RETURN(SandboxInfo info, InspectSandbox(sandbox, Inspect::kLiveness));
   if (!info.record.spec.workspace_overlay || info.record.spec.workspace_overlay_dir.empty()) {
@@ -237,32 +248,6 @@ Result<SandboxRecord> OverlaidSandbox(const std::string& sandbox) {
   }
   return info.record;
 }
-
-// Paused for the length of a commit or discard, unless it was paused already.
-class PausedWhile {
- public:
-  static Result<PausedWhile> For(const SandboxRecord& record) {
-    ASSIGN_OR_RETURN(SandboxInfo info, InspectSandbox(record.name, Inspect::kLiveness));
-    PausedWhile p;
-    p.name_ = record.name;
-    p.resume_ = !info.paused_seconds.has_value();
-    if (p.resume_) RETURN_IF_ERROR(PauseSandbox(record.name));
-    return p;
-  }
-  PausedWhile(PausedWhile&& o) noexcept : name_(std::move(o.name_)), resume_(o.resume_) {
-    o.resume_ = false;
-  }
-  ~PausedWhile() {
-    if (resume_) (void)ResumeSandbox(name_);
-  }
-
- private:
-  PausedWhile() = default;
-  std::string name_;
-  bool resume_ = false;
-};
-
-}  // namespace
 
 Status FinishWorkspaceCommit(const JailSpec& spec) {
   if (!spec.workspace_overlay || spec.workspace_overlay_dir.empty() || !spec.user_data_dir) {
@@ -310,11 +295,12 @@ Status PrepareWorkspaceOverlay(JailSpec* spec, const std::string& name) {
   RemoveWorkspaceOverlay(*spec);  // an earlier sandbox's of this name
   struct stat lower;
   if (::stat(LowerOf(*spec).c_str(), &lower) != 0) return Error::FromErrno(errno, LowerOf(*spec));
+  spec->workspace_upper.clear();
   const std::string upper = UpperOf(*spec);
-  for (const std::string& d :
-       {spec->workspace_overlay_dir, upper, spec->workspace_overlay_dir + "/work"}) {
+  for (const std::string& d : {spec->workspace_overlay_dir, upper, WorkspaceWorkDir(*spec)}) {
     if (::mkdir(d.c_str(), 0700) != 0) return Error::FromErrno(errno, "mkdir " + d);
   }
+  RETURN_IF_ERROR(MarkUpperLayer(upper, WorkspaceUpperName(*spec)));
   // The overlay's root directory is the upper one: it must be the workspace's owner's.
   if (::chown(upper.c_str(), lower.st_uid, lower.st_gid) != 0 ||
       ::chmod(upper.c_str(), lower.st_mode & 07777) != 0) {
@@ -331,19 +317,56 @@ void RemoveWorkspaceOverlay(const JailSpec& spec) {
   if (dir) (void)RemoveAt(dir.get(), base);
 }
 
-Result<std::vector<WorkspaceChange>> DiffWorkspace(const std::string& sandbox) {
-  ASSIGN_OR_RETURN(SandboxRecord record, OverlaidSandbox(sandbox));
-  RETURN_IF_ERROR(FinishCommit(record.spec));
-  UniqueFd upper(::open(UpperOf(record.spec).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!upper) return Error::FromErrno(errno, UpperOf(record.spec));
-  UniqueFd lower(
-      ::open(LowerOf(record.spec).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!lower) return Error::FromErrno(errno, LowerOf(record.spec));
+Status MarkUpperLayer(const std::string& dir, const std::string& name) {
+  if (::setxattr(dir.c_str(), kWorkspaceUpperXattr, name.data(), name.size(), 0) != 0) {
+    return Error::FromErrno(errno, std::string("setxattr ") + kWorkspaceUpperXattr + " on " + dir);
+  }
+  return Ok();
+}
+
+std::string MountedUpperLayer(const SandboxRecord& record) {
+  auto merged = OpenMergedWorkspace(record);
+  if (!merged) return {};
+  char name[256];
+  const ssize_t n = ::fgetxattr(merged->get(), kWorkspaceUpperXattr, name, sizeof name);
+  return n > 0 ? std::string(name, static_cast<size_t>(n)) : std::string();
+}
+
+Result<UniqueFd> OpenMergedWorkspace(const SandboxRecord& record) {
+  const std::string root_path = "/proc/" + std::to_string(record.init_pid) + "/root";
+  UniqueFd root(::open(root_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return Error::FromErrno(errno, root_path);
+  return OpenBeneath(root.get(), std::string(kUserDataPath + 1) + "/workspace",
+                     O_RDONLY | O_DIRECTORY);
+}
+
+namespace {
+
+// The changes of a sandbox whose commit cut short was finished.
+Result<std::vector<WorkspaceChange>> ChangesOf(const SandboxRecord& record) {
+  const JailSpec& spec = record.spec;
+  std::vector<UniqueFd> layers;
+  for (const std::string& dir : WorkspaceUpperAndSnapshotDirs(spec)) {
+    UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) return Error::FromErrno(errno, dir);
+    layers.push_back(std::move(fd));
+  }
+  UniqueFd host(::open(LowerOf(spec).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!host) return Error::FromErrno(errno, LowerOf(spec));
+  ASSIGN_OR_RETURN(UniqueFd merged, OpenMergedWorkspace(record));
   std::vector<WorkspaceChange> changes;
-  Walk(upper.get(), lower.get(), "", &changes);
+  Walk(merged.get(), host.get(), layers, "", &changes);
   std::sort(changes.begin(), changes.end(),
             [](const WorkspaceChange& a, const WorkspaceChange& b) { return a.path < b.path; });
   return changes;
+}
+
+}  // namespace
+
+Result<std::vector<WorkspaceChange>> DiffWorkspace(const std::string& sandbox) {
+  ASSIGN_OR_RETURN(SandboxRecord record, OverlaidSandbox(sandbox));
+  RETURN_IF_ERROR(FinishCommit(record.spec));
+  return ChangesOf(record);
 }
 
 namespace {
@@ -370,7 +393,7 @@ Result<Review> StartReview(const std::string& sandbox) {
   ASSIGN_OR_RETURN(SandboxRecord record, OverlaidSandbox(sandbox));
   RETURN_IF_ERROR(FinishCommit(record.spec));
   ASSIGN_OR_RETURN(PausedWhile paused, PausedWhile::For(record));
-  ASSIGN_OR_RETURN(std::vector<WorkspaceChange> changes, DiffWorkspace(sandbox));
+  ASSIGN_OR_RETURN(std::vector<WorkspaceChange> changes, ChangesOf(record));
   return Review{std::move(record), std::move(paused), std::move(changes)};
 }
 
@@ -387,8 +410,8 @@ Result<CommitSummary> CommitWorkspace(const std::string& sandbox) {
   if (!user_data) return Error::FromErrno(errno, *spec.user_data_dir);
   ASSIGN_OR_RETURN(UniqueFd lower,
                    OpenBeneath(user_data.get(), "workspace", O_RDONLY | O_DIRECTORY));
-  UniqueFd upper(::open(UpperOf(spec).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!upper) return Error::FromErrno(errno, UpperOf(spec));
+  // Copied from the sandbox's own view (paused): the upper layer and the snapshots' merged.
+  ASSIGN_OR_RETURN(UniqueFd merged, OpenMergedWorkspace(review.record));
   const std::string staging_name = kStagingPrefix + NewSandboxId();
   if (::mkdirat(user_data.get(), staging_name.c_str(), 0700) != 0) {
     return Error::FromErrno(errno, "mkdir " + staging_name);
@@ -418,7 +441,7 @@ Result<CommitSummary> CommitWorkspace(const std::string& sandbox) {
       continue;
     }
     const auto [dir, base] = SplitParent(c.path);
-    ASSIGN_OR_RETURN(UniqueFd from, OpenBeneath(upper.get(), dir, O_RDONLY | O_DIRECTORY));
+    ASSIGN_OR_RETURN(UniqueFd from, OpenBeneath(merged.get(), dir, O_RDONLY | O_DIRECTORY));
     RETURN_IF_ERROR(CopyAt(from.get(), base, staging.get(), "new-" + n));
     ops.push_back({"rename", "new-" + n, c.path});
     if (c.type == 'd') covered.insert(c.path);
@@ -454,11 +477,7 @@ Result<CommitSummary> DiscardWorkspace(const std::string& sandbox) {
   UniqueFd lower(::open(LowerOf(spec).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!lower) return Error::FromErrno(errno, LowerOf(spec));
   // The sandbox's own view of its workspace, through its root: what it sees is rewritten.
-  const std::string root_path = "/proc/" + std::to_string(record.init_pid) + "/root";
-  UniqueFd root(::open(root_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root) return Error::FromErrno(errno, root_path);
-  ASSIGN_OR_RETURN(UniqueFd merged,
-                   OpenBeneath(root.get(), "mnt/user-data/workspace", O_RDONLY | O_DIRECTORY));
+  ASSIGN_OR_RETURN(UniqueFd merged, OpenMergedWorkspace(record));
   std::set<std::string> covered;
   for (const WorkspaceChange& c : changes) {
     if (Covered(covered, c.path)) continue;

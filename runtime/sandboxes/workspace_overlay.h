@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/unique_fd.h"
+#include "runtime/sandboxes/sandbox_store.h"
 #include "runtime/spec/spec.h"
 
 namespace corral::runtime {
@@ -34,6 +36,17 @@ Status PrepareWorkspaceOverlay(JailSpec* spec, const std::string& name);
 Status FinishWorkspaceCommit(const JailSpec& spec);
 // The overlay's directory, after finishing a commit cut short (no error: a removal goes on).
 void RemoveWorkspaceOverlay(const JailSpec& spec);
+
+// The live sandbox `sandbox`, which has a workspace overlay; else kFailedPrecondition (no
+// overlay) or kNotFound (none, or dead).
+Result<SandboxRecord> OverlaidSandbox(const std::string& sandbox);
+// The workspace as the sandbox sees it (its overlay's merged view), through its init's
+// root: a directory fd, opened beneath that root without following symlinks.
+Result<UniqueFd> OpenMergedWorkspace(const SandboxRecord& record);
+// Names the upper layer `dir` as `name` (kWorkspaceUpperXattr), and which one the sandbox
+// has mounted ("" when it cannot be told: dead, or an overlay from before the names).
+Status MarkUpperLayer(const std::string& dir, const std::string& name);
+std::string MountedUpperLayer(const SandboxRecord& record);
 
 enum class ChangeKind { kAdded, kChanged, kDeleted };
 struct WorkspaceChange {

@@ -182,6 +182,13 @@ struct JailSpec {
   bool workspace_overlay = false;
   // Where its layers are (<state>/overlays/<name>): set by CreateSandbox. Not configurable.
   std::string workspace_overlay_dir;
+  // Its upper layer's directory in workspace_overlay_dir: "upper", or "upper-<id>" once a
+  // snapshot has put a new one in (runtime/snapshots/). Set by corral. Not configurable.
+  std::string workspace_upper;
+  // Read-only layers between the upper layer and the host's workspace, topmost first: the
+  // snapshots the sandbox was created from or took (<state>/snapshots/<tag>/layer). Set by
+  // corral (create --from, fork, snapshot), never from a spec a caller sends.
+  std::vector<std::string> workspace_layers;
 
   std::string hostname = "sandbox";
   // A user namespace for the jail even when corral runs as root (as non-root it always has

@@ -190,6 +190,8 @@ std::string SpecToJson(const JailSpec& s) {
   if (s.workspace_overlay) {  // absent otherwise: records read as before
     j["workspace_overlay"] = true;
     j["workspace_overlay_dir"] = s.workspace_overlay_dir;
+    if (!s.workspace_upper.empty()) j["workspace_upper"] = s.workspace_upper;
+    if (!s.workspace_layers.empty()) j["workspace_layers"] = s.workspace_layers;
   }
   return j.dump(2);
 }
@@ -240,6 +242,8 @@ Result<JailSpec> SpecFromJson(const std::string& text) {
     GetOptional(j, "workdir", &s.workdir);
     s.workspace_overlay = j.value("workspace_overlay", false);
     s.workspace_overlay_dir = j.value("workspace_overlay_dir", std::string());
+    s.workspace_upper = j.value("workspace_upper", std::string());
+    if (j.contains("workspace_layers")) j.at("workspace_layers").get_to(s.workspace_layers);
     if (!problem.empty()) return Error(ErrorCode::kInvalidArgument, "sandbox spec: " + problem);
     return s;
   } catch (const nlohmann::json::exception& e) {

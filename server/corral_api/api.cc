@@ -95,6 +95,7 @@ void CorralApi::Create(const HttpRequest& request, Reply reply) {
     r.spec = create.spec;
     r.name = create.name;
     r.idle_timeout_seconds = create.idle_timeout_seconds;
+    r.from_snapshot = create.from_snapshot;
     // Volumes must exist (POST /volumes): a typo is a 404, not a new empty volume.
     auto record = runtime::CreateSandboxWithVolumes(r, /*create_missing=*/false);
     if (!record) return RuntimeError(record.error(), "spec");

@@ -117,6 +117,12 @@ class CorralApi {
   // The workspace overlay's review (workspace.cc): `corral diff`, `corral commit [--discard]`.
   void DiffWorkspace(const std::string& name, Reply reply);
   void CommitWorkspace(const std::string& name, const HttpRequest& request, Reply reply);
+  // Snapshots and forks (snapshots.cc): `corral snapshot`, `snapshot ls/inspect/rm`, `fork`.
+  void Snapshot(const std::string& name, const HttpRequest& request, Reply reply);
+  void Fork(const std::string& name, const HttpRequest& request, Reply reply);
+  void ListSnapshots(Reply reply);
+  void InspectSnapshot(const std::string& tag, Reply reply);
+  void RemoveSnapshot(const std::string& tag, Reply reply);
   // Named volumes (volumes.cc): `corral volume ls/create/inspect/rm` over HTTP.
   void ListVolumes(Reply reply);
   void CreateVolume(const HttpRequest& request, Reply reply);

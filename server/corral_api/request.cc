@@ -10,6 +10,7 @@
 
 #include "base/json_input.h"
 #include "runtime/code/code_payload.h"
+#include "runtime/sandboxes/snapshot_store.h"
 #include "runtime/spec/config.h"
 #include "runtime/spec/sizes.h"
 #include "runtime/volumes/volume_store.h"
@@ -167,8 +168,15 @@ std::variant<SandboxCreate, ApiError> ParseSandboxCreate(const std::string& body
   SandboxCreate out;
   out.spec = base;
   for (const auto& [key, value] : j.items()) {
-    if (key != "name" && key != "spec" && key != "idle_timeout") {
-      return InvalidField(key, "unknown field (expected name, spec, idle_timeout)");
+    if (key != "name" && key != "spec" && key != "idle_timeout" && key != "from") {
+      return InvalidField(key, "unknown field (expected name, spec, idle_timeout, from)");
+    }
+  }
+  if (j.contains("from") && !j["from"].is_null()) {
+    if (!j["from"].is_string()) return InvalidField("from", "expected a snapshot's tag");
+    out.from_snapshot = j["from"].get<std::string>();
+    if (Status st = runtime::CheckSnapshotTag(out.from_snapshot); !st) {
+      return InvalidField("from", st.error().message());
     }
   }
   if (j.contains("name") && !j["name"].is_null()) {

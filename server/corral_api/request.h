@@ -44,9 +44,10 @@ struct SandboxCreate {
   std::string name;  // "" = a generated id
   runtime::JailSpec spec;
   double idle_timeout_seconds = 0;
+  std::string from_snapshot;  // "from": a snapshot's tag
 };
 
-// POST /api/corral/v1/sandboxes: {name?, spec?, idle_timeout?}. `base` is the daemon's
+// POST /api/corral/v1/sandboxes: {name?, spec?, idle_timeout?, from?}. `base` is the daemon's
 // spec (its config's limits, seccomp, namespaces): the request's spec overrides what it
 // sets. 400 for a body that is not a JSON object, 422 with the field otherwise.
 std::variant<SandboxCreate, ApiError> ParseSandboxCreate(const std::string& body,

@@ -85,6 +85,24 @@ const RouteTable<CorralApi::Handler>& CorralApi::Table() {
              [](CorralApi& api, Call& c, Reply reply) {
                api.CommitWorkspace(c.name, c.request, std::move(reply));
              })
+        .Add("POST", "sandboxes/{name}/snapshot",
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.Snapshot(c.name, c.request, std::move(reply));
+             })
+        .Add("POST", "sandboxes/{name}/fork",
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.Fork(c.name, c.request, std::move(reply));
+             })
+        .Add("GET", "snapshots",
+             [](CorralApi& api, Call&, Reply reply) { api.ListSnapshots(std::move(reply)); })
+        .Add("GET", "snapshots/{name}",
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.InspectSnapshot(c.name, std::move(reply));
+             })
+        .Add("DELETE", "snapshots/{name}",
+             [](CorralApi& api, Call& c, Reply reply) {
+               api.RemoveSnapshot(c.name, std::move(reply));
+             })
         .Add("GET", "volumes",
              [](CorralApi& api, Call&, Reply reply) { api.ListVolumes(std::move(reply)); })
         .Add("POST", "volumes",
@@ -121,7 +139,9 @@ void CorralApi::Handle(HttpRequest request, Reply reply, std::string* route) {
     return reply(MethodNotAllowed(request.method, match.allow));
   }
   const std::string& name = match.params.Get("name");
-  const bool volume = match.pattern.rfind("volumes/", 0) == 0;
+  // Volumes' names and snapshots' tags follow the same rule (they may hold a '.').
+  const bool volume =
+      match.pattern.rfind("volumes/", 0) == 0 || match.pattern.rfind("snapshots/", 0) == 0;
   std::string why = volume ? (runtime::IsValidVolumeName(name) ? "" : runtime::kVolumeNameRule)
                            : SandboxNameProblem(name);
   if (!name.empty() && !why.empty()) {
