@@ -220,6 +220,57 @@ TEST_F(CorralApiTest, DiffAndCommitAWorkspaceOverlay) {
   EXPECT_EQ(Get("/sandboxes/nope/diff").status, 404);
 }
 
+TEST_F(CorralApiTest, SnapshotForkAndCreateFromASnapshot) {
+  StartDaemon(Config());
+  TempDir user_data;
+  ASSERT_EQ(::chmod(user_data.path().c_str(), 0755), 0);
+  runtime::CreateRequest create;
+  create.name = "sn1";
+  create.spec.user_data_dir = user_data.path();
+  create.spec.workspace_overlay = true;
+  auto record = runtime::CreateSandbox(create);
+  ASSERT_TRUE(record) << record.error().message();
+  ASSERT_EQ(Exec("sn1", {{"command", "echo one > /mnt/user-data/workspace/a"}}).status, 200);
+  auto snap = Post("/sandboxes/sn1/snapshot", {{"tag", "s.1"}});
+  ASSERT_EQ(snap.status, 201) << snap.body << DaemonLog();
+  EXPECT_EQ(snap.Json()["tag"], "s.1");
+  EXPECT_EQ(snap.Json()["sandbox"], "sn1");
+  EXPECT_EQ(snap.Json()["used_by"], json::array({"sandbox sn1"}));
+  EXPECT_EQ(Post("/sandboxes/sn1/snapshot", {{"tag", "s.1"}}).status, 409);
+  EXPECT_EQ(Post("/sandboxes/sn1/snapshot", json::object()).status, 422);
+  EXPECT_EQ(Post("/sandboxes/sn1/snapshot", {{"tag", "../x"}}).status, 422);
+
+  auto fork = Post("/sandboxes/sn1/fork", {{"name", "fk1"}});
+  ASSERT_EQ(fork.status, 201) << fork.body << DaemonLog();
+  EXPECT_EQ(fork.Json()["snapshot"], "fk1-fork");
+  auto from = Post("/sandboxes", {{"name", "fr1"}, {"from", "s.1"}});
+  ASSERT_EQ(from.status, 201) << from.body << DaemonLog();
+  ASSERT_EQ(Exec("sn1", {{"command", "echo parent > /mnt/user-data/workspace/a"}}).status, 200);
+  ASSERT_EQ(Exec("fk1", {{"command", "echo fork > /mnt/user-data/workspace/b"}}).status, 200);
+  auto cat = [&](const std::string& name) {
+    return Exec(name, {{"command", "cd /mnt/user-data/workspace && cat *"}}).Json()["stdout"];
+  };
+  EXPECT_EQ(cat("sn1"), "parent\n");
+  EXPECT_EQ(cat("fk1"), "one\nfork\n");
+  EXPECT_EQ(cat("fr1"), "one\n");
+
+  auto list = Get("/snapshots");
+  ASSERT_EQ(list.status, 200) << list.body;
+  EXPECT_EQ(list.Json()["count"], 2);
+  EXPECT_GT(list.Json()["budget_bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(Get("/snapshots/s.1").Json()["depth"], 1);
+  EXPECT_EQ(Get("/snapshots/nope").status, 404);
+  EXPECT_EQ(Api("DELETE", "/api/corral/v1/snapshots/s.1", "").status, 409);
+  EXPECT_EQ(Post("/sandboxes", {{"name", "fr2"}, {"from", "nope"}}).status, 404);
+  EXPECT_EQ(Post("/sandboxes/sn1/fork", {{"name", "a/b"}}).status, 422);
+  for (const char* name : {"fr1", "fk1", "sn1"}) {
+    ASSERT_EQ(Api("DELETE", std::string("/api/corral/v1/sandboxes/") + name, "").status, 200);
+  }
+  EXPECT_EQ(Api("DELETE", "/api/corral/v1/snapshots/fk1-fork", "").status, 200);
+  EXPECT_EQ(Api("DELETE", "/api/corral/v1/snapshots/s.1", "").status, 200);
+  EXPECT_EQ(Get("/snapshots").Json()["count"], 0);
+}
+
 TEST_F(CorralApiTest, ErrorsNameTheField) {
   StartDaemon(Config());
   auto check = [&](const json& body, int status, const std::string& field) {
