@@ -201,6 +201,14 @@ std::string FormatTable(const BenchResults& r) {
     } else if (!s.diff_reason.empty()) {
       out += "  diff: " + s.diff_reason + "\n";
     }
+    if (!s.fork_ms.empty()) {
+      out += "  fork of that sandbox: median " + Fmt("%.2f ms", Summarize(s.fork_ms).median) +
+             " (" + std::to_string(s.fork_ms.size()) + " rounds), at most " +
+             Fmt("%.0f KiB", static_cast<double>(s.fork_extra_bytes.value_or(0)) / 1024) +
+             " more disk per fork\n";
+    } else if (!s.fork_reason.empty()) {
+      out += "  fork: " + s.fork_reason + "\n";
+    }
     if (!s.reason.empty()) out += "  note: " + s.reason + "\n";
   }
   out += FormatServe(r.serve);
@@ -288,7 +296,9 @@ std::string ToJson(const BenchResults& r) {
       {"pause_ms", s.pause_ms},
       {"resume_ms", s.resume_ms},
       {"diff_ms", s.diff_ms},
-      {"diff_upper_bytes", s.diff_upper_bytes ? json(*s.diff_upper_bytes) : json(nullptr)}};
+      {"diff_upper_bytes", s.diff_upper_bytes ? json(*s.diff_upper_bytes) : json(nullptr)},
+      {"fork_ms", s.fork_ms},
+      {"fork_extra_bytes", s.fork_extra_bytes ? json(*s.fork_extra_bytes) : json(nullptr)}};
   j["serve"] = ServeJson(r.serve);
   j["targets"] = json::array();
   for (const auto& t : r.targets) {

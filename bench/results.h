@@ -81,6 +81,12 @@ struct SandboxFigures {
   std::vector<double> diff_ms;
   std::optional<int64_t> diff_upper_bytes;
   std::string diff_reason;  // why there is no diff figure
+  // `corral fork` (runtime/volumes/sandbox_fork.h) of that same sandbox, per round: the
+  // snapshot and the new sandbox's create; and the most disk one fork added (the state
+  // directory's use before and after it).
+  std::vector<double> fork_ms;
+  std::optional<int64_t> fork_extra_bytes;
+  std::string fork_reason;  // why there is no fork figure
 };
 
 // `corral serve` over HTTP on loopback (bench/serve_figures.h says how each is taken).

@@ -15,9 +15,13 @@
 
 #include "base/tree_at.h"
 #include "bench/launcher.h"
+#include "runtime/run/runtime_dir.h"
 #include "runtime/sandboxes/pause.h"
 #include "runtime/sandboxes/persistent.h"
+#include "runtime/sandboxes/snapshot_store.h"
 #include "runtime/sandboxes/workspace_overlay.h"
+#include "runtime/spec/workspace_layers.h"
+#include "runtime/volumes/sandbox_fork.h"
 
 namespace corral::bench {
 namespace {
@@ -34,6 +38,7 @@ constexpr int kPauseRounds = 30;
 // 100 MiB in all, diffed this often.
 constexpr int kDiffFiles = 1000;
 constexpr int64_t kDiffFileBytes = (100 << 20) / kDiffFiles;
+constexpr int kForkRounds = 5;
 constexpr int kDiffRounds = 10;
 
 }  // namespace
@@ -108,6 +113,45 @@ void MeasurePause(const std::string& corral_exe, const std::string& name, Progre
   }
 }
 
+// Forks of sandbox `parent` (its workspace overlay holding kDiffFiles files), each timed
+// from the call to the new sandbox's record, and the state directory's disk use before and
+// after each. The forks, then their snapshots, are removed after.
+void MeasureFork(const std::string& parent, Progress& progress, SandboxFigures* f) {
+  progress.Update("sandboxes: fork of a workspace overlay");
+  auto state = runtime::StateDir();
+  if (!state) {
+    f->fork_reason = state.error().message();
+    return;
+  }
+  auto state_bytes = [&] {
+    UniqueFd fd(::open(state->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    return fd ? UsageAt(fd.get()).bytes : int64_t{0};
+  };
+  std::vector<std::string> forks, tags;
+  int64_t most = 0;
+  for (int round = 0; round < kForkRounds; ++round) {
+    runtime::CreateRequest request;
+    request.name = parent + "-f" + std::to_string(round);
+    const int64_t before = state_bytes();
+    const auto t0 = Clock::now();
+    auto fork = runtime::ForkSandbox(parent, request);
+    const auto t1 = Clock::now();
+    if (!fork) {
+      f->fork_reason = "fork: " + fork.error().message();
+      f->fork_ms.clear();
+      break;
+    }
+    most = std::max(most, state_bytes() - before);
+    forks.push_back(fork->sandbox.name);
+    tags.insert(tags.begin(), fork->snapshot.tag);  // the newest stands on the older ones
+    f->fork_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  if (!f->fork_ms.empty()) f->fork_extra_bytes = most;
+  for (const std::string& name : forks) (void)runtime::RemoveSandbox(name);
+  (void)runtime::RemoveSandbox(parent);  // it stands on every snapshot
+  for (const std::string& tag : tags) (void)runtime::RemoveSnapshot(tag);
+}
+
 // `corral diff` of a sandbox created with --workspace-overlay after it wrote kDiffFiles new
 // files into its workspace: the upper layer walked against the (empty) host directory.
 void MeasureDiff(const std::string& corral_exe, const std::string& prefix, Progress& progress,
@@ -153,10 +197,11 @@ void MeasureDiff(const std::string& corral_exe, const std::string& prefix, Progr
     f->diff_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
   if (auto info = runtime::InspectSandbox(name, runtime::Inspect::kLiveness)) {
-    const std::string upper = info->record.spec.workspace_overlay_dir + "/upper";
+    const std::string upper = runtime::WorkspaceUpperDir(info->record.spec);
     UniqueFd dir_fd(::open(upper.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dir_fd) f->diff_upper_bytes = UsageAt(dir_fd.get()).bytes;
   }
+  MeasureFork(name, progress, f);
   cleanup();
 }
 
