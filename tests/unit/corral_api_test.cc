@@ -70,6 +70,11 @@ TEST(CorralApiRequest, SandboxSpecErrorsNameTheField) {
   EXPECT_EQ(FieldOf(parse({{"name", ""}})), "name");
   EXPECT_EQ(FieldOf(parse({{"name", std::string(65, 'a')}})), "name");
   EXPECT_EQ(std::get<ApiError>(parse(json::array())).status, 400);
+  EXPECT_EQ(FieldOf(parse({{"from", 3}})), "from");
+  EXPECT_EQ(FieldOf(parse({{"from", "../up"}})), "from");
+  auto from = parse({{"from", "base.1"}});
+  ASSERT_TRUE(std::holds_alternative<SandboxCreate>(from)) << std::get<ApiError>(from).message;
+  EXPECT_EQ(std::get<SandboxCreate>(from).from_snapshot, "base.1");
 
   auto ok =
       parse({{"name", "box"}, {"spec", {{"limits", {{"memory", "64m"}}}, {"env", {{"A", "b"}}}}}});
