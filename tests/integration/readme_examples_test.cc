@@ -31,7 +31,8 @@ struct Example {
 class ReadmeExamplesTest : public JailTest {
  protected:
   void TearDown() override {
-    if (!IsSkipped()) (void)Shell("corral rm -f t1 t2");  // an example that failed half-way
+    // What an example made (or one that failed half-way left).
+    if (!IsSkipped()) (void)Shell("corral rm -f t1 t2 t3 t4 t5");
     JailTest::TearDown();
   }
 
@@ -158,6 +159,44 @@ TEST_F(ReadmeExamplesTest, TheLifecyclePagesCommit) {
           {"corral rm t2", 0, "t2"},
       },
       "docs/lifecycle.md");
+}
+
+// docs/lifecycle.md's snapshot example: a snapshot, a fork and a create from it, a fork's
+// writes its own, and the removals.
+TEST_F(ReadmeExamplesTest, TheLifecyclePagesSnapshots) {
+  RunAll(
+      {
+          {"mkdir -p ./t3 && corral create --name t3 --user-data ./t3 --workspace-overlay", 0,
+           "t3"},
+          {"corral exec t3 -- sh -c 'cd /mnt/user-data/workspace && echo ready > env.txt'", 0, ""},
+          {"corral snapshot t3 prepared        # prints prepared", 0, "prepared\n"},
+          {"corral fork t3 t4                  # t4: t3's files as they are now, not its processes",
+           0, "t4\n"},
+          {"corral create --name t5 --from prepared", 0, "t5\n"},
+          {"corral exec t4 -- sh -c 'echo t4 > /mnt/user-data/workspace/env.txt'", 0, ""},
+          {"corral exec t3 -- cat /mnt/user-data/workspace/env.txt    # ready: t4's writes are "
+           "its own",
+           0, "ready\n"},
+          {"corral snapshot ls", 0, "t4-fork"},
+          {"corral rm t3 t4 t5 && corral snapshot rm prepared t4-fork", 0, "prepared"},
+      },
+      "docs/lifecycle.md");
+}
+
+// The README's snapshot lines.
+TEST_F(ReadmeExamplesTest, TheReadmesSnapshots) {
+  RunAll({
+      {"mkdir -p ./t2 && corral create --name t2 --user-data ./t2 --workspace-overlay", 0, "t2"},
+      {"corral exec t2 -- sh -c 'echo v1 > /mnt/user-data/workspace/app.py'", 0, ""},
+      {"corral diff t2                            # A app.py", 0, "A app.py\n"},
+      {"corral snapshot t2 prepared               # its files as they are now, a read-only layer",
+       0, "prepared\n"},
+      {"corral fork t2 t3                         # a new sandbox on t2's files (not its "
+       "processes)",
+       0, "t3\n"},
+      {"corral create --name t4 --from prepared   # another, from the snapshot", 0, "t4\n"},
+      {"corral snapshot ls", 0, "sandbox t4"},
+  });
 }
 
 // The README's volume lines.
