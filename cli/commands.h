@@ -44,8 +44,8 @@ void AddSandboxInfoCommands(CLI::App& app, int* exit_code);  // ps stats inspect
 void AddCpCommand(CLI::App& app, int* exit_code);            // cp (cp_command.cc)
 void AddVolumeCommands(CLI::App& app, int* exit_code);       // volume create/ls/inspect/rm
 void AddWorkspaceCommands(CLI::App& app, int* exit_code);    // diff, commit
-void AddSnapshotCommands(CLI::App& app, int* exit_code);     // snapshot (ls/inspect/rm/budget), fork
-void AddToolCommands(CLI::App& app, int* exit_code);         // tool, threads
+void AddSnapshotCommands(CLI::App& app, int* exit_code);  // snapshot (ls/inspect/rm/budget), fork
+void AddToolCommands(CLI::App& app, int* exit_code);      // tool, threads
 void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddServeCommand(CLI::App& app, int* exit_code);  // the HTTP daemon
 void AddVersionCommand(CLI::App& app, int* exit_code);

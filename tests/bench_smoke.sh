@@ -40,9 +40,10 @@ for w in j["latency"]:
             assert e["reason"], e["name"]
 bare = j["latency"][0]["entries"][0]
 assert bare["name"] == "bare fork+exec" and bare["status"] == "ok", bare
-assert len(j["targets"]) == 17
+assert len(j["targets"]) == 19
 assert len(j["sandboxes"]["pause_ms"]) > 0 and len(j["sandboxes"]["resume_ms"]) > 0, j["sandboxes"]
 assert len(j["sandboxes"]["diff_ms"]) > 0 and j["sandboxes"]["diff_upper_bytes"] > 0, j["sandboxes"]
+assert len(j["sandboxes"]["fork_ms"]) > 0 and j["sandboxes"]["fork_extra_bytes"] >= 0, j["sandboxes"]
 serve = j["serve"]
 assert serve["status"] == "ok" and serve["created"] == serve["requested"] > 0, serve
 for row in ("create_to_first_exec_ms", "exec_fresh_session_ms", "exec_same_session_ms"):

@@ -176,15 +176,16 @@ Status FinishWorkspaceSnapshots(const std::string& sandbox) {
       RETURN_IF_ERROR(RemovePath(path));
       continue;
     }
-    auto in = ReadIntent(path + "/" + kIntentFile);
-    if (!in) {
-      // Cut short before its intent was written: nothing else was made yet.
-      if (in.error().sys_errno() == ENOENT) RETURN_IF_ERROR(RemovePath(path));
+    if (!Exists(path + "/" + kIntentFile)) {
+      // Cut short before its intent was in place (written whole, then renamed): nothing
+      // else was made yet.
+      RETURN_IF_ERROR(RemovePath(path));
       continue;
     }
-    if (!sandbox.empty() && in->sandbox != sandbox) continue;
-    if (Status st = Finish(snapshots, *in); !st) {
-      return st.error().WithContext("finishing snapshot " + in->tag);
+    ASSIGN_OR_RETURN(Intent in, ReadIntent(path + "/" + kIntentFile));
+    if (!sandbox.empty() && in.sandbox != sandbox) continue;
+    if (Status st = Finish(snapshots, in); !st) {
+      return st.error().WithContext("finishing snapshot " + in.tag);
     }
   }
   return Ok();
@@ -241,10 +242,13 @@ Result<SnapshotRecord> SnapshotSandbox(const std::string& sandbox, const std::st
   const std::string partial = snapshots + "/" + tag + kPartial;
   if (::mkdir(partial.c_str(), 0700) != 0) return Error::FromErrno(errno, "mkdir " + partial);
   {
+    // Whole or not at all: a recovery that finds none knows nothing else was made.
     const std::string text = IntentText(in);
     const std::string path = partial + "/" + kIntentFile;
-    UniqueFd fd(::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600));
-    if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    const std::string tmp = path + ".tmp";
+    UniqueFd fd(::open(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600));
+    if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+        ::rename(tmp.c_str(), path.c_str()) != 0) {
       const Error e = Error::FromErrno(errno, "write " + path);
       (void)RemovePath(partial);
       return e;

@@ -16,25 +16,13 @@
 #include <vector>
 
 #include "base/files.h"
-#include "tests/integration/sandbox_fixture.h"
-#include "tests/support/temp_dir.h"
+#include "tests/integration/overlay_fixture.h"
 
 namespace corral::test {
 namespace {
 
-class WorkspaceOverlayTest : public SandboxTest {
+class WorkspaceOverlayTest : public OverlayTest {
  protected:
-  void SetUp() override {
-    SandboxTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    ::setenv("CORRAL_STATE_DIR", state_.path().c_str(), 1);
-    ASSERT_EQ(::chmod(user_data_.path().c_str(), 0755), 0);
-  }
-  void TearDown() override {
-    SandboxTest::TearDown();
-    ::unsetenv("CORRAL_STATE_DIR");
-  }
-
   // The workspace as a plain sandbox (same host ids: they follow the user-data directory)
   // leaves it after `script`; then a sandbox with the overlay over it.
   std::string OverlaidAfter(const std::string& script) {
@@ -53,9 +41,6 @@ class WorkspaceOverlayTest : public SandboxTest {
     EXPECT_TRUE(r && r->exit_code == 0) << (r ? r->Describe() : r.error().message());
     return r ? r->out : "";
   }
-
-  TempDir state_;
-  TempDir user_data_;
 };
 
 TEST_F(WorkspaceOverlayTest, ChangesStayInTheSandboxUntilCommitted) {

@@ -17,25 +17,14 @@
 #include <vector>
 
 #include "base/files.h"
-#include "tests/integration/sandbox_fixture.h"
+#include "tests/integration/overlay_fixture.h"
 #include "tests/support/temp_dir.h"
 
 namespace corral::test {
 namespace {
 
-class WorkspaceSnapshotTest : public SandboxTest {
+class WorkspaceSnapshotTest : public OverlayTest {
  protected:
-  void SetUp() override {
-    SandboxTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    ::setenv("CORRAL_STATE_DIR", state_.path().c_str(), 1);
-    ASSERT_EQ(::chmod(user_data_.path().c_str(), 0755), 0);
-  }
-  void TearDown() override {
-    SandboxTest::TearDown();
-    ::unsetenv("CORRAL_STATE_DIR");
-  }
-
   std::string Overlaid() {
     return Create({"--user-data", user_data_.path(), "--workspace-overlay"});
   }
@@ -75,9 +64,6 @@ class WorkspaceSnapshotTest : public SandboxTest {
     std::sort(out.begin(), out.end());
     return out;
   }
-
-  TempDir state_;
-  TempDir user_data_;
 };
 
 TEST_F(WorkspaceSnapshotTest, AForkAndItsParentNeverSeeEachOthersWrites) {

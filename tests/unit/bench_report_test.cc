@@ -64,13 +64,16 @@ BenchResults MakeResults() {
   r.sandboxes.resume_ms = {12, 11, 2};  // median 11: over it
   r.sandboxes.diff_ms = {40, 30, 120};  // median 40: within 100 ms
   r.sandboxes.diff_upper_bytes = 100 << 20;
+  r.sandboxes.fork_ms = {30, 60, 20};              // median 30: within 50 ms
+  r.sandboxes.fork_extra_bytes = 2 * 1024 * 1024;  // over 1 MiB
   EvaluateTargets(&r);
   return r;
 }
 
 TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   BenchResults r = MakeResults();
-  ASSERT_EQ(r.targets.size(), 17u);  // 9 launch targets, pause, resume, diff, the daemon's 5
+  // 9 launch targets, pause, resume, diff, fork and its disk, the daemon's 5
+  ASSERT_EQ(r.targets.size(), 19u);
   EXPECT_TRUE(r.targets[0].measured);
   EXPECT_DOUBLE_EQ(r.targets[0].value, 0.4);  // 4 / 10
   EXPECT_TRUE(r.targets[0].pass);
@@ -100,6 +103,14 @@ TEST(BenchTargets, ComputesEachTargetFromTheFigures) {
   EXPECT_THAT(r.targets[11].name, HasSubstr("corral diff"));
   EXPECT_DOUBLE_EQ(r.targets[11].value, 40.0);
   EXPECT_TRUE(r.targets[11].pass);
+  EXPECT_THAT(r.targets[12].name, HasSubstr("corral fork"));
+  EXPECT_DOUBLE_EQ(r.targets[12].value, 30.0);
+  EXPECT_TRUE(r.targets[12].pass);
+  EXPECT_THAT(r.targets[13].name, HasSubstr("disk a fork adds"));
+  EXPECT_DOUBLE_EQ(r.targets[13].value, 2.0);  // MiB
+  EXPECT_FALSE(r.targets[13].pass);
+  EXPECT_THAT(FormatTable(r), HasSubstr("fork of that sandbox: median 30.00 ms (3 rounds), at "
+                                        "most 2048 KiB more disk per fork"));
   EXPECT_THAT(FormatTable(r), HasSubstr("pause / resume of one holding 20 processes: median "
                                         "4.00 ms / 11.00 ms (3 rounds)"));
   EXPECT_THAT(FormatTable(r), HasSubstr("diff of a workspace overlay with 100 MiB in 1000 new "
@@ -155,7 +166,9 @@ TEST(BenchReportJson, IsWellFormedAndCarriesSamplesRatiosAndTargets) {
   EXPECT_EQ(entries[4]["status"], "skipped");
   EXPECT_EQ(entries[4]["reason"], "not installed");
   EXPECT_FALSE(entries[4].contains("summary_ms"));
-  EXPECT_EQ(j["targets"].size(), 17u);
+  EXPECT_EQ(j["targets"].size(), 19u);
+  EXPECT_EQ(j["sandboxes"]["fork_ms"].size(), 3u);
+  EXPECT_EQ(j["sandboxes"]["fork_extra_bytes"], 2 * 1024 * 1024);
   EXPECT_EQ(j["sandboxes"]["pause_ms"].size(), 3u);
   EXPECT_EQ(j["targets"][0]["pass"], true);
   EXPECT_EQ(j["throughput"][0]["launches_per_s"], 400);
