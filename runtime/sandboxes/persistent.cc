@@ -338,6 +338,7 @@ Result<SandboxRecord> CreateSandbox(const CreateRequest& request) {
   }
   record.init_pid = init.pid();
   record.init_start_ticks = ProcessStartTicks(init.pid()).value_or(0);
+  if (from) RETURN_IF_ERROR(RestoreSnapshotTmp(from->record, init.pid()));
   RETURN_IF_ERROR(store.NotePending(claim->get(), record));
   std::optional<net::NetworkService> network;
   if (record.spec.network.mode == NetworkMode::kAllowlist) {

@@ -23,10 +23,15 @@ constexpr const char* kRecordFile = "snapshot.json";
 constexpr const char* kPartialSuffix = ".partial";
 
 nlohmann::json RecordToJson(const SnapshotRecord& r) {
-  return {{"version", r.version},       {"tag", r.tag},
-          {"sandbox", r.sandbox},       {"owner_uid", r.owner_uid},
-          {"created_at", r.created_at}, {"size_bytes", r.size_bytes},
-          {"entries", r.entries},       {"user_data_dir", r.user_data_dir},
+  return {{"version", r.version},
+          {"tag", r.tag},
+          {"sandbox", r.sandbox},
+          {"owner_uid", r.owner_uid},
+          {"created_at", r.created_at},
+          {"size_bytes", r.size_bytes},
+          {"tmp_bytes", r.tmp_bytes},
+          {"entries", r.entries},
+          {"user_data_dir", r.user_data_dir},
           {"layers", r.layers}};
 }
 
@@ -40,6 +45,7 @@ Result<SnapshotRecord> RecordFromText(const std::string& text, const std::string
     j.at("owner_uid").get_to(r.owner_uid);
     j.at("created_at").get_to(r.created_at);
     j.at("size_bytes").get_to(r.size_bytes);
+    r.tmp_bytes = j.value("tmp_bytes", int64_t{0});
     j.at("entries").get_to(r.entries);
     j.at("user_data_dir").get_to(r.user_data_dir);
     j.at("layers").get_to(r.layers);

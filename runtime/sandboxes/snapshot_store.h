@@ -7,6 +7,8 @@
 // thread's workspace on the host. Layout, under the state directory:
 //   <state>/snapshots/<tag>/snapshot.json   SnapshotRecord
 //   <state>/snapshots/<tag>/layer/          the layer, never written again
+//   <state>/snapshots/<tag>/tmp/            a copy of the sandbox's /tmp (a tmpfs, which no
+//                                           layer can hold), copied into each new sandbox
 //   <state>/snapshots/<tag>.partial/        a snapshot being taken, or cut short (its
 //                                           intent.json says which sandbox; finished or
 //                                           undone by the next operation that meets it)
@@ -40,7 +42,8 @@ struct SnapshotRecord {
   std::string sandbox;        // taken from
   uint32_t owner_uid = 0;     // who took it
   double created_at = 0;      // unix seconds
-  int64_t size_bytes = 0;     // disk space its own layer takes
+  int64_t size_bytes = 0;     // disk space its own layer and its /tmp take
+  int64_t tmp_bytes = 0;      // of which its copy of the sandbox's /tmp
   int64_t entries = 0;        // files, directories and links in its layer
   std::string user_data_dir;  // the thread directory whose workspace it lies over
   // Its layer first, then the layers below it (the snapshots it was taken over).
@@ -76,7 +79,8 @@ struct SnapshotBudget {
 Result<SnapshotBudget> ReadSnapshotBudget();
 Status SetSnapshotBudget(int64_t bytes);
 
-// {tag, sandbox, owner_uid, created_at, size_bytes, entries, user_data_dir, depth, used_by}
+// {tag, sandbox, owner_uid, created_at, size_bytes, tmp_bytes, entries, user_data_dir, depth,
+//  used_by}
 nlohmann::json SnapshotJson(const SnapshotRecord& record, const std::vector<std::string>& users);
 
 }  // namespace corral::runtime

@@ -86,6 +86,25 @@ Status RemovePath(const std::string& path) {
   return RemoveAt(parent.get(), path.substr(slash + 1));
 }
 
+// The sandbox's root, through its init: a directory fd.
+Result<UniqueFd> SandboxRoot(pid_t init_pid) {
+  const std::string path = "/proc/" + std::to_string(init_pid) + "/root";
+  UniqueFd root(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return Error::FromErrno(errno, path);
+  return root;
+}
+
+Result<int64_t> SandboxTmpBytes(pid_t init_pid) {
+  ASSIGN_OR_RETURN(UniqueFd root, SandboxRoot(init_pid));
+  ASSIGN_OR_RETURN(UniqueFd tmp, OpenBeneath(root.get(), "tmp", O_RDONLY | O_DIRECTORY));
+  return UsageAt(tmp.get()).bytes;
+}
+
+int64_t DirBytes(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  return fd ? UsageAt(fd.get()).bytes : 0;
+}
+
 // Undone: the new upper layer and the partial snapshot go; the sandbox still has (or had,
 // when it died) the old upper layer mounted, which stays where it was.
 Status RollBack(const std::string& snapshots, const Intent& in) {
@@ -114,7 +133,8 @@ Status RollForward(const std::string& snapshots, const Intent& in) {
   UniqueFd layer_fd(::open(layer.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!layer_fd) return Error::FromErrno(errno, layer);
   const TreeUsage usage = UsageAt(layer_fd.get());
-  record.size_bytes = usage.bytes;
+  record.tmp_bytes = DirBytes(partial + "/tmp");
+  record.size_bytes = usage.bytes + record.tmp_bytes;
   record.entries = usage.entries;
   record.layers = {SnapshotLayerDir(snapshots, in.tag)};
   record.layers.insert(record.layers.end(), in.below.begin(), in.below.end());
@@ -218,7 +238,8 @@ Result<SnapshotRecord> SnapshotSandbox(const std::string& sandbox, const std::st
   if (!upper_fd || ::fstat(upper_fd.get(), &upper_st) != 0) {
     return Error::FromErrno(errno, old_upper);
   }
-  const int64_t size = UsageAt(upper_fd.get()).bytes;
+  ASSIGN_OR_RETURN(const int64_t tmp_bytes, SandboxTmpBytes(record.init_pid));
+  const int64_t size = UsageAt(upper_fd.get()).bytes + tmp_bytes;
   ASSIGN_OR_RETURN(SnapshotBudget budget, ReadSnapshotBudget());
   if (budget.used_bytes + size > budget.budget_bytes) {
     return Error(ErrorCode::kFailedPrecondition,
@@ -259,6 +280,16 @@ Result<SnapshotRecord> SnapshotSandbox(const std::string& sandbox, const std::st
     (void)RollBack(snapshots, in);
     return e;
   };
+  // The sandbox's /tmp, a tmpfs: copied (it is paused), into the snapshot to be.
+  {
+    auto root = SandboxRoot(record.init_pid);
+    UniqueFd to(::open(partial.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root) return undo(root.error());
+    if (!to) return undo(Error::FromErrno(errno, partial));
+    if (Status st = CopyAt(root->get(), "tmp", to.get(), "tmp"); !st) {
+      return undo(st.error().WithContext("copy of the sandbox's /tmp"));
+    }
+  }
   const std::string new_upper = in.overlay_dir + "/" + in.new_upper;
   const std::string new_work = in.overlay_dir + "/" + WorkspaceWorkName(in.new_upper);
   for (const std::string& d : {new_upper, new_work}) {
@@ -326,6 +357,21 @@ Status StartFromSnapshot(const SnapshotRecord& snapshot, JailSpec* spec) {
   }
   spec->workspace_overlay = true;
   spec->workspace_layers = snapshot.layers;
+  return Ok();
+}
+
+Status RestoreSnapshotTmp(const SnapshotRecord& snapshot, pid_t init_pid) {
+  ASSIGN_OR_RETURN(std::string snapshots, SnapshotsDir());
+  const std::string dir = snapshots + "/" + snapshot.tag + "/tmp";
+  UniqueFd from(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!from) return errno == ENOENT ? Ok() : Error::FromErrno(errno, dir);
+  ASSIGN_OR_RETURN(UniqueFd root, SandboxRoot(init_pid));
+  ASSIGN_OR_RETURN(UniqueFd to, OpenBeneath(root.get(), "tmp", O_RDONLY | O_DIRECTORY));
+  for (const std::string& name : EntryNames(from.get())) {
+    if (Status st = CopyAt(from.get(), name, to.get(), name); !st) {
+      return st.error().WithContext("snapshot " + snapshot.tag + ": its /tmp into the sandbox");
+    }
+  }
   return Ok();
 }
 

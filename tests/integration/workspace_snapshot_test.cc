@@ -68,7 +68,9 @@ class WorkspaceSnapshotTest : public OverlayTest {
 
 TEST_F(WorkspaceSnapshotTest, AForkAndItsParentNeverSeeEachOthersWrites) {
   const std::string parent = Overlaid();
-  Bash(parent, "cd /mnt/user-data/workspace && echo v1 > shared.txt && mkdir d && echo x > d/x");
+  Bash(parent,
+       "cd /mnt/user-data/workspace && echo v1 > shared.txt && mkdir d && echo x > d/x && "
+       "mkdir /tmp/cache && echo kept > /tmp/cache/note");
   EXPECT_EQ(Ok({"snapshot", parent, "base"}), "base\n");
   // The parent goes on over the snapshot: its files are there, its writes land above.
   Bash(parent, "cd /mnt/user-data/workspace && echo parent > shared.txt && echo p > p.txt");
@@ -79,6 +81,10 @@ TEST_F(WorkspaceSnapshotTest, AForkAndItsParentNeverSeeEachOthersWrites) {
 
   EXPECT_EQ(Workspace(fork), "./d/x=x\n./p.txt=p\n./shared.txt=parent\n");
   EXPECT_EQ(Workspace(from), "./d/x=x\n./shared.txt=v1\n") << "as it was at the snapshot";
+  // /tmp, a tmpfs, is copied: what it held at the snapshot, not what came after.
+  Bash(parent, "echo after > /tmp/after");
+  EXPECT_EQ(Bash(from, "cat /tmp/cache/note; stat -c %U /tmp/cache; ls /tmp"),
+            "kept\nsandbox\ncache\n");
   Bash(fork, "cd /mnt/user-data/workspace && echo fork > shared.txt && rm d/x && echo f > f.txt");
   Bash(parent, "cd /mnt/user-data/workspace && echo later > later.txt");
   EXPECT_EQ(Workspace(parent), "./d/x=x\n./later.txt=later\n./p.txt=p\n./shared.txt=parent\n");
@@ -103,6 +109,7 @@ TEST_F(WorkspaceSnapshotTest, AForkAndItsParentNeverSeeEachOthersWrites) {
   EXPECT_EQ(ls["snapshots"][1]["tag"], "base");
   EXPECT_EQ(ls["snapshots"][1]["sandbox"], parent);
   EXPECT_EQ(ls["snapshots"][1]["entries"], 3) << "shared.txt, d, d/x";
+  EXPECT_GT(ls["snapshots"][1]["tmp_bytes"].get<int64_t>(), 0);
   EXPECT_GT(ls["used_bytes"].get<int64_t>(), 0);
   Refused({"snapshot", "rm", "base"}, "is in use");
   for (const std::string& name : {parent, fork, from}) Ok({"rm", name});
