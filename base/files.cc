@@ -39,6 +39,20 @@ Status WriteFile(const std::string& path, const std::string& content) {
   return Ok();
 }
 
+Status WriteFileWhole(const std::string& path, const std::string& content, int mode) {
+  const std::string tmp = path + ".tmp";
+  UniqueFd fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, mode));
+  if (!fd) return Error::FromErrno(errno, tmp);
+  for (size_t done = 0; done < content.size();) {
+    const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Error::FromErrno(n < 0 ? errno : EIO, "write " + tmp);
+    done += static_cast<size_t>(n);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno(errno, "rename " + tmp);
+  return Ok();
+}
+
 Result<long long> ReadInt(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   text = Trim(text);

@@ -14,6 +14,11 @@ Result<std::string> ReadFile(const std::string& path);
 // one write() call, no temp file. Errors name the path.
 Status WriteFile(const std::string& path, const std::string& content);
 
+// Writes `content` as the file `path`, whole or not at all: into path + ".tmp" (created
+// with `mode`), then renamed over `path`. A reader, or a process killed in between, never
+// sees part of it. No fsync (what a host crash may lose is the caller's to judge).
+Status WriteFileWhole(const std::string& path, const std::string& content, int mode = 0600);
+
 // Reads a file holding one integer (cgroupfs style, trailing newline allowed).
 Result<long long> ReadInt(const std::string& path);
 

@@ -90,15 +90,7 @@ Result<UniqueFd> LockSnapshots(bool shared) {
 }
 
 Status WriteSnapshotRecord(const std::string& dir, const SnapshotRecord& record) {
-  const std::string path = dir + "/" + kRecordFile;
-  const std::string tmp = path + ".tmp";
-  const std::string text = RecordToJson(record).dump(2) + "\n";
-  UniqueFd fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600));
-  if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-    return Error::FromErrno(errno, "write " + tmp);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno(errno, "rename " + tmp);
-  return Ok();
+  return WriteFileWhole(dir + "/" + kRecordFile, RecordToJson(record).dump(2) + "\n");
 }
 
 Result<SnapshotRecord> ReadSnapshot(const std::string& tag) {
@@ -195,15 +187,7 @@ Result<SnapshotBudget> ReadSnapshotBudget() {
 
 Status SetSnapshotBudget(int64_t bytes) {
   ASSIGN_OR_RETURN(std::string dir, SnapshotsDir());
-  const std::string path = dir + "/budget";
-  const std::string tmp = path + ".tmp";
-  const std::string text = std::to_string(bytes) + "\n";
-  UniqueFd fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600));
-  if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-    return Error::FromErrno(errno, "write " + tmp);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno(errno, "rename " + tmp);
-  return Ok();
+  return WriteFileWhole(dir + "/budget", std::to_string(bytes) + "\n");
 }
 
 nlohmann::json SnapshotJson(const SnapshotRecord& record, const std::vector<std::string>& users) {

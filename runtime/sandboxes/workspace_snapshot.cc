@@ -262,18 +262,10 @@ Result<SnapshotRecord> SnapshotSandbox(const std::string& sandbox, const std::st
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const std::string partial = snapshots + "/" + tag + kPartial;
   if (::mkdir(partial.c_str(), 0700) != 0) return Error::FromErrno(errno, "mkdir " + partial);
-  {
-    // Whole or not at all: a recovery that finds none knows nothing else was made.
-    const std::string text = IntentText(in);
-    const std::string path = partial + "/" + kIntentFile;
-    const std::string tmp = path + ".tmp";
-    UniqueFd fd(::open(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600));
-    if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-        ::rename(tmp.c_str(), path.c_str()) != 0) {
-      const Error e = Error::FromErrno(errno, "write " + path);
-      (void)RemovePath(partial);
-      return e;
-    }
+  // Whole or not at all: a recovery that finds none knows nothing else was made.
+  if (Status st = WriteFileWhole(partial + "/" + kIntentFile, IntentText(in)); !st) {
+    (void)RemovePath(partial);
+    return st.error();
   }
   // From here on a failure undoes what was made.
   auto undo = [&](const Error& e) -> Error {

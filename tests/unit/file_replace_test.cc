@@ -116,5 +116,22 @@ TEST_F(FileReplaceTest, AReaderNeverSeesAMixOfOldAndNew) {
   EXPECT_EQ(Partials(), 0);
 }
 
+// base/files.h WriteFileWhole, corral's own records (snapshot records, intents, budgets):
+// the file is made or replaced whole, with the mode asked for, and no temp file is left.
+TEST(WriteFileWholeTest, MakesOrReplacesTheFileWholeAndLeavesNoTempFile) {
+  test::TempDir dir;
+  const std::string path = dir.Join("record.json");
+  ASSERT_TRUE(WriteFileWhole(path, "one\n"));
+  ASSERT_TRUE(WriteFileWhole(path, "two, longer\n"));
+  EXPECT_EQ(ReadFile(path).value(), "two, longer\n");
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_NE(::stat((path + ".tmp").c_str(), &st), 0);
+  Status missing = WriteFileWhole(dir.Join("no/such/dir/f"), "x");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message().find("no/such/dir/f.tmp"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace corral
