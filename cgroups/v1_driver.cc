@@ -289,19 +289,33 @@ Status V1Cgroup::SignalAll(int sig) {
 }
 
 // freezer.state reads FREEZING until every task (and every child cgroup's) has stopped.
+// The v1 freezer signals the tasks it finds when FROZEN is written; a task forked or exec'd
+// in between can slip through and leave the cgroup FREEZING for good, which the freezer's
+// documentation (before Linux 3.x reworded it) answered with "retry or thaw". So while it
+// reads FREEZING, FROZEN is written again, and every kRethawPolls polls the cgroup is thawed
+// for a moment first (what runc does too): a sandbox that forks all the time, a shell loop
+// around `sleep`, then freezes within the timeout instead of failing it.
 Status V1Cgroup::SetFrozen(bool frozen) {
   const std::string* freezer = DirOf("freezer");
   if (freezer == nullptr) {
     return Error(ErrorCode::kUnsupported,
                  "cgroup '" + name_ + "': the v1 freezer hierarchy is not mounted");
   }
+  constexpr int kRethawPolls = 25;
   const std::string state = JoinPath(*freezer, "freezer.state");
   const char* want = frozen ? "FROZEN" : "THAWED";
+  int freezing_polls = 0;
   return WriteFreezeAndWait(
       state, "FROZEN", "THAWED", frozen,
       [&]() -> Result<bool> {
         ASSIGN_OR_RETURN(auto s, ReadFile(state));
-        return Trim(s) == want;
+        const std::string now = Trim(s);
+        if (now == want) return true;
+        if (frozen && now == "FREEZING") {
+          if (++freezing_polls % kRethawPolls == 0) (void)WriteFile(state, "THAWED");
+          RETURN_IF_ERROR(WriteFile(state, "FROZEN"));
+        }
+        return false;
       },
       "cgroup '" + name_ + "'");
 }
