@@ -156,8 +156,7 @@ Status PrepareHostDirs(const JailSpec& spec) {
 jail::DeferredCommand CommandFor(const JailSpec& spec) {
   jail::DeferredCommand c;
   c.workdir = spec.workdir ? *spec.workdir
-                           : (spec.user_data_dir ? std::string(kUserDataPath) + "/workspace"
-                                                 : std::string("/"));
+                           : (spec.user_data_dir ? std::string(kWorkspacePath) : std::string("/"));
   c.argv = spec.argv;
   for (const auto& [name, value] : CommandEnvironment(spec)) {
     c.envp.push_back(name + "=" + value);

@@ -20,6 +20,7 @@ namespace corral::runtime {
 // Paths inside the jail (DeerFlow's virtual path contract).
 inline constexpr const char* kSkillsPath = "/mnt/skills";
 inline constexpr const char* kUserDataPath = "/mnt/user-data";
+inline constexpr const char* kWorkspacePath = "/mnt/user-data/workspace";
 inline constexpr const char* kAcpWorkspacePath = "/mnt/acp-workspace";
 inline constexpr const char* kSandboxHome = "/home/sandbox";
 inline constexpr const char* kSandboxUserName = "sandbox";

@@ -234,7 +234,7 @@ class RootBuilder {
     if (::geteuid() != 0) {
       return Error(ErrorCode::kPermissionDenied, "workspace_overlay needs root");
     }
-    const std::string path = std::string(kUserDataPath) + "/workspace";
+    const std::string path = kWorkspacePath;
     ASSIGN_OR_RETURN(UniqueFd tree,
                      jail::PrepareOverlayTree(WorkspaceLowerDirs(spec), WorkspaceUpperDir(spec),
                                               WorkspaceWorkDir(spec)));

@@ -332,12 +332,16 @@ std::string MountedUpperLayer(const SandboxRecord& record) {
   return n > 0 ? std::string(name, static_cast<size_t>(n)) : std::string();
 }
 
+Result<UniqueFd> OpenSandboxRoot(pid_t init_pid) {
+  const std::string path = "/proc/" + std::to_string(init_pid) + "/root";
+  UniqueFd root(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return Error::FromErrno(errno, path);
+  return root;
+}
+
 Result<UniqueFd> OpenMergedWorkspace(const SandboxRecord& record) {
-  const std::string root_path = "/proc/" + std::to_string(record.init_pid) + "/root";
-  UniqueFd root(::open(root_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root) return Error::FromErrno(errno, root_path);
-  return OpenBeneath(root.get(), std::string(kUserDataPath + 1) + "/workspace",
-                     O_RDONLY | O_DIRECTORY);
+  ASSIGN_OR_RETURN(UniqueFd root, OpenSandboxRoot(record.init_pid));
+  return OpenBeneath(root.get(), kWorkspacePath + 1, O_RDONLY | O_DIRECTORY);
 }
 
 namespace {

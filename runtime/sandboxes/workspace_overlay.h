@@ -40,6 +40,9 @@ void RemoveWorkspaceOverlay(const JailSpec& spec);
 // The live sandbox `sandbox`, which has a workspace overlay; else kFailedPrecondition (no
 // overlay) or kNotFound (none, or dead).
 Result<SandboxRecord> OverlaidSandbox(const std::string& sandbox);
+// The sandbox's root, through its init (/proc/<pid>/root): an O_PATH directory fd, for
+// *At calls beneath it.
+Result<UniqueFd> OpenSandboxRoot(pid_t init_pid);
 // The workspace as the sandbox sees it (its overlay's merged view), through its init's
 // root: a directory fd, opened beneath that root without following symlinks.
 Result<UniqueFd> OpenMergedWorkspace(const SandboxRecord& record);

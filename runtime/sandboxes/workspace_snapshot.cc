@@ -86,16 +86,8 @@ Status RemovePath(const std::string& path) {
   return RemoveAt(parent.get(), path.substr(slash + 1));
 }
 
-// The sandbox's root, through its init: a directory fd.
-Result<UniqueFd> SandboxRoot(pid_t init_pid) {
-  const std::string path = "/proc/" + std::to_string(init_pid) + "/root";
-  UniqueFd root(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!root) return Error::FromErrno(errno, path);
-  return root;
-}
-
 Result<int64_t> SandboxTmpBytes(pid_t init_pid) {
-  ASSIGN_OR_RETURN(UniqueFd root, SandboxRoot(init_pid));
+  ASSIGN_OR_RETURN(UniqueFd root, OpenSandboxRoot(init_pid));
   ASSIGN_OR_RETURN(UniqueFd tmp, OpenBeneath(root.get(), "tmp", O_RDONLY | O_DIRECTORY));
   return UsageAt(tmp.get()).bytes;
 }
@@ -274,7 +266,7 @@ Result<SnapshotRecord> SnapshotSandbox(const std::string& sandbox, const std::st
   };
   // The sandbox's /tmp, a tmpfs: copied (it is paused), into the snapshot to be.
   {
-    auto root = SandboxRoot(record.init_pid);
+    auto root = OpenSandboxRoot(record.init_pid);
     UniqueFd to(::open(partial.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!root) return undo(root.error());
     if (!to) return undo(Error::FromErrno(errno, partial));
@@ -300,7 +292,7 @@ Result<SnapshotRecord> SnapshotSandbox(const std::string& sandbox, const std::st
   if (!tree) return undo(tree.error());
   std::vector<MountSwitch> mounts(1);
   mounts[0].host_path = new_upper;
-  mounts[0].jail_path = std::string(kUserDataPath) + "/workspace";
+  mounts[0].jail_path = kWorkspacePath;
   mounts[0].tree = std::move(*tree);
   mounts[0].replace = true;
   mounts[0].seal_replaced = true;
@@ -357,7 +349,7 @@ Status RestoreSnapshotTmp(const SnapshotRecord& snapshot, pid_t init_pid) {
   const std::string dir = snapshots + "/" + snapshot.tag + "/tmp";
   UniqueFd from(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!from) return errno == ENOENT ? Ok() : Error::FromErrno(errno, dir);
-  ASSIGN_OR_RETURN(UniqueFd root, SandboxRoot(init_pid));
+  ASSIGN_OR_RETURN(UniqueFd root, OpenSandboxRoot(init_pid));
   ASSIGN_OR_RETURN(UniqueFd to, OpenBeneath(root.get(), "tmp", O_RDONLY | O_DIRECTORY));
   for (const std::string& name : EntryNames(from.get())) {
     if (Status st = CopyAt(from.get(), name, to.get(), name); !st) {
