@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "jail/command.h"
+#include "jail/container.h"
 #include "jail/hardening.h"
 #include "jail/landlock.h"
 #include "jail/mounts.h"
@@ -213,9 +214,37 @@ void CloseUnusedFds(const SpawnRequest& request, int setup_fd, int status_fd) {
     keep.Add(fd);
   }
   for (int fd : request.cgroup_attach_fds) keep.Add(fd);
+  for (int fd : {request.plan->console_socket_fd, request.plan->start_gate_fd}) keep.Add(fd);
+  for (const auto& ns : request.plan->join_namespaces) keep.Add(ns.first);
+  for (int fd = 3; fd < 3 + request.plan->preserve_fds; ++fd) keep.Add(fd);
   for (const MountOp& op : request.plan->mounts) keep.Add(op.source_fd);
   CloseFdsExcept(keep);
 }
+
+namespace {
+
+// An OCI container's child (InitMode::kExecDirect, jail/container.h): no init of corral's;
+// it builds the container, waits at the start gate if there is one, and becomes the
+// container's process. Nothing is reported on status_fd.
+[[noreturn]] void RunContainerChild(const SpawnRequest& request, int setup_fd, int status_fd) {
+  const JailPlan& plan = *request.plan;
+  ::close(status_fd);
+  if (!CheckLifeline(plan, setup_fd) ||
+      !RedirectStdio(request.stdin_fd, request.stdout_fd, request.stderr_fd, setup_fd) ||
+      !JoinCgroup(request, setup_fd) || !JoinNamespaces(plan, setup_fd) ||
+      !WriteSysctls(plan, setup_fd) || !BuildRoot(plan, setup_fd) ||
+      !SetUpUtsAndNet(plan, setup_fd) || !TakeConsole(plan, setup_fd)) {
+    ::_exit(kSetupFailedExit);
+  }
+  const int report_fd = AwaitStartGate(plan, setup_fd);
+  bool seccomp_installed = false;
+  if (report_fd >= 0 && HardenContainerIdentity(plan, report_fd, &seccomp_installed)) {
+    ExecHardened(plan, report_fd, nullptr, seccomp_installed);
+  }
+  ::_exit(kSetupFailedExit);
+}
+
+}  // namespace
 
 void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
   const JailPlan& plan = *request.plan;
@@ -223,6 +252,7 @@ void RunJailChild(const SpawnRequest& request, int setup_fd, int status_fd) {
   // /proc/1/cmdline, and `ps` on the host should show what this is from the start.
   SetProcessTitle("corral-init");
   CloseUnusedFds(request, setup_fd, status_fd);
+  if (plan.init_mode == InitMode::kExecDirect) RunContainerChild(request, setup_fd, status_fd);
   if (!CheckLifeline(plan, setup_fd) || (plan.user_ns.enabled && !AwaitIdMaps(setup_fd)) ||
       !RedirectStdio(request.stdin_fd, request.stdout_fd, request.stderr_fd, setup_fd) ||
       !JoinCgroup(request, setup_fd) || !BuildRoot(plan, setup_fd) ||

@@ -17,6 +17,7 @@
 #include "base/scm_rights.h"
 #include "jail/child.h"
 #include "jail/command.h"
+#include "jail/container.h"
 #include "jail/hardening.h"
 #include "jail/seccomp_eval.h"
 #include "jail/setup_record.h"
@@ -35,8 +36,11 @@ bool PrepareEntrant(const EnterRequest& r, int setup_fd, int status_fd, int hand
     keep.Add(fd);
   }
   for (int fd : r.cgroup_attach_fds) keep.Add(fd);
+  keep.Add(r.plan->console_socket_fd);
+  for (int fd = 3; fd < 3 + r.plan->preserve_fds; ++fd) keep.Add(fd);
   CloseFdsExcept(keep);
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+  // An OCI exec's process outlives the corral-runc that started it (runtime/oci).
+  if (r.plan->die_with_parent && ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
     ReportSetupFailure(setup_fd, SetupStep::kLifeline, errno, "PR_SET_PDEATHSIG");
     return false;
   }
@@ -70,7 +74,11 @@ bool JoinExecCgroup(const EnterRequest& r, int setup_fd) {
     ::_exit(kSetupFailedExit);
   }
   if (!r.deferred_command) {
-    HardenAndExec(*r.plan, setup_fd, nullptr);
+    if (r.plan->use_container_identity) {
+      ExecContainerCommand(*r.plan, setup_fd);
+    } else {
+      HardenAndExec(*r.plan, setup_fd, nullptr);
+    }
     ::_exit(kSetupFailedExit);
   }
   // An exec slot: what the command does not decide is done before it arrives, off the

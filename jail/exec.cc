@@ -146,7 +146,8 @@ void ExecHardened(const JailPlan& plan, int report_fd, const CommandView* comman
   const char* workdir = command != nullptr ? command->workdir : plan.workdir.c_str();
   if (!EnterWorkdir(workdir, report_fd)) return;
   // CLOEXEC rather than close: report_fd must stay usable until execve succeeds.
-  if (sys::CloseRange(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+  const unsigned first_closed = 3 + static_cast<unsigned>(plan.preserve_fds);
+  if (sys::CloseRange(first_closed, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
     ReportSetupFailure(report_fd, SetupStep::kCloseFds, errno, "close_range");
     return;
   }

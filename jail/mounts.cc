@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "jail/child_text.h"
+#include "jail/container.h"
 #include "jail/setup_record.h"
 #include "jail/syscalls.h"
 #include "jail/user_ns.h"
@@ -16,15 +17,15 @@ namespace corral::jail {
 
 namespace {
 
-Result<UniqueFd> DetachedTree(const std::string& host_path, uint64_t attrs, uint64_t clear) {
-  UniqueFd tree(
-      sys::OpenTree(AT_FDCWD, host_path.c_str(),
-                    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW));
+Result<UniqueFd> DetachedTree(const std::string& host_path, uint64_t attrs, uint64_t clear,
+                              bool recursive = true) {
+  const unsigned rec = recursive ? AT_RECURSIVE : 0;
+  UniqueFd tree(sys::OpenTree(AT_FDCWD, host_path.c_str(),
+                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | rec | AT_SYMLINK_NOFOLLOW));
   if (!tree) return Error::FromErrno(errno, "open_tree " + host_path);
   // AT_RECURSIVE: a submount of a read-only tree (say /usr/local on its own filesystem)
   // must not stay writable, which a classic MS_REMOUNT|MS_RDONLY would leave it.
-  if (sys::MountSetattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, attrs, clear, MS_PRIVATE) !=
-      0) {
+  if (sys::MountSetattr(tree.get(), "", AT_EMPTY_PATH | rec, attrs, clear, MS_PRIVATE) != 0) {
     return Error::FromErrno(errno, "mount_setattr " + host_path);
   }
   return tree;
@@ -36,6 +37,11 @@ Result<UniqueFd> PrepareBindTree(const std::string& host_path, bool read_only) {
   uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   if (read_only) attrs |= MOUNT_ATTR_RDONLY;
   return DetachedTree(host_path, attrs, 0);
+}
+
+Result<UniqueFd> PrepareBindTreeWithAttrs(const std::string& host_path, bool recursive,
+                                          uint64_t attrs, uint64_t clear) {
+  return DetachedTree(host_path, attrs, clear, recursive);
 }
 
 Result<UniqueFd> PrepareNullMaskTree() {
@@ -233,6 +239,9 @@ bool RunOp(const MountOp& op, int source_fd) {
       return MakeReadOnly(op);
     case MountOp::Kind::kRemountReadOnly:
       return sys::MountSetattr(AT_FDCWD, op.path.c_str(), 0, MOUNT_ATTR_RDONLY, 0) == 0;
+    case MountOp::Kind::kFilesystem:
+    case MountOp::Kind::kMask:
+      break;  // only in an OCI container's root (op.in_root: jail/container_mounts.cc)
   }
   errno = EINVAL;
   return false;
@@ -245,6 +254,16 @@ bool RunOp(const MountOp& op, int source_fd) {
 // booted without switch_root (our cgroup v2 test VM is one). Then the new root is moved
 // over "/" and chroot()ed into, like switch_root does: the old root stays in the mount
 // table, covered, and without CAP_SYS_CHROOT (dropped later) there is no way back to it.
+// An fd of the staging directory for in-root ops (jail/container_mounts.cc), opened at the
+// first of them: after the op that binds the container's rootfs there.
+int g_container_root_fd = -1;
+int ContainerRootFd(const JailPlan& plan) {
+  if (g_container_root_fd < 0) {
+    g_container_root_fd = ::open(plan.staging_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  }
+  return g_container_root_fd;
+}
+
 bool PivotInto(const JailPlan& plan, int report_fd) {
   char what[512];
   ChildText(what, sizeof what).Add("pivot_root into ").Add(plan.staging_dir.c_str());
@@ -261,6 +280,12 @@ bool PivotInto(const JailPlan& plan, int report_fd) {
   }
   if (!pivoted || ::chdir("/") != 0) {
     ReportSetupFailure(report_fd, SetupStep::kPivotRoot, errno, what);
+    return false;
+  }
+  if (g_container_root_fd >= 0) ::close(g_container_root_fd);
+  if (plan.root_propagation != 0 &&
+      ::mount(nullptr, "/", nullptr, MS_REC | plan.root_propagation, nullptr) != 0) {
+    ReportSetupFailure(report_fd, SetupStep::kPivotRoot, errno, "set the root's propagation");
     return false;
   }
   if (plan.read_only_root && sys::MountSetattr(AT_FDCWD, "/", 0, MOUNT_ATTR_RDONLY, 0) != 0) {
@@ -290,7 +315,7 @@ bool BuildRoot(const JailPlan& plan, int report_fd) {
     const bool own_tree =
         plan.user_ns.enabled && op.kind == MountOp::Kind::kBind && op.source_fd < 0;
     const int source_fd = own_tree ? g_deferred_trees[deferred++] : op.source_fd;
-    bool ok = RunOp(op, source_fd);
+    bool ok = op.in_root ? RunInRootOp(op, source_fd, ContainerRootFd(plan)) : RunOp(op, source_fd);
     int err = errno;
     if (own_tree) ::close(source_fd);
     errno = err;

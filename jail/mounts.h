@@ -22,6 +22,12 @@ namespace corral::jail {
 // Symlinks in `host_path` itself are not followed.
 Result<UniqueFd> PrepareBindTree(const std::string& host_path, bool read_only);
 
+// Parent: a detached copy of `host_path` (with its submounts when `recursive`) with exactly
+// the mount attributes `attrs` set and `clear` cleared, private: an OCI config's bind,
+// whose options say which (runtime/oci/runc_plan.h).
+Result<UniqueFd> PrepareBindTreeWithAttrs(const std::string& host_path, bool recursive,
+                                          uint64_t attrs, uint64_t clear);
+
 // Parent: a detached read-only bind of the host's /dev/null, to be mounted over a file that
 // the jail must not read (a /proc entry). Unlike PrepareBindTree it is not nodev, so the
 // masked file reads as empty, as runc's masks do, instead of failing every open with

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <string>
@@ -36,6 +37,8 @@ struct MountOp {
     kDevpts,           // mount a private devpts instance at `path` with options `data`
     kReadOnly,         // bind `path` over itself read-only (recursively); path need not be a mount
     kRemountReadOnly,  // make the mount at `path` (a mount point) read-only, not its submounts
+    kFilesystem,       // mount a new `fstype` filesystem (source `source_path`) at `path`
+    kMask,  // hide `path` if it exists: /dev/null over a file, an empty ro tmpfs over a dir
   };
   Kind kind = Kind::kMkdir;
   std::string path;
@@ -65,12 +68,36 @@ struct MountOp {
   dev_t source_dev = 0;
   ino_t source_ino = 0;
   std::string description;  // for errors: "bind-mount /srv/skills -> /mnt/skills"
+  // An OCI container's mounts (jail/container_mounts.cc): `path` is relative to the
+  // staging directory and resolved inside it (openat2 RESOLVE_IN_ROOT), so that a symlink
+  // in the container's image cannot aim a mount at a host path; missing directories on the
+  // way are made. Also: kReadOnly and kMask skip a path that does not exist.
+  bool in_root = false;
+  std::string fstype;          // kFilesystem
+  mode_t file_type = S_IFCHR;  // kDevice: S_IFCHR, S_IFBLK or S_IFIFO
 };
 
 // How the init (PID 1) behaves.
 enum class InitMode {
   kOneShot,     // fork the command, exit with it (the kernel then kills the namespace)
   kPersistent,  // hold the namespaces and reap orphans until killed (corral create)
+  // No init of corral's: the child itself execs the command, which is PID 1 of the new
+  // PID namespace (an OCI container's process, runtime/oci/runc_container.h).
+  kExecDirect,
+};
+
+// kExecDirect: the identity an OCI config asks for (jail/container.h), instead of the
+// fixed one of corral's own jails (no capabilities, no supplementary groups, always
+// no_new_privs). Capability sets are bit masks (bit n = capability n).
+struct ContainerIdentity {
+  std::vector<gid_t> groups;
+  uint64_t bounding = 0;
+  uint64_t effective = 0;
+  uint64_t permitted = 0;
+  uint64_t inheritable = 0;
+  uint64_t ambient = 0;
+  bool no_new_privs = false;
+  int umask = -1;  // -1: as inherited
 };
 
 // One line of /proc/<pid>/uid_map or gid_map: `count` ids from `inside` map to `outside`.
@@ -140,6 +167,32 @@ struct JailPlan {
   // NULL-terminated views into the storage above; rebuilt by FinalizePointers().
   std::vector<char*> argv;
   std::vector<char*> envp;
+
+  // --- an OCI container (init_mode kExecDirect; jail/container.h) ---
+  bool use_container_identity = false;
+  ContainerIdentity container_identity;
+  // Namespaces joined (setns) before the root is built: an fd owned by the caller and its
+  // CLONE_NEW* type (the pod's network, IPC and UTS namespaces of a Kubernetes pod).
+  std::vector<std::pair<int, int>> join_namespaces;
+  // Namespaced sysctls, written in the jail's namespaces before the root is built:
+  // ("/proc/sys/net/ipv4/ip_forward", "1").
+  std::vector<std::pair<std::string, std::string>> sysctls;
+  // >= 0: a connected unix socket (the caller's --console-socket): the child opens a pty
+  // of the container's devpts, sends the master there and takes the slave as its stdio
+  // and controlling terminal, before the start gate.
+  int console_socket_fd = -1;
+  uint16_t console_rows = 0;  // the pty's size, when known
+  uint16_t console_cols = 0;
+  // >= 0: a listening unix socket. Once built, the child closes its setup channel (the
+  // caller sees success) and waits for one connection on it (corral-runc start); that
+  // connection is its setup channel from then on, so `start` learns whether the exec
+  // succeeded.
+  int start_gate_fd = -1;
+  // Fds 3 .. 3+preserve_fds-1 of the caller go on to the command (runc's --preserve-fds).
+  int preserve_fds = 0;
+  // Propagation of the container's root after pivot_root (MS_PRIVATE, MS_SLAVE, with
+  // MS_REC); 0 leaves it private.
+  unsigned long root_propagation = 0;
 
   SeccompProgram seccomp;  // empty = no filter
   // Applied just before seccomp by the command and by the init (jail/landlock.h).

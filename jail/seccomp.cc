@@ -81,10 +81,29 @@ std::map<int, std::vector<Entry>> ResolveRules(const SeccompProfileSpec& spec) {
 // of another's, whatever their actions: an unconditional "allow ioctl" silently swallows
 // a conditional "deny ioctl TIOCSTI". It also refuses a rule whose action is the default
 // one. Both would change the policy behind the author's back, so they are errors here.
-Status CheckEntries(const std::vector<Entry>& entries, uint32_t default_action) {
-  for (const Entry& a : entries) {
-    for (const Entry& b : entries) {
+//
+// A profile written for runc (an OCI config's linux.seccomp: podman's and containerd's
+// defaults have such pairs) is compiled as libseccomp would take it under runc: with
+// `dropped` given, the rules libseccomp would ignore are listed there and left out
+// (`skip` marks them) instead of refused.
+Status CheckEntries(const std::vector<Entry>& entries, uint32_t default_action,
+                    std::vector<std::string>* dropped, std::vector<bool>* skip) {
+  skip->assign(entries.size(), false);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& a = entries[i];
+    for (size_t j = 0; j < entries.size(); ++j) {
+      const Entry& b = entries[j];
       if (a.rule->action == b.rule->action) continue;
+      if (dropped != nullptr) {
+        // A rule with the default action is never added (runc skips it), so it shadows nothing.
+        if (a.rule->action == default_action || b.rule->action == default_action) continue;
+        if (IsSubset(a.conditions, b.conditions) && !(*skip)[i] && !(*skip)[j]) {
+          (*skip)[j] = true;
+          dropped->push_back(b.rule->path + " \"" + *b.name + "\" (shadowed by " + a.rule->path +
+                             ")");
+        }
+        continue;
+      }
       if (a.rule->action == default_action) {
         return Bad(a.rule->path + ": " + "\"" + *a.name +
                    "\": action equals defaultAction, which libseccomp cannot express next "
@@ -101,10 +120,14 @@ Status CheckEntries(const std::vector<Entry>& entries, uint32_t default_action) 
   return Ok();
 }
 
-Status AddRules(scmp_filter_ctx ctx, const SeccompProfileSpec& spec) {
+Status AddRules(scmp_filter_ctx ctx, const SeccompProfileSpec& spec,
+                std::vector<std::string>* dropped) {
   for (const auto& [nr, entries] : ResolveRules(spec)) {
-    RETURN_IF_ERROR(CheckEntries(entries, spec.default_action));
-    for (const Entry& e : entries) {
+    std::vector<bool> skip;
+    RETURN_IF_ERROR(CheckEntries(entries, spec.default_action, dropped, &skip));
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const Entry& e = entries[i];
+      if (skip[i]) continue;
       if (e.rule->action == spec.default_action) continue;  // a no-op (checked above)
       int rc = seccomp_rule_add_exact_array(
           ctx, e.rule->action, nr, static_cast<unsigned>(e.conditions.size()), e.conditions.data());
@@ -143,7 +166,7 @@ Result<std::vector<sock_filter>> ExportBpf(scmp_filter_ctx ctx) {
   return program;
 }
 
-Result<SeccompProgram> Compile(const SeccompProfileSpec& spec) {
+Result<SeccompProgram> Compile(const SeccompProfileSpec& spec, std::vector<std::string>* dropped) {
   // "Allow everything" is no filter at all (not even the architecture check).
   if (spec.default_action == SCMP_ACT_ALLOW && spec.rules.empty()) return SeccompProgram{};
   SeccompCtx ctx(seccomp_init(spec.default_action));
@@ -155,7 +178,7 @@ Result<SeccompProgram> Compile(const SeccompProfileSpec& spec) {
   // long and every syscall pays for the lookup.
   if (rc == 0) rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);
   if (rc < 0) return Error::FromErrno(-rc, "seccomp_attr_set");
-  RETURN_IF_ERROR(AddRules(ctx.get(), spec));
+  RETURN_IF_ERROR(AddRules(ctx.get(), spec, dropped));
   ASSIGN_OR_RETURN(std::vector<sock_filter> program, ExportBpf(ctx.get()));
   return SeccompProgram{std::move(program)};
 }
@@ -167,7 +190,18 @@ Result<SeccompProgram> CompileSeccompProfile(const std::string& json_text,
   const std::string context = "seccomp profile " + origin;
   auto spec = ParseSeccompProfile(json_text);
   if (!spec) return spec.error().WithContext(context);
-  auto program = Compile(*spec);
+  auto program = Compile(*spec, nullptr);
+  if (!program) return program.error().WithContext(context);
+  return program;
+}
+
+Result<SeccompProgram> CompileRuncSeccompProfile(const std::string& json_text,
+                                                 const std::string& origin,
+                                                 std::vector<std::string>* dropped) {
+  const std::string context = "seccomp profile " + origin;
+  auto spec = ParseSeccompProfile(json_text);
+  if (!spec) return spec.error().WithContext(context);
+  auto program = Compile(*spec, dropped);
   if (!program) return program.error().WithContext(context);
   return program;
 }

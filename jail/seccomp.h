@@ -29,6 +29,13 @@ struct SeccompProgram {
 Result<SeccompProgram> CompileSeccompProfile(const std::string& json_text,
                                              const std::string& origin);
 
+// The same for a profile written for runc (an OCI config's linux.seccomp): the rules
+// libseccomp would silently ignore there (one shadowed by a rule for the same syscall with
+// fewer conditions and another action) are left out and listed in *dropped, not refused.
+Result<SeccompProgram> CompileRuncSeccompProfile(const std::string& json_text,
+                                                 const std::string& origin,
+                                                 std::vector<std::string>* dropped);
+
 // Child side: sets the filter with seccomp(SECCOMP_SET_MODE_FILTER). Requires
 // no_new_privs. Returns 0 or an errno value. Async-signal-safe.
 int InstallSeccomp(const SeccompProgram& program);

@@ -48,9 +48,14 @@ test_packages=(
   python3-pip
   # container mode (runtime/oci) and the peers that `corral bench` compares against
   bubblewrap crun runc firejail
+  # corral-runc (runtime/oci) driven by its real callers: containerd's runc shim (ctr and
+  # the CRI plugin, driven over gRPC by tests/integration/cri/cri_test.py) and podman
+  containerd podman python3-grpcio python3-protobuf protobuf-compiler containernetworking-plugins
   # cgroup v2 tests in a throwaway VM (tests/vm/run-in-vm.sh; busybox-static above): the
   # guest kernel is fetched with apt-get download / apt-cache and unpacked with dpkg-deb + tar
   qemu-system-x86 cpio apt dpkg tar coreutils findutils libc-bin
+  # the Kubernetes manifests' check (tests/deploy/check_kubernetes_manifests.py)
+  python3-jsonschema python3-yaml
 )
 if $with_tests; then packages+=("${test_packages[@]}"); fi
 apt-get update -q

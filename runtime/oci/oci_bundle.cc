@@ -119,6 +119,9 @@ class Translator {
           return Error::FromErrno(errno, "bundle rootfs: symlink " + path);
         }
         return Ok();
+      case MountOp::Kind::kFilesystem:  // planned for corral-runc's containers only
+      case MountOp::Kind::kMask:
+        return Unexpressible(op);
     }
     return Unexpressible(op);
   }

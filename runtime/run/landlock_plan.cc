@@ -197,6 +197,8 @@ std::vector<LandlockPathRule> LandlockRules(const std::vector<MountOp>& mounts,
         break;
       case MountOp::Kind::kMkdir:
       case MountOp::Kind::kRmdir:
+      case MountOp::Kind::kFilesystem:  // OCI containers only: they have no Landlock plan
+      case MountOp::Kind::kMask:
       case MountOp::Kind::kSymlink:
         break;
     }
