@@ -15,7 +15,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "base/scm_rights.h"
 #include "jail/child_text.h"
 #include "jail/hardening.h"
 #include "jail/setup_record.h"
@@ -145,18 +144,8 @@ bool TakeConsole(const JailPlan& plan, int report_fd) {
     return ContainerStepFailed(report_fd, SetupStep::kStdio, "chown the pty's slave");
   }
   // The payload is the console's name, which runc's receivers read as the file's name.
-  char name[] = "/dev/console";
-  iovec iov{name, sizeof name - 1};
-  FdControlBuffer<1> control;
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  AttachFds(&msg, &control, &master, 1);
-  ssize_t sent;
-  do {
-    sent = ::sendmsg(plan.console_socket_fd, &msg, MSG_NOSIGNAL);
-  } while (sent < 0 && errno == EINTR);
-  if (sent < 0) {
+  static constexpr char kConsoleName[] = "/dev/console";
+  if (!SendFdWithPayload(plan.console_socket_fd, master, kConsoleName, sizeof kConsoleName - 1)) {
     return ContainerStepFailed(report_fd, SetupStep::kStdio, "send the pty on the console socket");
   }
   ::close(master);

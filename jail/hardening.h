@@ -61,6 +61,9 @@ bool BringUpLoopback(int report_fd);
 // jail/terminal.cc: the last identity step when plan.allocate_tty: a pty of the jail's
 // devpts becomes stdio and controlling terminal; its master goes out on fd 0.
 bool TakeTerminal(int report_fd);
+// One SCM_RIGHTS message carrying `fd`, with `payload` as its data (a pty master on its
+// way out: corral's own one byte, or the console's name that runc's receivers read).
+bool SendFdWithPayload(int socket, int fd, const char* payload, size_t size);
 
 // jail/exec.cc: resets signal state, then runs every step above and execs the command:
 // the plan's own, or `command` (argv, envp, PATH, working directory) when a prepared jail

@@ -25,9 +25,15 @@ namespace corral::jail {
 
 namespace {
 
-bool SendFd(int socket, int fd) {
-  char byte = 't';
-  iovec iov{&byte, 1};
+bool Fail(int report_fd, const char* what) {
+  ReportSetupFailure(report_fd, SetupStep::kStdio, errno, what);
+  return false;
+}
+
+}  // namespace
+
+bool SendFdWithPayload(int socket, int fd, const char* payload, size_t size) {
+  iovec iov{const_cast<char*>(payload), size};
   FdControlBuffer<1> control;
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -37,15 +43,8 @@ bool SendFd(int socket, int fd) {
   do {
     n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
-  return n == 1;
+  return n == static_cast<ssize_t>(size);
 }
-
-bool Fail(int report_fd, const char* what) {
-  ReportSetupFailure(report_fd, SetupStep::kStdio, errno, what);
-  return false;
-}
-
-}  // namespace
 
 bool TakeTerminal(int report_fd) {
   int master = ::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -54,7 +53,7 @@ bool TakeTerminal(int report_fd) {
   if (::ioctl(master, TIOCSPTLCK, &unlock) != 0) return Fail(report_fd, "unlock the pty");
   int slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (slave < 0) return Fail(report_fd, "open the pty's slave");
-  if (!SendFd(0, master)) return Fail(report_fd, "send the pty to corral");
+  if (!SendFdWithPayload(0, master, "t", 1)) return Fail(report_fd, "send the pty to corral");
   ::close(master);
   char go;
   ssize_t n;

@@ -173,7 +173,10 @@ cgroups::Limits ResourcesToLimits(const OciResources& resources,
     unapplied->push_back("linux.resources.memory.swap (swap is allowed without a limit)");
   }
   if (resources.cpu_quota && *resources.cpu_quota > 0) {
-    const double period = static_cast<double>(resources.cpu_period.value_or(100000));
+    // A period of 0 is no period: the kernel's default, as runc leaves it.
+    const uint64_t period_us =
+        resources.cpu_period.value_or(0) > 0 ? *resources.cpu_period : 100000;
+    const double period = static_cast<double>(period_us);
     limits.cpus = static_cast<double>(*resources.cpu_quota) / period;
   }
   if (resources.pids_limit && *resources.pids_limit > 0) limits.pids = *resources.pids_limit;
