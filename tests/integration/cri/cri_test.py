@@ -1129,9 +1129,23 @@ def leftovers(session, when):
 # Timing
 
 
+def pod_memory_bytes(ids):
+    """The memory charged to these containers' cgroups under CGROUP_PARENT (v1 or v2)."""
+    total = 0
+    for cid in ids:
+        for path in (f"/sys/fs/cgroup/memory{CGROUP_PARENT}/{cid}/memory.usage_in_bytes",
+                     f"/sys/fs/cgroup{CGROUP_PARENT}/{cid}/memory.current"):
+            if os.path.exists(path):
+                with open(path) as f:
+                    total += int(f.read())
+                break
+    return total
+
+
 def timing(session, handlers, rounds):
     cri, pb, checks = session.cri, session.pb, session.checks
     samples = {h: [] for h in handlers}
+    memory = {h: [] for h in handlers}
     failures = {h: 0 for h in handlers}
 
     def one_round(handler, index):
@@ -1145,6 +1159,7 @@ def timing(session, handlers, rounds):
         status = wait_for(lambda: cri.ContainerStatus(container_id=container).status.state
                           == pb.CONTAINER_RUNNING, 20, 0.002)
         elapsed = time.monotonic() - began
+        memory[handler].append(pod_memory_bytes([pod, container]))
         cri.StopPodSandbox(pod_sandbox_id=pod)
         cri.RemovePodSandbox(pod_sandbox_id=pod)
         if not status:
@@ -1185,6 +1200,11 @@ def timing(session, handlers, rounds):
     for handler in handlers:
         print(f"     {handler} rounds (ms): " + " ".join(f"{v:.1f}" for v in samples[handler]),
               flush=True)
+    # What the running pod (pause + a sleeping container) is charged, both cgroups summed:
+    # the same measure for either runtime (neither leaves a process of its own behind).
+    mem = [f"{h} median {statistics.median(memory[h]) / 1024:.0f} KiB"
+           for h in handlers if memory[h]]
+    print("CRI pod memory (pause + sleep, cgroup charge): " + "; ".join(mem), flush=True)
 
 
 # ----------------------------------------------------------------------------------------
