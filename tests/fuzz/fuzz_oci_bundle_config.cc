@@ -1,12 +1,13 @@
 // An OCI bundle's config.json as corral-runc reads it (runtime/oci/bundle_config.h), then
 // the parts of its plan that need no kernel: the cgroupsPath forms (runc_state.h) and the
-// cgroup limits (runc_plan.h). What the parser accepts is checked against its contract;
-// what it refuses must say "config.json: " and a reason.
+// cgroup limits (runc_plan.h), and the seccomp profile it carries (jail/seccomp.h). What the parser
+// accepts is checked against its contract; what it refuses must say "config.json: " and a reason.
 #include <cmath>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "jail/seccomp.h"
 #include "runtime/oci/bundle_config.h"
 #include "runtime/oci/runc_plan.h"
 #include "runtime/oci/runc_state.h"
@@ -40,6 +41,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (path && (path->empty() || path->front() != '/' || path->find("..") != std::string::npos)) {
       corral::fuzz::Fail("a cgroupfs path is not absolute or climbs", *path);
     }
+  }
+  // The config's own profile, compiled the way corral-runc takes a profile written for
+  // runc (shadowed rules left out, not refused).
+  if (config->seccomp_profile_json) {
+    std::vector<std::string> dropped;
+    (void)corral::jail::CompileRuncSeccompProfile(*config->seccomp_profile_json, "fuzz", &dropped);
   }
   std::vector<std::string> unapplied;
   corral::cgroups::Limits limits = ResourcesToLimits(config->resources, &unapplied);
