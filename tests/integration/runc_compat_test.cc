@@ -368,6 +368,17 @@ TEST_F(RuncCompatTest, PodmanRunsContainersAndPodsWithCorralRunc) {
     CORRAL_SKIP_OR_FAIL("needs podman (Debian package podman)");
   }
   const fs::path dir = dir_->path();
+  // podman's cgroupfs parent for containers and conmon: removed at the end if it is new.
+  const bool had_libpod_parent = fs::exists("/sys/fs/cgroup/memory/libpod_parent") ||
+                                 fs::exists("/sys/fs/cgroup/libpod_parent");
+  struct LibpodParentCleanup {
+    bool keep;
+    ~LibpodParentCleanup() {
+      if (keep) return;
+      for (const std::string& child : CgroupsUnder("libpod_parent")) ::rmdir(child.c_str());
+      RemoveCgroupParent("libpod_parent");
+    }
+  } libpod_parent_cleanup{had_libpod_parent};
   ASSERT_EQ(RunProgram(Which("tar"), {"-C", rootfs_, "-cf", dir / "rootfs.tar", "."})->exit_code,
             0);
   // podman's own storage and run state in the test's directory; cgroupfs directly (this
