@@ -12,8 +12,6 @@
 
 namespace corral::jail {
 
-namespace {
-
 // Highest capability number the running kernel knows. /proc/sys/kernel/cap_last_cap would
 // need a file read; probing PR_CAPBSET_READ is one cheap syscall per capability.
 int LastCap() {
@@ -22,8 +20,6 @@ int LastCap() {
   while (last > 0 && ::prctl(PR_CAPBSET_READ, last, 0, 0, 0) < 0) --last;
   return last;
 }
-
-}  // namespace
 
 bool LockSecurebitsAndDropBounding(int report_fd) {
   // NOROOT: uid 0 gains no capabilities on execve (matters with unsafe.allow_root).

@@ -17,6 +17,7 @@
 
 #include "jail/child_text.h"
 #include "jail/hardening.h"
+#include "jail/mounts.h"
 #include "jail/setup_record.h"
 
 namespace corral::jail {
@@ -28,30 +29,13 @@ bool ContainerStepFailed(int report_fd, SetupStep step, const char* what) {
   return false;
 }
 
-bool WriteWhole(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-int LastKnownCap() {
-  int last = CAP_LAST_CAP;
-  while (::prctl(PR_CAPBSET_READ, last + 1, 0, 0, 0) >= 0) ++last;
-  return last;
-}
-
 bool HasCap(uint64_t mask, int cap) { return cap < 64 && (mask >> cap & 1) != 0; }
 
 // Bounding set first (needs CAP_SETPCAP, which the id change may take away), then ids
 // with PR_SET_KEEPCAPS so that a non-root uid keeps its permitted set, then the sets.
 bool SetContainerCapabilities(const JailPlan& plan, int report_fd) {
   const ContainerIdentity& id = plan.container_identity;
-  const int last = LastKnownCap();
+  const int last = LastCap();
   for (int cap = 0; cap <= last; ++cap) {
     if (!HasCap(id.bounding, cap) && ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 &&
         errno != EINVAL) {
@@ -108,7 +92,7 @@ bool JoinNamespaces(const JailPlan& plan, int report_fd) {
 bool WriteSysctls(const JailPlan& plan, int report_fd) {
   for (const auto& [path, value] : plan.sysctls) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-    bool ok = fd >= 0 && WriteWhole(fd, value.data(), value.size());
+    bool ok = fd >= 0 && WriteWholeString(fd, value);
     int err = errno;
     if (fd >= 0) ::close(fd);
     if (!ok) {

@@ -48,6 +48,8 @@ bool JoinCgroupThroughFds(const std::vector<int>& attach_fds, int report_fd);
 // jail/caps.cc
 bool LockSecurebitsAndDropBounding(int report_fd);
 bool ClearCapabilities(int report_fd);
+// The highest capability number the running kernel knows (one prctl per probe).
+int LastCap();
 
 // jail/ids.cc
 bool SwitchIds(const JailPlan& plan, int report_fd);

@@ -140,21 +140,10 @@ bool MakeMountPoint(const MountOp& op) {
   return true;
 }
 
-bool WriteAll(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 bool CreateFile(const MountOp& op) {
   int fd = ::open(op.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, op.mode);
   if (fd < 0) return false;
-  bool ok = WriteAll(fd, op.data);
+  bool ok = WriteWholeString(fd, op.data);
   int err = errno;
   ::close(fd);
   errno = err;
@@ -247,13 +236,6 @@ bool RunOp(const MountOp& op, int source_fd) {
   return false;
 }
 
-// pivot_root(".", ".") stacks the old root on top of the new one; detaching "." then
-// removes it, so no path in the jail leads back to the host's root.
-//
-// pivot_root refuses (EINVAL) when the current root is the initramfs itself, as on a host
-// booted without switch_root (our cgroup v2 test VM is one). Then the new root is moved
-// over "/" and chroot()ed into, like switch_root does: the old root stays in the mount
-// table, covered, and without CAP_SYS_CHROOT (dropped later) there is no way back to it.
 // An fd of the staging directory for in-root ops (jail/container_mounts.cc), opened at the
 // first of them: after the op that binds the container's rootfs there.
 int g_container_root_fd = -1;
@@ -264,6 +246,13 @@ int ContainerRootFd(const JailPlan& plan) {
   return g_container_root_fd;
 }
 
+// pivot_root(".", ".") stacks the old root on top of the new one; detaching "." then
+// removes it, so no path in the jail leads back to the host's root.
+//
+// pivot_root refuses (EINVAL) when the current root is the initramfs itself, as on a host
+// booted without switch_root (our cgroup v2 test VM is one). Then the new root is moved
+// over "/" and chroot()ed into, like switch_root does: the old root stays in the mount
+// table, covered, and without CAP_SYS_CHROOT (dropped later) there is no way back to it.
 bool PivotInto(const JailPlan& plan, int report_fd) {
   char what[512];
   ChildText(what, sizeof what).Add("pivot_root into ").Add(plan.staging_dir.c_str());
@@ -296,6 +285,17 @@ bool PivotInto(const JailPlan& plan, int report_fd) {
 }
 
 }  // namespace
+
+bool WriteWholeString(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
 
 bool BuildRoot(const JailPlan& plan, int report_fd) {
   // The namespace starts as a copy of the host's, with the host's shared propagation;

@@ -50,6 +50,9 @@ Status DeferDeviceBind(const std::string& host_path, MountOp* op);
 // The most binds a rootless plan may have: the child keeps their trees in a fixed array.
 inline constexpr size_t kMaxDeferredBinds = 512;
 
+// Child: writes all of `data` to `fd` (retrying short writes and EINTR). Syscalls only.
+bool WriteWholeString(int fd, const std::string& data);
+
 // Child: builds the root and pivots into it. On failure reports a SetupRecord on
 // `report_fd` and returns false.
 bool BuildRoot(const JailPlan& plan, int report_fd);

@@ -187,14 +187,10 @@ Result<SeccompProgram> Compile(const SeccompProfileSpec& spec, std::vector<std::
 
 Result<SeccompProgram> CompileSeccompProfile(const std::string& json_text,
                                              const std::string& origin) {
-  const std::string context = "seccomp profile " + origin;
-  auto spec = ParseSeccompProfile(json_text);
-  if (!spec) return spec.error().WithContext(context);
-  auto program = Compile(*spec, nullptr);
-  if (!program) return program.error().WithContext(context);
-  return program;
+  return CompileRuncSeccompProfile(json_text, origin, nullptr);
 }
 
+// `dropped` null: corral's own strict reading (CompileSeccompProfile).
 Result<SeccompProgram> CompileRuncSeccompProfile(const std::string& json_text,
                                                  const std::string& origin,
                                                  std::vector<std::string>* dropped) {

@@ -35,6 +35,7 @@ Result<SeccompProgram> CompileSeccompProfile(const std::string& json_text,
 Result<SeccompProgram> CompileRuncSeccompProfile(const std::string& json_text,
                                                  const std::string& origin,
                                                  std::vector<std::string>* dropped);
+// (A null `dropped` is CompileSeccompProfile's strict reading.)
 
 // Child side: sets the filter with seccomp(SECCOMP_SET_MODE_FILTER). Requires
 // no_new_privs. Returns 0 or an errno value. Async-signal-safe.

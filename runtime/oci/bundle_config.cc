@@ -22,8 +22,7 @@ using nlohmann::json;
 // Helper names carry "Bundle": the library is compiled in unity batches with its siblings.
 
 Error BundleError(const std::string& path, const std::string& reason) {
-  return Error(ErrorCode::kInvalidArgument,
-               "config.json: " + (path.empty() ? reason : path + ": " + reason));
+  return ConfigFieldError(path, reason);
 }
 
 std::string BundleKey(const std::string& path, const std::string& key) {
@@ -643,6 +642,19 @@ Result<BundleConfig> LoadBundleConfig(const std::string& bundle_dir) {
     return Error(ErrorCode::kInvalidArgument, file + ": invalid JSON: " + doc.error().message());
   }
   return ParseBundleConfig(*doc, dir);
+}
+
+Result<OciProcess> ParseOciProcess(const json& process, const std::string& path) {
+  return ParseBundleProcess(process, path);
+}
+
+Result<OciResources> ParseOciResources(const json& resources, const std::string& path) {
+  return ParseBundleResources(resources, path);
+}
+
+Error ConfigFieldError(const std::string& path, const std::string& reason) {
+  return Error(ErrorCode::kInvalidArgument,
+               "config.json: " + (path.empty() ? reason : path + ": " + reason));
 }
 
 }  // namespace corral::runtime::oci

@@ -152,6 +152,14 @@ struct BundleConfig {
 // e.g. "config.json: process.capabilities.bounding[2]: unknown capability \"CAP_FOO\"".
 Result<BundleConfig> ParseBundleConfig(const nlohmann::json& doc, const std::string& bundle_dir);
 
+// One section on its own, checked as inside a config: an exec's process.json (`path`
+// "process") and update's linux.resources ("linux.resources"). Errors as above.
+Result<OciProcess> ParseOciProcess(const nlohmann::json& process, const std::string& path);
+Result<OciResources> ParseOciResources(const nlohmann::json& resources, const std::string& path);
+
+// The error every check of a config's field gives: "config.json: <path>: <reason>".
+Error ConfigFieldError(const std::string& path, const std::string& reason);
+
 // Reads and checks `<bundle_dir>/config.json` (bundle_dir made absolute first).
 Result<BundleConfig> LoadBundleConfig(const std::string& bundle_dir);
 

@@ -94,16 +94,16 @@ std::vector<std::pair<std::string, std::string>> V1CgroupDirs(const cgroups::Cgr
   return dirs;
 }
 
-Result<std::unique_ptr<cgroups::Cgroup>> MakeContainerCgroup(const std::string& cgroupfs_path,
-                                                             const ContainerPlan& plan) {
-  ASSIGN_OR_RETURN(ContainerCgroupRef ref, ContainerCgroupManager(cgroupfs_path));
+Result<std::unique_ptr<cgroups::Cgroup>> MakeContainerCgroup(const ContainerCgroupRef& ref,
+                                                             const std::string& cgroupfs_path,
+                                                             const cgroups::Limits& limits) {
   // A cgroup that exists already (made by the caller for this container) is joined.
   Result<std::unique_ptr<cgroups::Cgroup>> cgroup = ref.manager->CreateCgroup(ref.name);
   if (!cgroup && cgroup.error().code() == ErrorCode::kAlreadyExists) {
     cgroup = ref.manager->OpenCgroup(ref.name);
   }
   if (!cgroup) return cgroup.error().WithContext("linux.cgroupsPath " + cgroupfs_path);
-  ASSIGN_OR_RETURN(auto warnings, (*cgroup)->ApplyLimits(plan.limits, false));
+  ASSIGN_OR_RETURN(auto warnings, (*cgroup)->ApplyLimits(limits, false));
   (void)warnings;
   return std::move(*cgroup);
 }
@@ -142,23 +142,26 @@ Result<ContainerRecord> CreateRecordAndContainer(const GlobalOptions& global,
   }
   ASSIGN_OR_RETURN(std::string cgroupfs_path,
                    CgroupfsPath(config.cgroups_path, global.systemd_cgroup, options.id));
-  ASSIGN_OR_RETURN(ContainerCgroupRef probe, ContainerCgroupManager(cgroupfs_path));
+  // The cgroup first: the plan's "cgroup" mount shows its directories. What its limits
+  // leave unapplied is in the plan's notes.
+  ASSIGN_OR_RETURN(ContainerCgroupRef ref, ContainerCgroupManager(cgroupfs_path));
+  std::vector<std::string> unapplied;
+  ASSIGN_OR_RETURN(
+      auto cgroup,
+      MakeContainerCgroup(ref, cgroupfs_path, ResourcesToLimits(config.resources, &unapplied)));
   ContainerPlanOptions plan_options;
-  plan_options.cgroup_v2 = probe.manager->driver() == cgroups::Driver::kV2;
-  // The plan needs the cgroup's directories (the cgroup mount) and the cgroup the
-  // plan's limits: plan first without them, then make the cgroup, then plan again.
-  ASSIGN_OR_RETURN(ContainerPlan draft, PlanContainer(config, plan_options));
-  ASSIGN_OR_RETURN(auto cgroup, MakeContainerCgroup(cgroupfs_path, draft));
+  plan_options.cgroup_v2 = ref.manager->driver() == cgroups::Driver::kV2;
   auto cgroup_guard = ScopeGuard([&] { (void)cgroup->Destroy(); });
   if (!plan_options.cgroup_v2) plan_options.v1_cgroup_dirs = V1CgroupDirs(*cgroup, cgroupfs_path);
   ASSIGN_OR_RETURN(ContainerPlan plan, PlanContainer(config, plan_options));
   notes->insert(notes->end(), plan.notes.begin(), plan.notes.end());
+  for (const std::string& what : unapplied) notes->push_back(what + ": not applied");
   plan.jail.preserve_fds = options.preserve_fds;
   ASSIGN_OR_RETURN(UniqueFd gate, UnixSocket(dir + "/" + kStartGateName, true));
   plan.jail.start_gate_fd = gate.get();
   UniqueFd console;
   if (!options.console_socket.empty()) {
-    ASSIGN_OR_RETURN(console, UnixSocket(options.console_socket, false));
+    ASSIGN_OR_RETURN(console, ConnectUnixSocket(options.console_socket));
     plan.jail.console_socket_fd = console.get();
   }
   ASSIGN_OR_RETURN(pid_t pid, SpawnContainer(plan, *cgroup));
@@ -180,19 +183,15 @@ Result<ContainerRecord> CreateRecordAndContainer(const GlobalOptions& global,
   return record;
 }
 
-Result<std::unique_ptr<cgroups::Cgroup>> OpenContainerCgroup(const ContainerRecord& record) {
-  ASSIGN_OR_RETURN(ContainerCgroupRef ref, ContainerCgroupManager(record.cgroups_path));
-  ASSIGN_OR_RETURN(auto cgroup, ref.manager->OpenCgroup(ref.name));
-  cgroup->Release();  // a handle to look through, not to remove on the way out
-  return cgroup;
-}
-
 }  // namespace
 
 Result<UniqueFd> ConnectUnixSocket(const std::string& path) { return UnixSocket(path, false); }
 
 Result<std::unique_ptr<cgroups::Cgroup>> OpenRecordCgroup(const ContainerRecord& record) {
-  return OpenContainerCgroup(record);
+  ASSIGN_OR_RETURN(ContainerCgroupRef ref, ContainerCgroupManager(record.cgroups_path));
+  ASSIGN_OR_RETURN(auto cgroup, ref.manager->OpenCgroup(ref.name));
+  cgroup->Release();  // a handle to look through, not to remove on the way out
+  return cgroup;
 }
 
 Status CreateContainer(const GlobalOptions& global, const CreateOptions& options,
@@ -222,7 +221,7 @@ Status StartContainer(const GlobalOptions& global, const std::string& id) {
                  std::string("cannot start a container that is ") + ContainerStatusName(status));
   }
   const std::string gate_path = store.Dir(id) + "/" + kStartGateName;
-  ASSIGN_OR_RETURN(UniqueFd gate, UnixSocket(gate_path, false));
+  ASSIGN_OR_RETURN(UniqueFd gate, ConnectUnixSocket(gate_path));
   ::unlink(gate_path.c_str());
   record.started = true;
   RETURN_IF_ERROR(store.Save(record));
@@ -237,7 +236,7 @@ Status KillContainer(const GlobalOptions& global, const std::string& id, int sig
   ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(id));
   ASSIGN_OR_RETURN(ContainerRecord record, store.Load(id));
   if (all) {
-    ASSIGN_OR_RETURN(auto cgroup, OpenContainerCgroup(record));
+    ASSIGN_OR_RETURN(auto cgroup, OpenRecordCgroup(record));
     return cgroup->SignalAll(signal);
   }
   if (ReadStatus(record, nullptr) == ContainerStatus::kStopped) {
@@ -258,7 +257,7 @@ Status DeleteContainer(const GlobalOptions& global, const std::string& id, bool 
   }
   if (!lock) return lock.error();
   ASSIGN_OR_RETURN(ContainerRecord record, store.Load(id));
-  Result<std::unique_ptr<cgroups::Cgroup>> cgroup = OpenContainerCgroup(record);
+  Result<std::unique_ptr<cgroups::Cgroup>> cgroup = OpenRecordCgroup(record);
   const ContainerStatus status = ReadStatus(record, cgroup ? cgroup->get() : nullptr);
   if (status != ContainerStatus::kStopped && !force) {
     return Error(ErrorCode::kFailedPrecondition,
@@ -279,7 +278,7 @@ Result<std::string> ContainerStateJson(const GlobalOptions& global, const std::s
   ContainerStore store(global.root);
   ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(id));
   ASSIGN_OR_RETURN(ContainerRecord record, store.Load(id));
-  Result<std::unique_ptr<cgroups::Cgroup>> cgroup = OpenContainerCgroup(record);
+  Result<std::unique_ptr<cgroups::Cgroup>> cgroup = OpenRecordCgroup(record);
   return StateJson(record, ReadStatus(record, cgroup ? cgroup->get() : nullptr));
 }
 
@@ -287,7 +286,7 @@ Status PauseContainer(const GlobalOptions& global, const std::string& id, bool p
   ContainerStore store(global.root);
   ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(id));
   ASSIGN_OR_RETURN(ContainerRecord record, store.Load(id));
-  ASSIGN_OR_RETURN(auto cgroup, OpenContainerCgroup(record));
+  ASSIGN_OR_RETURN(auto cgroup, OpenRecordCgroup(record));
   const ContainerStatus status = ReadStatus(record, cgroup.get());
   if (status == ContainerStatus::kStopped || status == ContainerStatus::kCreated) {
     return Error(ErrorCode::kFailedPrecondition,
@@ -300,7 +299,7 @@ Result<std::vector<pid_t>> ContainerPids(const GlobalOptions& global, const std:
   ContainerStore store(global.root);
   ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(id));
   ASSIGN_OR_RETURN(ContainerRecord record, store.Load(id));
-  ASSIGN_OR_RETURN(auto cgroup, OpenContainerCgroup(record));
+  ASSIGN_OR_RETURN(auto cgroup, OpenRecordCgroup(record));
   return cgroup->Processes();
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
+#include "base/json_input.h"
 #include "jail/enter.h"
 #include "runtime/oci/bundle_config.h"
 #include "runtime/oci/runc_container.h"
@@ -19,17 +20,17 @@ namespace corral::runtime::oci {
 
 namespace {
 
-// process.json, checked as the config's own `process` is (the same parser, inside a
-// config that holds only it).
+// process.json, checked by the same parser as the config's own `process`.
 Result<OciProcess> LoadExecProcess(const BundleConfig& config, const ExecOptions& options) {
   nlohmann::json process;
   if (!options.process_file.empty()) {
     ASSIGN_OR_RETURN(std::string text, ReadFile(options.process_file));
-    try {
-      process = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-      return Error(ErrorCode::kInvalidArgument, options.process_file + ": " + e.what());
+    auto parsed = ParseJsonInputOrError(text);
+    if (!parsed) {
+      return Error(ErrorCode::kInvalidArgument,
+                   options.process_file + ": invalid JSON: " + parsed.error().message());
     }
+    process = std::move(*parsed);
   } else {
     if (options.args.empty()) {
       return Error(ErrorCode::kInvalidArgument, "exec needs --process or a command");
@@ -41,14 +42,11 @@ Result<OciProcess> LoadExecProcess(const BundleConfig& config, const ExecOptions
                {"user", {{"uid", config.process.user.uid}, {"gid", config.process.user.gid}}}};
     for (const std::string& env : options.env) process["env"].push_back(env);
   }
-  nlohmann::json doc = {{"ociVersion", config.oci_version},
-                        {"root", {{"path", config.root_path}}},
-                        {"process", process}};
-  Result<BundleConfig> parsed = ParseBundleConfig(doc, config.bundle_dir);
+  Result<OciProcess> parsed = ParseOciProcess(process, "process");
   if (!parsed) {
     return parsed.error().WithContext(options.process_file.empty() ? "exec" : options.process_file);
   }
-  OciProcess result = parsed->process;
+  OciProcess result = std::move(*parsed);
   if (options.process_file.empty()) {
     result.capabilities = config.process.capabilities;
     result.rlimits = config.process.rlimits;
@@ -57,15 +55,11 @@ Result<OciProcess> LoadExecProcess(const BundleConfig& config, const ExecOptions
   return result;
 }
 
+// Every namespace the container has, new or joined: its process is in all of them.
 unsigned ContainerNamespaceFlags(const BundleConfig& config) {
   unsigned flags = CLONE_NEWNS;
-  const std::pair<const char*, int> kinds[] = {{"pid", CLONE_NEWPID},
-                                               {"network", CLONE_NEWNET},
-                                               {"ipc", CLONE_NEWIPC},
-                                               {"uts", CLONE_NEWUTS},
-                                               {"cgroup", CLONE_NEWCGROUP}};
-  for (const auto& [type, flag] : kinds) {
-    if (config.FindNamespace(type) != nullptr) flags |= static_cast<unsigned>(flag);
+  for (const OciNamespace& ns : config.namespaces) {
+    flags |= static_cast<unsigned>(NamespaceCloneFlag(ns.type));
   }
   return flags;
 }

@@ -20,41 +20,24 @@ namespace {
 
 using jail::MountOp;
 
-Error PlanFieldError(const std::string& path, const std::string& reason) {
-  return Error(ErrorCode::kInvalidArgument, "config.json: " + path + ": " + reason);
-}
-
 // "/dev/pts" -> "dev/pts": in-root ops take paths relative to the root.
 std::string RootRelative(const std::string& destination) {
   size_t start = destination.find_first_not_of('/');
   return start == std::string::npos ? "." : destination.substr(start);
 }
 
-struct NamespaceKind {
-  const char* type;
-  int flag;
-};
-constexpr NamespaceKind kNamespaceKinds[] = {
-    {"pid", CLONE_NEWPID},   {"network", CLONE_NEWNET},
-    {"mount", CLONE_NEWNS},  {"ipc", CLONE_NEWIPC},
-    {"uts", CLONE_NEWUTS},   {"cgroup", CLONE_NEWCGROUP},
-    {"user", CLONE_NEWUSER}, {"time", 0x80 /* CLONE_NEWTIME */}};
-
 Status PlanNamespaces(const BundleConfig& config, ContainerPlan* plan) {
   jail::JailPlan& jail = plan->jail;
   jail.clone_flags = CLONE_NEWNS;
   if (config.FindNamespace("mount") == nullptr) {
-    return PlanFieldError("linux.namespaces", "corral-runc needs a mount namespace (type mount)");
+    return ConfigFieldError("linux.namespaces", "corral-runc needs a mount namespace (type mount)");
   }
   for (size_t i = 0; i < config.namespaces.size(); ++i) {
     const OciNamespace& ns = config.namespaces[i];
     const std::string where = "linux.namespaces[" + std::to_string(i) + "]";
-    int flag = 0;
-    for (const NamespaceKind& kind : kNamespaceKinds) {
-      if (ns.type == kind.type) flag = kind.flag;
-    }
+    const int flag = NamespaceCloneFlag(ns.type);
     if (ns.type == "user" || ns.type == "time") {
-      return PlanFieldError(where, "a " + ns.type + " namespace is not supported by corral-runc");
+      return ConfigFieldError(where, "a " + ns.type + " namespace is not supported by corral-runc");
     }
     if (ns.path.empty()) {
       if (flag == CLONE_NEWCGROUP) {
@@ -65,7 +48,7 @@ Status PlanNamespaces(const BundleConfig& config, ContainerPlan* plan) {
       continue;
     }
     if (flag == CLONE_NEWNS) {
-      return PlanFieldError(where + ".path", "joining a mount namespace is not supported");
+      return ConfigFieldError(where + ".path", "joining a mount namespace is not supported");
     }
     UniqueFd fd(::open(ns.path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) return Error::FromErrno(errno, "config.json: " + where + ".path: open " + ns.path);
@@ -125,8 +108,8 @@ Result<MountOptions> ParseMountOptions(const OciMount& mount, const std::string&
     if (word == "private" || word == "rprivate") continue;
     if (word == "shared" || word == "rshared" || word == "slave" || word == "rslave" ||
         word == "unbindable" || word == "runbindable") {
-      return PlanFieldError(where + ".options[" + std::to_string(i) + "]",
-                            "mount propagation \"" + word + "\" is not supported by corral-runc");
+      return ConfigFieldError(where + ".options[" + std::to_string(i) + "]",
+                              "mount propagation \"" + word + "\" is not supported by corral-runc");
     }
     const MountFlagWord* known = nullptr;
     for (const MountFlagWord& flag_word : kMountFlagWords) {
@@ -134,8 +117,8 @@ Result<MountOptions> ParseMountOptions(const OciMount& mount, const std::string&
     }
     if (known == nullptr) {
       if (word.find('=') == std::string::npos && word != "newinstance") {
-        return PlanFieldError(where + ".options[" + std::to_string(i) + "]",
-                              "unknown mount option \"" + word + "\"");
+        return ConfigFieldError(where + ".options[" + std::to_string(i) + "]",
+                                "unknown mount option \"" + word + "\"");
       }
       out.data += (out.data.empty() ? "" : ",") + word;
       continue;
@@ -156,11 +139,11 @@ Result<MountOptions> ParseMountOptions(const OciMount& mount, const std::string&
 Status AddBindMount(const BundleConfig& config, const OciMount& mount, const MountOptions& options,
                     const std::string& where, ContainerPlan* plan) {
   if (!options.data.empty()) {
-    return PlanFieldError(where + ".options",
-                          "a bind takes no filesystem options (" + options.data + ")");
+    return ConfigFieldError(where + ".options",
+                            "a bind takes no filesystem options (" + options.data + ")");
   }
   std::string source = mount.source;
-  if (source.empty()) return PlanFieldError(where + ".source", "a bind needs a source");
+  if (source.empty()) return ConfigFieldError(where + ".source", "a bind needs a source");
   if (source.front() != '/') source = config.bundle_dir + "/" + source;
   struct stat st;
   if (::stat(source.c_str(), &st) != 0) {
@@ -245,11 +228,11 @@ Status PlanMounts(const BundleConfig& config, const ContainerPlanOptions& host,
     static const std::vector<std::string> kFilesystems = {"tmpfs", "proc",   "devpts",
                                                           "sysfs", "mqueue", "shm"};
     if (std::find(kFilesystems.begin(), kFilesystems.end(), mount.type) == kFilesystems.end()) {
-      return PlanFieldError(where + ".type",
-                            "filesystem \"" + mount.type + "\" is not supported by corral-runc");
+      return ConfigFieldError(where + ".type",
+                              "filesystem \"" + mount.type + "\" is not supported by corral-runc");
     }
     if ((options.attr_set & MOUNT_ATTR_NOSYMFOLLOW) != 0) {
-      return PlanFieldError(where + ".options", "nosymfollow applies to binds only");
+      return ConfigFieldError(where + ".options", "nosymfollow applies to binds only");
     }
     MountOp op;
     op.kind = MountOp::Kind::kFilesystem;
@@ -339,6 +322,18 @@ Status PlanMasks(const BundleConfig& config, ContainerPlan* plan) {
 
 }  // namespace
 
+int NamespaceCloneFlag(const std::string& type) {
+  static constexpr std::pair<const char*, int> kKinds[] = {
+      {"pid", CLONE_NEWPID},   {"network", CLONE_NEWNET},
+      {"mount", CLONE_NEWNS},  {"ipc", CLONE_NEWIPC},
+      {"uts", CLONE_NEWUTS},   {"cgroup", CLONE_NEWCGROUP},
+      {"user", CLONE_NEWUSER}, {"time", 0x80 /* CLONE_NEWTIME */}};
+  for (const auto& [name, flag] : kKinds) {
+    if (type == name) return flag;
+  }
+  return 0;
+}
+
 Result<ContainerPlan> PlanContainer(const BundleConfig& config,
                                     const ContainerPlanOptions& options) {
   ContainerPlan plan;
@@ -366,14 +361,11 @@ Result<ContainerPlan> PlanContainer(const BundleConfig& config,
     jail.root_propagation = MS_SLAVE;
   } else if (!config.rootfs_propagation.empty() && config.rootfs_propagation != "private" &&
              config.rootfs_propagation != "rprivate") {
-    return PlanFieldError("linux.rootfsPropagation",
-                          "\"" + config.rootfs_propagation + "\" is not supported by corral-runc");
+    return ConfigFieldError("linux.rootfsPropagation", "\"" + config.rootfs_propagation +
+                                                           "\" is not supported by corral-runc");
   }
   RETURN_IF_ERROR(PlanHostAndSysctls(config, &plan));
   RETURN_IF_ERROR(PlanProcess(config, &plan));
-  std::vector<std::string> unapplied;
-  plan.limits = ResourcesToLimits(config.resources, &unapplied);
-  for (const std::string& what : unapplied) plan.notes.push_back(what + ": not applied");
   return plan;
 }
 

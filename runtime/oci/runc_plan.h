@@ -1,5 +1,5 @@
 // corral-runc's plan: an OCI bundle's config (bundle_config.h) as a JailPlan for an
-// InitMode::kExecDirect jail, plus the cgroup limits. Parent side.
+// InitMode::kExecDirect jail; and linux.resources as corral's cgroup limits. Parent side.
 //
 // What the config says is done as it says (namespaces new or joined by path, mounts,
 // devices, process identity and capabilities, rlimits, sysctls, masked and read-only
@@ -47,8 +47,6 @@ struct ContainerPlan {
   // A PID namespace to join: the caller setns()es into it before the clone (a PID
   // namespace can only be entered by a new process).
   UniqueFd pid_namespace;
-  cgroups::Limits limits;
-  bool limits_given = false;
   // What the plan did in corral's own way, for the runtime's log ("linux.mounts[7]: ...").
   std::vector<std::string> notes;
 };
@@ -59,6 +57,9 @@ struct ContainerPlanOptions {
   std::vector<std::pair<std::string, std::string>> v1_cgroup_dirs;
   bool cgroup_v2 = false;
 };
+
+// linux.namespaces[].type -> its CLONE_NEW* flag; 0 for a type the parser would refuse.
+int NamespaceCloneFlag(const std::string& type);
 
 Result<ContainerPlan> PlanContainer(const BundleConfig& config,
                                     const ContainerPlanOptions& options);

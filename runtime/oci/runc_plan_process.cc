@@ -14,10 +14,6 @@ namespace corral::runtime::oci {
 
 namespace {
 
-Error ProcessFieldError(const std::string& path, const std::string& reason) {
-  return Error(ErrorCode::kInvalidArgument, "config.json: " + path + ": " + reason);
-}
-
 bool HasOwnNamespace(const BundleConfig& config, const std::string& type) {
   const OciNamespace* ns = config.FindNamespace(type);
   if (ns == nullptr) return false;
@@ -59,25 +55,25 @@ Status PlanHostAndSysctls(const BundleConfig& config, ContainerPlan* plan) {
   const bool own_uts = uts != nullptr && uts->path.empty();
   if (!config.hostname.empty()) {
     if (!own_uts)
-      return ProcessFieldError("hostname", "needs a new UTS namespace (linux.namespaces)");
+      return ConfigFieldError("hostname", "needs a new UTS namespace (linux.namespaces)");
     plan->jail.hostname = config.hostname;
   }
   if (!config.domainname.empty()) {
-    if (!own_uts) return ProcessFieldError("domainname", "needs a new UTS namespace");
+    if (!own_uts) return ConfigFieldError("domainname", "needs a new UTS namespace");
     plan->jail.sysctls.emplace_back("/proc/sys/kernel/domainname", config.domainname);
   }
   for (const auto& [key, value] : config.sysctl) {
     const std::string ns = SysctlNamespace(key);
     if (ns.empty()) {
-      return ProcessFieldError("linux.sysctl." + key,
-                               "not a namespaced sysctl: it would change the host, refused");
+      return ConfigFieldError("linux.sysctl." + key,
+                              "not a namespaced sysctl: it would change the host, refused");
     }
     if (!HasOwnNamespace(config, ns)) {
-      return ProcessFieldError("linux.sysctl." + key,
-                               "needs a " + ns + " namespace other than the host's");
+      return ConfigFieldError("linux.sysctl." + key,
+                              "needs a " + ns + " namespace other than the host's");
     }
     if (key.find("..") != std::string::npos || key.find('/') != std::string::npos) {
-      return ProcessFieldError("linux.sysctl." + key, "not a sysctl name");
+      return ConfigFieldError("linux.sysctl." + key, "not a sysctl name");
     }
     std::string path = "/proc/sys/" + key;
     std::replace(path.begin() + 10, path.end(), '.', '/');
@@ -91,7 +87,7 @@ Status PlanHostAndSysctls(const BundleConfig& config, ContainerPlan* plan) {
 Status PlanProcess(const BundleConfig& config, ContainerPlan* plan) {
   jail::JailPlan& jail = plan->jail;
   const OciProcess& process = config.process;
-  if (process.args.empty()) return ProcessFieldError("process.args", "must not be empty");
+  if (process.args.empty()) return ConfigFieldError("process.args", "must not be empty");
   jail.use_container_identity = true;
   jail.uid = process.user.uid;
   jail.gid = process.user.gid;

@@ -2,6 +2,7 @@
 // changed in place, and its cgroup's figures as runc's "stats" event.
 #include <nlohmann/json.hpp>
 
+#include "base/json_input.h"
 #include "runtime/oci/bundle_config.h"
 #include "runtime/oci/runc_container.h"
 #include "runtime/oci/runc_plan.h"
@@ -10,16 +11,11 @@ namespace corral::runtime::oci {
 
 Status UpdateContainer(const GlobalOptions& global, const std::string& id,
                        const std::string& resources_json, std::vector<std::string>* notes) {
-  nlohmann::json resources = nlohmann::json::parse(resources_json, nullptr, false);
-  if (resources.is_discarded() || !resources.is_object()) {
+  auto resources = ParseJsonInputOrError(resources_json);
+  if (!resources || !resources->is_object()) {
     return Error(ErrorCode::kInvalidArgument, "update --resources: not a JSON object");
   }
-  // Checked by the config's own parser, as linux.resources of a config that holds only it.
-  nlohmann::json doc = {{"ociVersion", "1.0.0"},
-                        {"root", {{"path", "/"}}},
-                        {"process", {{"args", {"true"}}, {"cwd", "/"}}},
-                        {"linux", {{"resources", resources}}}};
-  ASSIGN_OR_RETURN(BundleConfig parsed, ParseBundleConfig(doc, "/"));
+  ASSIGN_OR_RETURN(OciResources parsed, ParseOciResources(*resources, "linux.resources"));
   ContainerStore store(global.root);
   ASSIGN_OR_RETURN(UniqueFd lock, store.Lock(id));
   ASSIGN_OR_RETURN(ContainerRecord record, store.Load(id));
@@ -28,7 +24,7 @@ Status UpdateContainer(const GlobalOptions& global, const std::string& id,
     return Error(ErrorCode::kFailedPrecondition, "container not running");
   }
   std::vector<std::string> unapplied;
-  cgroups::Limits limits = ResourcesToLimits(parsed.resources, &unapplied);
+  cgroups::Limits limits = ResourcesToLimits(parsed, &unapplied);
   for (const std::string& what : unapplied) notes->push_back(what + ": not applied");
   ASSIGN_OR_RETURN(auto warnings, cgroup->ApplyLimits(limits, false));
   notes->insert(notes->end(), warnings.begin(), warnings.end());
